@@ -1,0 +1,50 @@
+# Shared by scripts/demo and scripts/test: install the Debian packages crux
+# needs (only those missing) and build crux out of tree in ./build.
+# Sourced, not run.
+
+CRUX_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CRUX_BUILD=${CRUX_BUILD:-$CRUX_SRC/build}
+CRUX_JOBS=${CRUX_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# Build tools and libraries, then what the tests and benchmarks use.
+CRUX_DEB_BUILD="gcc make autoconf automake libtool pkg-config
+  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check libjson-c-dev"
+CRUX_DEB_TEST="python3-mpi4py python3-numpy graphviz gnuplot-nox procps"
+
+crux_log() { printf '== %s\n' "$*" >&2; }
+
+# crux_install_debs PKG...: apt-get install those not yet installed.
+crux_install_debs() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && { crux_log "Debian packages: all present"; return 0; }
+  crux_log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq || return 1
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
+}
+
+# crux_build [CONFIGURE-ARGS...]: (re)configure when needed, then make.
+crux_build() {
+  local args="$*"
+  (cd "$CRUX_SRC" && { [ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi >/dev/null 2>&1 ||
+      { crux_log "autoreconf failed"; autoreconf -fi; return 1; }; }) || return 1
+  mkdir -p "$CRUX_BUILD"
+  if [ ! -f "$CRUX_BUILD/config.status" ] || [ "$(cat "$CRUX_BUILD/.configure-args" 2>/dev/null)" != "$args" ]; then
+    crux_log "configure $args"
+    (cd "$CRUX_BUILD" && "$CRUX_SRC/configure" -q $args) || return 1
+    printf '%s' "$args" >"$CRUX_BUILD/.configure-args"
+  fi
+  crux_log "make -j$CRUX_JOBS"
+  make -s -C "$CRUX_BUILD" -j"$CRUX_JOBS" >/dev/null || make -C "$CRUX_BUILD" || return 1
+}
+
+# Open MPI refuses to run as root, and more ranks than cores, unless told.
+crux_mpirun_env() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+}
