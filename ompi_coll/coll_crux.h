@@ -1,1 +1,108 @@
-/* placeholder, replaced by the component */
+/* The crux coll component for Open MPI: a thin adapter between Open MPI's
+ * coll framework and libcrux_coll (crux_coll.h), written the way coll/han
+ * and coll/ucc are:
+ *   coll_crux_component.c  component, MCA parameters (all registered there)
+ *   coll_crux_module.c     per-communicator module, fallback bookkeeping
+ *   coll_crux_fill.c       stock components crux opens when it runs alone
+ *   coll_crux_group.c      the libcrux_coll group of a communicator, lazily
+ *   coll_crux_dtype.c      MPI datatypes and ops to crux's
+ *   coll_crux_allreduce.c  MPI_Allreduce
+ * Whatever crux does not handle goes to the module that was selected before
+ * it on the communicator. */
+#ifndef MCA_COLL_CRUX_H
+#define MCA_COLL_CRUX_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/coll.h"
+#include "opal/util/output.h"
+
+#include "ompi_coll/crux_coll.h"
+
+BEGIN_C_DECLS
+
+/* What coll_crux_allreduce_algorithm can force. */
+typedef enum {
+    CRUX_ALG_AUTO     = 0,
+    CRUX_ALG_STAGED   = 1,
+    CRUX_ALG_CMA      = 2,
+    CRUX_ALG_FALLBACK = 3,   /* always the previous module */
+} coll_crux_alg_param_t;
+
+typedef struct {
+    mca_coll_base_component_2_0_0_t super;
+
+    /* MCA parameters (coll_crux_<name>) */
+    int    priority;
+    int    verbose;
+    int    allreduce_algorithm;
+    size_t allreduce_min_bytes;     /* below: previous module */
+    size_t cma_min_bytes;           /* staged below, single copy from here */
+    size_t stage_size;
+    size_t chunk_size;
+    size_t cma_chunk_size;
+    bool   use_cma;
+    char  *shm_mds;
+    char  *fill_components;
+
+    int    output;                  /* opal_output stream for verbose messages */
+} mca_coll_crux_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
+
+typedef enum {
+    CRUX_GROUP_UNTRIED,   /* not needed yet */
+    CRUX_GROUP_READY,
+    CRUX_GROUP_FAILED,    /* could not be set up: this communicator falls back */
+} crux_group_state_t;
+
+typedef struct {
+    mca_coll_base_module_t super;
+
+    /* The functions crux falls back to, and the module each belongs to
+     * (retained while saved). */
+    mca_coll_base_module_allreduce_fn_t previous_allreduce;
+    mca_coll_base_module_t             *previous_allreduce_module;
+    mca_coll_base_module_allgather_fn_t previous_allgather;
+    mca_coll_base_module_t             *previous_allgather_module;
+
+    ompi_communicator_t *comm;
+    crux_group_state_t   group_state;
+    crux_coll_group_t   *group;
+    unsigned             logged_choices;   /* bit per algorithm, for verbose 2 */
+} mca_coll_crux_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
+
+/* component */
+int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int *priority);
+
+/* stock components crux fills the empty slots from when it runs alone */
+int coll_crux_fill_open(const char *names);
+int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+int coll_crux_fill_comm(ompi_communicator_t *comm);
+void coll_crux_fill_close(void);
+
+/* the group behind a communicator; NULL when it cannot be had */
+crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
+
+/* datatype and op translation: 0 on success, -1 when crux has no kernel */
+int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out);
+int coll_crux_op(struct ompi_op_t *op, crux_op_t *out);
+
+/* collectives */
+int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module);
+
+#define CRUX_VERBOSE(level, ...) \
+    opal_output_verbose((level), mca_coll_crux_component.output, "coll:crux: " __VA_ARGS__)
+
+END_C_DECLS
+
+#endif

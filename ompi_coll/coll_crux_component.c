@@ -1,0 +1,186 @@
+/* The crux coll component: its MCA parameters (all registered here), open
+ * and close. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/show_help.h"
+
+#include "ompi_coll/coll_crux.h"
+
+static int crux_register(void);
+static int crux_open(void);
+static int crux_close(void);
+
+mca_coll_crux_component_t mca_coll_crux_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "crux",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = crux_open,
+            .mca_close_component = crux_close,
+            .mca_register_component_params = crux_register,
+        },
+        .collm_data = { MCA_BASE_METADATA_PARAM_CHECKPOINT },
+        .collm_init_query = mca_coll_crux_init_query,
+        .collm_comm_query = mca_coll_crux_comm_query,
+    },
+    .output = -1,
+};
+
+static const mca_base_var_enum_value_t allreduce_algorithms[] = {
+    { CRUX_ALG_AUTO, "auto" },
+    { CRUX_ALG_STAGED, "staged" },
+    { CRUX_ALG_CMA, "cma" },
+    { CRUX_ALG_FALLBACK, "fallback" },
+    { 0, NULL },
+};
+
+static void reg_int(const char *name, const char *help, int level, int *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_size(const char *name, const char *help, int level, size_t *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_string(const char *name, const char *help, int level, char **storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int crux_register(void)
+{
+    mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    const crux_coll_config_t defaults = CRUX_COLL_CONFIG_DEFAULT;
+
+    c->priority = 40;
+    reg_int("priority", "Priority of the crux coll component (above coll/tuned's 30)",
+            OPAL_INFO_LVL_6, &c->priority);
+
+    c->verbose = 0;
+    reg_int("verbose", "Verbosity: 1 says why crux falls back for a communicator, "
+            "2 logs each algorithm decision once per communicator and algorithm",
+            OPAL_INFO_LVL_9, &c->verbose);
+
+    mca_base_var_enum_t *algs = NULL;
+    c->allreduce_algorithm = CRUX_ALG_AUTO;
+    (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
+    (void)mca_base_component_var_register(&c->super.collm_version, "allreduce_algorithm",
+        "Force an Allreduce algorithm: auto (by size), staged (shared-memory staging), "
+        "cma (single copy), fallback (the previously selected module)",
+        MCA_BASE_VAR_TYPE_INT, algs, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->allreduce_algorithm);
+    OBJ_RELEASE(algs);
+
+    c->allreduce_min_bytes = 2048;
+    reg_size("allreduce_min_bytes", "Allreduce messages smaller than this many bytes go to "
+             "the previously selected module (auto only)", OPAL_INFO_LVL_5,
+             &c->allreduce_min_bytes);
+
+    c->cma_min_bytes = defaults.cma_min_bytes;
+    reg_size("cma_min_bytes", "Allreduce messages of at least this many bytes use single-copy "
+             "cma rather than shared-memory staging (auto only)", OPAL_INFO_LVL_5,
+             &c->cma_min_bytes);
+
+    c->stage_size = defaults.stage_size;
+    reg_size("stage_size", "Bytes of shared-memory staging area per process and communicator",
+             OPAL_INFO_LVL_6, &c->stage_size);
+
+    c->chunk_size = defaults.chunk_size;
+    reg_size("chunk_size", "Pipeline chunk of the staged Allreduce, in bytes", OPAL_INFO_LVL_6,
+             &c->chunk_size);
+
+    c->cma_chunk_size = defaults.cma_chunk_size;
+    reg_size("cma_chunk_size", "Pipeline chunk of the single-copy Allreduce, in bytes",
+             OPAL_INFO_LVL_6, &c->cma_chunk_size);
+
+    c->use_cma = true;
+    (void)mca_base_component_var_register(&c->super.collm_version, "use_cma",
+        "Use the UCT cma transport for single-copy transfers when it works",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->use_cma);
+
+    c->shm_mds = "posix,sysv";
+    reg_string("shm_mds", "UCT memory domains tried in order for shared segments",
+               OPAL_INFO_LVL_6, &c->shm_mds);
+
+    c->fill_components = "tuned,basic,libnbc";
+    reg_string("fill_components", "Stock coll components crux takes the collectives it does "
+               "not implement from, in order, when no other component provides them",
+               OPAL_INFO_LVL_6, &c->fill_components);
+    return OMPI_SUCCESS;
+}
+
+/* Help texts live in Open MPI's data directory when crux could install
+ * there, else beside mca_coll_crux.so. */
+static void add_help_dirs(void)
+{
+    opal_show_help_add_dir(CRUX_HELP_DIR);
+    Dl_info info;
+    if (dladdr((void *)&mca_coll_crux_component, &info) != 0 && info.dli_fname != NULL) {
+        char *path = strdup(info.dli_fname);
+        if (path != NULL) {
+            opal_show_help_add_dir(dirname(path));
+            free(path);
+        }
+    }
+}
+
+static bool invalid(const char *name, size_t value, const char *why)
+{
+    char text[32];
+    snprintf(text, sizeof(text), "%zu", value);
+    opal_show_help("help-mpi-coll-crux.txt", "invalid-param", true, name, text, why);
+    return true;
+}
+
+/* Sizes the algorithms rely on; a bad value disables crux rather than
+ * breaking collectives later. */
+static bool params_invalid(const mca_coll_crux_component_t *c)
+{
+    return (c->stage_size < (64u << 10) &&
+            invalid("stage_size", c->stage_size, "must be at least 65536")) ||
+           (c->chunk_size < 64 && invalid("chunk_size", c->chunk_size, "must be at least 64")) ||
+           (c->chunk_size > c->stage_size &&
+            invalid("chunk_size", c->chunk_size, "must not exceed coll_crux_stage_size")) ||
+           (c->cma_chunk_size < 4096 &&
+            invalid("cma_chunk_size", c->cma_chunk_size, "must be at least 4096"));
+}
+
+static int crux_open(void)
+{
+    mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    add_help_dirs();
+    if (params_invalid(c)) {
+        c->priority = -1;   /* comm_query then declines every communicator */
+    }
+    return coll_crux_fill_open(c->fill_components);
+}
+
+static int crux_close(void)
+{
+    coll_crux_fill_close();
+    if (mca_coll_crux_component.output >= 0) {
+        opal_output_close(mca_coll_crux_component.output);
+        mca_coll_crux_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}

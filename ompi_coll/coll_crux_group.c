@@ -1,0 +1,71 @@
+/* The libcrux_coll group behind a communicator: created the first time a
+ * collective needs it (all ranks reach that point in the same call), with
+ * the previously selected allgather as the out-of-band exchange, so building
+ * it never recurses into crux.  If it cannot be created the communicator
+ * falls back for good, and verbosity 1 says why once. */
+#include <pthread.h>
+
+#include "ompi_config.h"
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "orte/util/proc_info.h"
+
+#include "ompi_coll/coll_crux.h"
+
+/* UCX's component discovery is process-wide; keep group set-ups of
+ * communicators used from different threads apart. */
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int oob_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    mca_coll_crux_module_t *m = arg;
+    int rc = m->previous_allgather(sbuf, (int)length, MPI_BYTE, rbuf, (int)length, MPI_BYTE,
+                                   m->comm, m->previous_allgather_module);
+    return rc == OMPI_SUCCESS ? 0 : -1;
+}
+
+static crux_coll_config_t component_config(void)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
+    config.stage_size     = c->stage_size;
+    config.chunk_size     = c->chunk_size;
+    config.cma_chunk_size = c->cma_chunk_size;
+    config.cma_min_bytes  = c->cma_min_bytes;
+    config.local_procs    = (int)orte_process_info.num_local_peers + 1;
+    config.tl.shm_mds     = c->shm_mds;
+    config.tl.use_cma     = c->use_cma;
+    return config;
+}
+
+crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
+{
+    if (m->group_state != CRUX_GROUP_UNTRIED) {
+        return m->group;
+    }
+    crux_coll_oob_t oob = {
+        .allgather = oob_allgather,
+        .arg       = m,
+        .rank      = ompi_comm_rank(m->comm),
+        .size      = ompi_comm_size(m->comm),
+    };
+    crux_coll_config_t config = component_config();
+    pthread_mutex_lock(&setup_lock);
+    crux_status_t status = crux_coll_group_create(&oob, &config, &m->group);
+    pthread_mutex_unlock(&setup_lock);
+    if (status != CRUX_OK) {
+        m->group       = NULL;
+        m->group_state = CRUX_GROUP_FAILED;
+        CRUX_VERBOSE(1, "no shared memory for communicator %s (%s; /dev/shm full or no "
+                        "shared-memory transport?): falling back to the previous module",
+                     m->comm->c_name, crux_status_string(status));
+        return NULL;
+    }
+    m->group_state = CRUX_GROUP_READY;
+    if (config.tl.use_cma && !crux_coll_group_has_cma(m->group)) {
+        CRUX_VERBOSE(1, "single-copy (cma) access does not work between the processes of "
+                        "communicator %s (ptrace permission?): staging through shared memory",
+                     m->comm->c_name);
+    }
+    return m->group;
+}

@@ -1,0 +1,89 @@
+/* Per-communicator module: which collectives crux takes, and the previously
+ * selected functions it falls back to (retained while saved, as coll/han
+ * and coll/ucc do). */
+#include "ompi_config.h"
+
+#include "ompi/group/group.h"
+
+#include "ompi_coll/coll_crux.h"
+
+static void crux_module_construct(mca_coll_crux_module_t *m)
+{
+    m->previous_allreduce        = NULL;
+    m->previous_allreduce_module = NULL;
+    m->previous_allgather        = NULL;
+    m->previous_allgather_module = NULL;
+    m->comm                      = NULL;
+    m->group_state               = CRUX_GROUP_UNTRIED;
+    m->group                     = NULL;
+    m->logged_choices            = 0;
+}
+
+static void crux_module_destruct(mca_coll_crux_module_t *m)
+{
+    crux_coll_group_destroy(m->group);
+    if (m->previous_allreduce_module != NULL) {
+        OBJ_RELEASE(m->previous_allreduce_module);
+    }
+    if (m->previous_allgather_module != NULL) {
+        OBJ_RELEASE(m->previous_allgather_module);
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_crux_module_t, mca_coll_base_module_t, crux_module_construct,
+                   crux_module_destruct);
+
+int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    return coll_crux_fill_init_query(enable_progress_threads, enable_mpi_threads);
+}
+
+/* Whether crux's own algorithms apply: an intracommunicator of two or more
+ * processes, all on this node. */
+static bool crux_handles(ompi_communicator_t *comm)
+{
+    return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1 &&
+           !ompi_group_have_remote_peers(comm->c_local_group);
+}
+
+static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
+
+    /* Alone, crux must leave no collective slot empty. */
+    coll_crux_fill_comm(comm);
+    m->comm = comm;
+    if (!crux_handles(comm)) {
+        return OMPI_SUCCESS;
+    }
+    if (comm->c_coll->coll_allreduce == NULL || comm->c_coll->coll_allgather == NULL) {
+        CRUX_VERBOSE(1, "communicator %s has no allreduce/allgather to fall back to; "
+                        "crux stays out of it", comm->c_name);
+        m->super.coll_allreduce = NULL;
+        return OMPI_SUCCESS;
+    }
+    m->previous_allreduce        = comm->c_coll->coll_allreduce;
+    m->previous_allreduce_module = comm->c_coll->coll_allreduce_module;
+    OBJ_RETAIN(m->previous_allreduce_module);
+    m->previous_allgather        = comm->c_coll->coll_allgather;
+    m->previous_allgather_module = comm->c_coll->coll_allgather_module;
+    OBJ_RETAIN(m->previous_allgather_module);
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    if (mca_coll_crux_component.priority < 0) {
+        return NULL;
+    }
+    mca_coll_crux_module_t *m = OBJ_NEW(mca_coll_crux_module_t);
+    if (m == NULL) {
+        return NULL;
+    }
+    *priority = mca_coll_crux_component.priority;
+    m->super.coll_module_enable = crux_module_enable;
+    if (crux_handles(comm)) {
+        m->super.coll_allreduce = mca_coll_crux_allreduce;
+    }
+    return &m->super;
+}

@@ -1,0 +1,50 @@
+/* Allreduce entry point: checks, the choice between the staged and the
+ * single-copy algorithm, and the trivial cases. */
+#include <string.h>
+
+#include "ompi_coll/crux_allreduce_algs.h"
+
+const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg)
+{
+    switch (alg) {
+    case CRUX_ALLREDUCE_AUTO:   return "auto";
+    case CRUX_ALLREDUCE_STAGED: return "staged";
+    case CRUX_ALLREDUCE_CMA:    return "cma";
+    }
+    return "unknown";
+}
+
+crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *g, size_t bytes)
+{
+    return g->has_cma && bytes >= g->config.cma_min_bytes ? CRUX_ALLREDUCE_CMA
+                                                          : CRUX_ALLREDUCE_STAGED;
+}
+
+crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *rbuf,
+                                  size_t count, crux_dtype_t dtype, crux_op_t op,
+                                  crux_allreduce_alg_t alg)
+{
+    crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
+    if (reduce == NULL || (alg == CRUX_ALLREDUCE_CMA && !g->has_cma)) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    size_t esize = crux_dtype_size(dtype);
+    if (count == 0) {
+        return CRUX_OK;
+    }
+    if (g->size == 1) {
+        if (sbuf != NULL && sbuf != rbuf) {
+            memcpy(rbuf, sbuf, count * esize);
+        }
+        return CRUX_OK;
+    }
+    if (sbuf == rbuf) {
+        sbuf = NULL;
+    }
+    if (alg == CRUX_ALLREDUCE_AUTO) {
+        alg = crux_coll_allreduce_choice(g, count * esize);
+    }
+    return alg == CRUX_ALLREDUCE_CMA
+               ? crux_allreduce_cma(g, sbuf, rbuf, count, esize, reduce)
+               : crux_allreduce_staged(g, sbuf, rbuf, count, esize, reduce);
+}

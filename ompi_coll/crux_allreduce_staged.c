@@ -1,0 +1,189 @@
+/* Staged flat Allreduce: no system calls, only loads and stores to shared
+ * memory and flags.
+ *
+ * Each member's staging area mirrors the part of the buffer being reduced
+ * (a "round": the whole buffer when it fits, else successive slices).  A
+ * member copies its input for every other member's shard into the matching
+ * place of its own stage; the owner of a shard reduces the staged copies
+ * and its own input, in rank order, into the shard's place in its stage;
+ * every member copies the reduced shards out.  All three steps go chunk by
+ * chunk and a member does whichever step is ready, so the copy-in of one
+ * chunk overlaps the reduction and copy-out of earlier ones across members.
+ *
+ * User buffers are only touched by their owner, so a call returns as soon as
+ * its own result is complete; a member only waits, before writing its stage
+ * again, for the peers to have finished reading it in the previous call. */
+#include <string.h>
+
+#include "ompi_coll/crux_allreduce_algs.h"
+#include "ompi_coll/crux_shard.h"
+
+typedef struct {
+    crux_coll_group_t *g;
+    const crux_cut_t  *cut;
+    const uint8_t     *src;       /* this member's input */
+    uint8_t           *dst;       /* this member's result */
+    crux_reduce_fn_t   reduce;
+    const void       **inputs;    /* [size] scratch array of chunk pointers */
+    unsigned           copied;    /* copy-in steps done */
+    unsigned           reduced;   /* chunks of the own shard reduced */
+    unsigned          *out;       /* [size] chunks of each shard copied out */
+} staged_round_t;
+
+/* Copy chunk 'step' of every other member's shard into the own stage. */
+static void copy_in(staged_round_t *s)
+{
+    crux_coll_group_t *g = s->g;
+    for (int i = 1; i < g->size; i++) {
+        int p = (g->rank + i) % g->size;
+        if (s->copied < crux_shard_chunks(s->cut, p)) {
+            size_t at = crux_chunk_offset(s->cut, p, s->copied);
+            memcpy(g->stage[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
+        }
+    }
+    s->copied++;
+    crux_store(&g->ctrl[g->rank]->staged, CRUX_PROGRESS(g->seq, s->copied));
+}
+
+static int inputs_ready(staged_round_t *s)
+{
+    for (int q = 0; q < s->g->size; q++) {
+        if (q != s->g->rank && !CRUX_REACHED(s->g, q, staged, CRUX_PROGRESS(s->g->seq, s->reduced + 1))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Reduce the next chunk of the own shard into the stage, then into dst. */
+static void reduce_chunk(staged_round_t *s)
+{
+    crux_coll_group_t *g = s->g;
+    size_t at = crux_chunk_offset(s->cut, g->rank, s->reduced);
+    size_t bytes = crux_chunk_bytes(s->cut, g->rank, s->reduced);
+    for (int q = 0; q < g->size; q++) {
+        s->inputs[q] = (q == g->rank ? s->src : g->stage[q]) + at;
+    }
+    crux_reduce_chain(s->reduce, g->stage[g->rank] + at, s->inputs, g->size, bytes,
+                      s->cut->esize);
+    memcpy(s->dst + at, g->stage[g->rank] + at, bytes);
+    s->reduced++;
+    crux_store(&g->ctrl[g->rank]->reduced, CRUX_PROGRESS(g->seq, s->reduced));
+}
+
+/* Copy out every reduced chunk of member p's shard not yet copied. */
+static int copy_out(staged_round_t *s, int p)
+{
+    crux_coll_group_t *g = s->g;
+    unsigned first = s->out[p], chunks = crux_shard_chunks(s->cut, p);
+    while (s->out[p] < chunks && CRUX_REACHED(g, p, reduced, CRUX_PROGRESS(g->seq, s->out[p] + 1))) {
+        s->out[p]++;
+    }
+    if (s->out[p] == first) {
+        return 0;
+    }
+    size_t at = crux_chunk_offset(s->cut, p, first);
+    size_t end = crux_chunk_offset(s->cut, p, s->out[p] - 1) +
+                 crux_chunk_bytes(s->cut, p, s->out[p] - 1);
+    memcpy(s->dst + at, g->stage[p] + at, end - at);
+    return 1;
+}
+
+/* Block on whatever the next step needs. */
+static crux_status_t wait_for_next(staged_round_t *s)
+{
+    crux_coll_group_t *g = s->g;
+    if (s->reduced < crux_shard_chunks(s->cut, g->rank)) {
+        for (int q = 0; q < g->size; q++) {
+            if (q != g->rank) {
+                crux_status_t st = CRUX_WAIT(g, q, staged, CRUX_PROGRESS(g->seq, s->reduced + 1));
+                if (st != CRUX_OK) {
+                    return st;
+                }
+            }
+        }
+        return CRUX_OK;
+    }
+    for (int i = 1; i < g->size; i++) {
+        int p = (g->rank + i) % g->size;
+        if (s->out[p] < crux_shard_chunks(s->cut, p)) {
+            return CRUX_WAIT(g, p, reduced, CRUX_PROGRESS(g->seq, s->out[p] + 1));
+        }
+    }
+    return CRUX_OK;
+}
+
+static int round_done(const staged_round_t *s, unsigned steps)
+{
+    const crux_coll_group_t *g = s->g;
+    if (s->copied < steps || s->reduced < crux_shard_chunks(s->cut, g->rank)) {
+        return 0;
+    }
+    for (int p = 0; p < g->size; p++) {
+        if (p != g->rank && s->out[p] < crux_shard_chunks(s->cut, p)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static crux_status_t staged_round(staged_round_t *s)
+{
+    crux_coll_group_t *g = s->g;
+    /* The peers must be done reading this stage from the previous call. */
+    for (int p = 0; p < g->size; p++) {
+        crux_status_t st = p == g->rank ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq - 1);
+        if (st != CRUX_OK) {
+            return st;
+        }
+    }
+    unsigned steps = crux_shard_chunks(s->cut, 0);   /* shard 0 is the longest */
+    while (!round_done(s, steps)) {
+        int progressed = 0;
+        if (s->copied < steps) {
+            copy_in(s);
+            progressed = 1;
+        }
+        if (s->reduced < crux_shard_chunks(s->cut, g->rank) && inputs_ready(s)) {
+            reduce_chunk(s);
+            progressed = 1;
+        }
+        for (int i = 1; i < g->size; i++) {
+            progressed |= copy_out(s, (g->rank + i) % g->size);
+        }
+        if (!progressed) {
+            crux_status_t st = wait_for_next(s);
+            if (st != CRUX_OK) {
+                return st;
+            }
+        }
+    }
+    crux_store(&g->ctrl[g->rank]->done, g->seq);
+    return CRUX_OK;
+}
+
+crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void *rbuf,
+                                    size_t count, size_t esize, crux_reduce_fn_t reduce)
+{
+    const void *inputs[g->size];
+    unsigned out[g->size];
+    const uint8_t *src = sbuf != NULL ? sbuf : rbuf;
+    size_t per_round = g->config.stage_size / esize;
+
+    for (size_t first = 0; first < count; first += per_round) {
+        size_t n = count - first < per_round ? count - first : per_round;
+        crux_cut_t cut = crux_cut(n, esize, g->config.chunk_size, g->size);
+        memset(out, 0, sizeof(out));
+        staged_round_t s = {
+            .g = g, .cut = &cut, .reduce = reduce, .inputs = inputs, .out = out,
+            .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
+        };
+        g->seq++;
+        crux_status_t status = staged_round(&s);
+        if (status != CRUX_OK) {
+            crux_abandon(g);
+            return status;
+        }
+    }
+    return CRUX_OK;
+}

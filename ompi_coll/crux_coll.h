@@ -1,0 +1,92 @@
+/* libcrux_coll: crux's collective algorithms, free of MPI.
+ *
+ * This header (with crux_reduce.h, which it includes) is the library's whole
+ * public API; the Open MPI component is a thin adapter over it, and tests
+ * drive it from plain forked processes.
+ *
+ * A group is the set of processes on one node that run a collective
+ * together.  Creating one is collective: members exchange transport
+ * addresses and segment keys once through the caller's out-of-band
+ * allgather, map each other's control and staging segments, connect cma
+ * endpoints and check that single-copy access really works between them.
+ * After that, collectives synchronise through flags in shared memory only.
+ *
+ * A group is used by one thread at a time, and every member calls the same
+ * collectives in the same order with matching arguments (as MPI requires). */
+#ifndef CRUX_COLL_H
+#define CRUX_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/crux_status.h"
+#include "ompi_coll/crux_reduce.h"
+#include "ucx_tl/crux_tl.h"
+
+typedef struct crux_coll_group crux_coll_group_t;
+
+/* The caller's allgather among the future group members: gather 'length'
+ * bytes from every member into 'rbuf' in rank order.  Returns 0 on success;
+ * every member must see the same outcome. */
+typedef struct {
+    int  (*allgather)(const void *sbuf, void *rbuf, size_t length, void *arg);
+    void  *arg;
+    int    rank;
+    int    size;
+} crux_coll_oob_t;
+
+typedef struct {
+    size_t stage_size;      /* bytes of staging segment per member */
+    size_t chunk_size;      /* pipeline segment of the staged algorithm */
+    size_t cma_chunk_size;  /* pipeline segment of the single-copy algorithm */
+    size_t cma_min_bytes;   /* AUTO uses single copy from this message size up */
+    int    local_procs;     /* processes on this node (0: the group size) */
+    crux_tl_config_t tl;
+} crux_coll_config_t;
+
+#define CRUX_COLL_CONFIG_DEFAULT {           \
+    .stage_size     = 4u << 20,               \
+    .chunk_size     = 64u << 10,              \
+    .cma_chunk_size = 256u << 10,             \
+    .cma_min_bytes  = 4u << 20,               \
+    .local_procs    = 0,                      \
+    .tl             = CRUX_TL_CONFIG_DEFAULT, \
+}
+
+/* Create a group.  On failure no member has a group, and all return the same
+ * status: CRUX_ERR_NO_RESOURCE when shared memory could not be set up (no
+ * room in /dev/shm, no shared-memory transport).  Single-copy (cma) access
+ * that does not work (e.g. no ptrace permission) is not a failure: the group
+ * then stages everything through shared memory; see crux_coll_group_has_cma.
+ * The configuration of member 0 is the one the group uses. */
+crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
+                                     const crux_coll_config_t *config,
+                                     crux_coll_group_t **group_p);
+void crux_coll_group_destroy(crux_coll_group_t *group);
+
+int crux_coll_group_rank(const crux_coll_group_t *group);
+int crux_coll_group_size(const crux_coll_group_t *group);
+int crux_coll_group_has_cma(const crux_coll_group_t *group);
+const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
+
+typedef enum {
+    CRUX_ALLREDUCE_AUTO,    /* staged below cma_min_bytes, else single copy */
+    CRUX_ALLREDUCE_STAGED,  /* copy into shared segments, reduce, copy out */
+    CRUX_ALLREDUCE_CMA,     /* single-copy get from the peers' own buffers */
+} crux_allreduce_alg_t;
+
+/* Flat two-stage Allreduce (reduce-scatter, then allgather), pipelined in
+ * chunks.  'sbuf' NULL means in place (the input is in 'rbuf').  Each shard
+ * is reduced by one member in rank order, so every member gets the same
+ * bits.  Returns CRUX_ERR_UNSUPPORTED (nothing done, on every member alike)
+ * for a (dtype, op) pair without a kernel or CMA forced where it is not
+ * available, and CRUX_ERR_PEER when a member failed or died. */
+crux_status_t crux_coll_allreduce(crux_coll_group_t *group, const void *sbuf, void *rbuf,
+                                  size_t count, crux_dtype_t dtype, crux_op_t op,
+                                  crux_allreduce_alg_t alg);
+
+/* Which algorithm AUTO picks for a message of 'bytes' (for logging). */
+crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);
+const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg);
+
+#endif

@@ -1,0 +1,90 @@
+/* Internal to libcrux_coll: the group structure, the control block each
+ * member keeps in shared memory, and the waits collectives synchronise with. */
+#ifndef CRUX_GROUP_INTERNAL_H
+#define CRUX_GROUP_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ompi_coll/crux_coll.h"
+
+/* Progress words pack a call's sequence number above a chunk count, so a
+ * value from an earlier call never satisfies a wait in a later one. */
+#define CRUX_SEQ_SHIFT 24
+#define CRUX_PROGRESS(seq, chunks) (((uint64_t)(seq) << CRUX_SEQ_SHIFT) | (uint64_t)(chunks))
+#define CRUX_MAX_CHUNKS ((1u << CRUX_SEQ_SHIFT) - 1)
+
+#define CRUX_CTRL_MAGIC 0x6372757863746c31ull  /* "cruxctl1" */
+
+/* The head of every member's segment.  Only its owner writes it (release
+ * stores after the data they announce); peers read it (acquire loads).  Each
+ * word a peer polls sits on its own cache line. */
+typedef struct {
+    alignas(64) uint64_t magic;
+    int64_t  pid;
+    alignas(64) uint64_t arrive;     /* seq of the call entered; args below are valid */
+    uint64_t sbuf;                   /* that call's buffers, for single-copy peers */
+    uint64_t rbuf;
+    alignas(64) uint64_t staged;     /* PROGRESS(seq, steps of input copied into the stage) */
+    alignas(64) uint64_t reduced;    /* PROGRESS(seq, chunks of own shard reduced) */
+    alignas(64) uint64_t done;       /* seq of the last call finished with all peers' data */
+    alignas(64) uint64_t failed;     /* seq of a call this member abandoned */
+} crux_ctrl_t;
+
+#define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
+
+struct crux_coll_group {
+    int                 rank;
+    int                 size;
+    crux_coll_config_t  config;
+    int                 has_cma;
+    unsigned            spin;         /* polls before yielding the CPU */
+    uint64_t            seq;          /* of the last call started */
+
+    crux_tl_context_t  *tl;
+    crux_tl_seg_t      *seg;
+    crux_ctrl_t       **ctrl;         /* [size]: every member's control block */
+    uint8_t           **stage;        /* [size]: every member's staging area */
+    crux_tl_rseg_t    **rsegs;        /* [size]: peers' mapped segments */
+    crux_tl_ep_t      **eps;          /* [size]: cma endpoints, NULL without cma */
+    pid_t              *pids;
+    void               *scratch;      /* single-copy landing area, size chunks */
+};
+
+static inline uint64_t crux_load(const uint64_t *word)
+{
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+static inline void crux_store(uint64_t *word, uint64_t value)
+{
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+/* Wait until member 'peer's word at 'offset' in its control block reaches
+ * 'target'.  Spins, then yields the CPU (always, when the node is
+ * oversubscribed); returns CRUX_ERR_PEER if the peer abandons call 'seq' or
+ * its process is gone. */
+crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target);
+
+#define CRUX_WAIT(group, peer, field, target) \
+    crux_wait((group), (peer), offsetof(crux_ctrl_t, field), (target))
+
+/* Test without waiting. */
+static inline int crux_reached(crux_coll_group_t *group, int peer, size_t offset,
+                               uint64_t target)
+{
+    return crux_load((const uint64_t *)((const uint8_t *)group->ctrl[peer] + offset)) >= target;
+}
+
+#define CRUX_REACHED(group, peer, field, target) \
+    crux_reached((group), (peer), offsetof(crux_ctrl_t, field), (target))
+
+/* Tell the peers this member abandons the current call. */
+static inline void crux_abandon(crux_coll_group_t *group)
+{
+    crux_store(&group->ctrl[group->rank]->failed, group->seq);
+}
+
+#endif
