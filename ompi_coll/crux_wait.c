@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "ompi_coll/crux_group_internal.h"
 
@@ -20,6 +22,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* A process that exited but was not reaped yet still answers kill(pid, 0);
+ * its state in /proc tells it is a zombie. */
+static int process_alive(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    char path[64], stat[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return errno != ENOENT;
+    }
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')');   /* the command name may hold spaces */
+    return end == NULL || end[1] == '\0' || (end[2] != 'Z' && end[2] != 'X');
+}
+
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
 {
     const uint64_t *word = (const uint64_t *)((const uint8_t *)group->ctrl[peer] + offset);
@@ -30,8 +52,7 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
         if (crux_load(&group->ctrl[peer]->failed) >= group->seq) {
             return CRUX_ERR_PEER;
         }
-        if (polls % CRUX_LIVENESS_POLLS == 0 && kill(group->pids[peer], 0) != 0 &&
-            errno == ESRCH) {
+        if (polls % CRUX_LIVENESS_POLLS == 0 && !process_alive(group->pids[peer])) {
             return CRUX_ERR_PEER;
         }
         if (polls > group->spin) {

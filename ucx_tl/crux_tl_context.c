@@ -51,6 +51,13 @@ static ucs_status_t open_md(uct_component_h component, const char *name, uct_md_
     return status;
 }
 
+/* A failed cma copy (bad address, peer gone) is reported through the
+ * operation's completion; without a handler UCX would treat it as fatal. */
+static ucs_status_t cma_error(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    return UCS_OK;
+}
+
 static crux_status_t open_cma(crux_tl_context_t *ctx)
 {
     uct_component_h component = find_component(ctx, "cma");
@@ -76,10 +83,16 @@ static crux_status_t open_cma(crux_tl_context_t *ctx)
     }
     uct_iface_params_t params = {
         .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                UCT_IFACE_PARAM_FIELD_DEVICE,
+                                UCT_IFACE_PARAM_FIELD_DEVICE |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
         .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name  = "cma",
         .mode.device.dev_name = "memory",
+        .err_handler          = cma_error,
+        .err_handler_arg      = ctx,
+        .err_handler_flags    = 0,
     };
     status = uct_iface_open(ctx->cma_md, ctx->worker, &params, config, &ctx->cma_iface);
     uct_config_release(config);

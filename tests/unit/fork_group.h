@@ -1,0 +1,91 @@
+/* Test and benchmark support: run a function in N forked processes that form
+ * a libcrux_coll group, with an out-of-band allgather over an anonymous
+ * shared mapping and a process-shared barrier (no MPI). */
+#ifndef CRUX_TESTS_FORK_GROUP_H
+#define CRUX_TESTS_FORK_GROUP_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ompi_coll/crux_coll.h"
+
+#define FORK_GROUP_MAX 16
+#define FORK_GROUP_SLOT 4096
+
+typedef struct {
+    pthread_barrier_t barrier;
+    unsigned char     slots[FORK_GROUP_MAX][FORK_GROUP_SLOT];
+} fork_group_shared_t;
+
+typedef struct {
+    fork_group_shared_t *shared;
+    int                  rank;
+    int                  size;
+} fork_group_member_t;
+
+static int fork_group_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    fork_group_member_t *m = arg;
+    if (length > FORK_GROUP_SLOT) {
+        return -1;
+    }
+    memcpy(m->shared->slots[m->rank], sbuf, length);
+    pthread_barrier_wait(&m->shared->barrier);
+    for (int p = 0; p < m->size; p++) {
+        memcpy((unsigned char *)rbuf + (size_t)p * length, m->shared->slots[p], length);
+    }
+    pthread_barrier_wait(&m->shared->barrier);
+    return 0;
+}
+
+static void fork_group_barrier(fork_group_member_t *m)
+{
+    pthread_barrier_wait(&m->shared->barrier);
+}
+
+static crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
+{
+    return (crux_coll_oob_t){ .allgather = fork_group_allgather, .arg = m, .rank = m->rank,
+                              .size = m->size };
+}
+
+/* Run body(member, arg) in 'size' processes; returns the number of members
+ * that exited with a non-zero status or were killed. */
+static int fork_group_run(int size, int (*body)(fork_group_member_t *, void *), void *arg)
+{
+    fork_group_shared_t *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED || size > FORK_GROUP_MAX) {
+        return size;
+    }
+    pthread_barrierattr_t attr;
+    pthread_barrierattr_init(&attr);
+    pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_barrier_init(&shared->barrier, &attr, (unsigned)size);
+    pid_t pids[FORK_GROUP_MAX];
+    for (int r = 0; r < size; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            fork_group_member_t m = { shared, r, size };
+            _exit(body(&m, arg) == 0 ? 0 : 1);
+        }
+    }
+    int failed = 0;
+    for (int r = 0; r < size; r++) {
+        int status;
+        if (pids[r] < 0 || waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            failed++;
+        }
+    }
+    pthread_barrier_destroy(&shared->barrier);
+    munmap(shared, sizeof(*shared));
+    return failed;
+}
+
+#endif

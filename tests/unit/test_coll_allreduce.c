@@ -1,0 +1,277 @@
+/* libcrux_coll's flat Allreduce in forked processes (no MPI): every algorithm
+ * at group sizes 1 to 5, counts that do and do not divide by the size or the
+ * chunk, messages larger than the staging area, in and out of place, with
+ * identical bits on every member; and the failures: a member whose set-up
+ * fails, cma unavailable, a member that dies in the middle. */
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "tests/unit/fork_group.h"
+
+typedef struct {
+    crux_allreduce_alg_t alg;
+    size_t               count;
+    int                  in_place;
+    crux_coll_config_t   config;
+} case_t;
+
+static float value(int rank, size_t i)
+{
+    return (float)((rank * 7 + (int)(i % 1009)) % 13) - 6.0f;
+}
+
+static int run_case(fork_group_member_t *m, void *arg)
+{
+    case_t *c = arg;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, &c->config, &g) != CRUX_OK) {
+        return 2;
+    }
+    float *s = malloc((c->count + 1) * sizeof(float)), *r = malloc((c->count + 1) * sizeof(float));
+    for (int round = 0; round < 3; round++) {   /* repeated calls reuse the group */
+        for (size_t i = 0; i <= c->count; i++) {
+            s[i] = value(m->rank + round, i);
+            r[i] = c->in_place ? s[i] : -99.0f;
+        }
+        crux_status_t st = crux_coll_allreduce(g, c->in_place ? NULL : s, r, c->count,
+                                               CRUX_DT_FLOAT, CRUX_OP_SUM, c->alg);
+        if (st != CRUX_OK) {
+            return 3;
+        }
+        for (size_t i = 0; i < c->count; i++) {
+            float e = 0;
+            for (int p = 0; p < m->size; p++) {
+                e += value(p + round, i);
+            }
+            if (r[i] != e) {
+                return 4;
+            }
+        }
+        if (r[c->count] != (c->in_place ? s[c->count] : -99.0f)) {
+            return 5;   /* wrote past the count */
+        }
+    }
+    free(s);
+    free(r);
+    crux_coll_group_destroy(g);
+    return 0;
+}
+
+static const size_t counts[] = { 0, 1, 2, 3, 7, 1000, 16411, 70001, 300007 };
+
+/* _i selects the group size (1..5); every algorithm, count and placement. */
+START_TEST(test_allreduce_every_algorithm)
+{
+    int size = _i;
+    const crux_allreduce_alg_t algs[] = { CRUX_ALLREDUCE_STAGED, CRUX_ALLREDUCE_CMA,
+                                          CRUX_ALLREDUCE_AUTO };
+    for (size_t a = 0; a < 3; a++) {
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                case_t c = { algs[a], counts[k], in_place, CRUX_COLL_CONFIG_DEFAULT };
+                /* small stage and chunks: many chunks, and several rounds */
+                c.config.stage_size = 64u << 10;
+                c.config.chunk_size = 4000;
+                c.config.cma_chunk_size = 8192;
+                c.config.cma_min_bytes = 100000;
+                ck_assert_msg(fork_group_run(size, run_case, &c) == 0,
+                              "size %d %s count %zu %s", size, crux_allreduce_alg_name(algs[a]),
+                              counts[k], in_place ? "in place" : "");
+            }
+        }
+    }
+}
+END_TEST
+
+typedef struct {
+    size_t count;
+    uint64_t *hashes;   /* shared */
+} bits_t;
+
+static int run_bits(fork_group_member_t *m, void *arg)
+{
+    bits_t *b = arg;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, NULL, &g) != CRUX_OK) {
+        return 2;
+    }
+    float *s = malloc(b->count * sizeof(float)), *r = malloc(b->count * sizeof(float));
+    srand48(m->rank + 1);
+    for (size_t i = 0; i < b->count; i++) {
+        s[i] = (float)(drand48() - 0.5) * (float)(1 << (lrand48() % 24));
+    }
+    for (int alg = CRUX_ALLREDUCE_STAGED; alg <= CRUX_ALLREDUCE_CMA; alg++) {
+        if (crux_coll_allreduce(g, s, r, b->count, CRUX_DT_FLOAT, CRUX_OP_SUM,
+                                (crux_allreduce_alg_t)alg) != CRUX_OK) {
+            return 3;
+        }
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < b->count * sizeof(float); i++) {
+            h = (h ^ ((unsigned char *)r)[i]) * 1099511628211ull;
+        }
+        b->hashes[2 * m->rank + (alg - CRUX_ALLREDUCE_STAGED)] = h;
+    }
+    crux_coll_group_destroy(g);
+    return 0;
+}
+
+START_TEST(test_identical_bits_everywhere_and_across_algorithms)
+{
+    uint64_t *hashes = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    bits_t b = { 1000003, hashes };
+    ck_assert_int_eq(fork_group_run(4, run_bits, &b), 0);
+    for (int i = 1; i < 8; i++) {
+        ck_assert_msg(hashes[i] == hashes[0], "result %d differs", i);
+    }
+    munmap(hashes, 4096);
+}
+END_TEST
+
+static int run_types(fork_group_member_t *m, void *arg)
+{
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, NULL, &g) != CRUX_OK) {
+        return 2;
+    }
+    int64_t v[777];
+    double d[777];
+    for (int i = 0; i < 777; i++) {
+        v[i] = (int64_t)1 << ((m->rank * 5 + i) % 60);
+        d[i] = m->rank == 1 ? -(double)i : (double)(i % 17);
+    }
+    if (crux_coll_allreduce(g, NULL, v, 777, CRUX_DT_INT64, CRUX_OP_BOR,
+                            CRUX_ALLREDUCE_AUTO) != CRUX_OK ||
+        crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_MIN,
+                            CRUX_ALLREDUCE_CMA) != CRUX_OK) {
+        return 3;
+    }
+    for (int i = 0; i < 777; i++) {
+        int64_t e = 0;
+        double dmin = 1e300;
+        for (int p = 0; p < m->size; p++) {
+            e |= (int64_t)1 << ((p * 5 + i) % 60);
+            double x = p == 1 ? -(double)i : (double)(i % 17);
+            dmin = x < dmin ? x : dmin;
+        }
+        if (v[i] != e || d[i] != dmin) {
+            return 4;
+        }
+    }
+    /* no kernel: nothing done, same answer on every member */
+    if (crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_BXOR,
+                            CRUX_ALLREDUCE_AUTO) != CRUX_ERR_UNSUPPORTED) {
+        return 5;
+    }
+    crux_coll_group_destroy(g);
+    return 0;
+}
+
+START_TEST(test_other_types_and_unsupported_pairs)
+{
+    ck_assert_int_eq(fork_group_run(3, run_types, NULL), 0);
+}
+END_TEST
+
+/* Member 1 asks for a shared-memory domain that does not exist: the group
+ * fails on every member with the same status. */
+static int run_setup_failure(fork_group_member_t *m, void *arg)
+{
+    crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
+    if (m->rank == 1) {
+        config.tl.shm_mds = "no-such-memory-domain";
+    }
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g = NULL;
+    return crux_coll_group_create(&oob, &config, &g) == CRUX_ERR_NO_RESOURCE && g == NULL ? 0 : 1;
+}
+
+START_TEST(test_setup_failure_is_agreed)
+{
+    ck_assert_int_eq(fork_group_run(3, run_setup_failure, NULL), 0);
+}
+END_TEST
+
+/* Without cma the group stages everything; forcing cma is refused. */
+static int run_without_cma(fork_group_member_t *m, void *arg)
+{
+    crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
+    config.tl.use_cma = 0;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, &config, &g) != CRUX_OK || crux_coll_group_has_cma(g)) {
+        return 1;
+    }
+    static float x[6000000];
+    for (size_t i = 0; i < 6000000; i++) {
+        x[i] = (float)(i % 3);
+    }
+    if (crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM,
+                            CRUX_ALLREDUCE_CMA) != CRUX_ERR_UNSUPPORTED ||
+        crux_coll_allreduce_choice(g, 64u << 20) != CRUX_ALLREDUCE_STAGED ||
+        crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM,
+                            CRUX_ALLREDUCE_AUTO) != CRUX_OK) {
+        return 2;
+    }
+    for (size_t i = 0; i < 6000000; i++) {
+        if (x[i] != (float)(2 * (i % 3))) {
+            return 3;
+        }
+    }
+    crux_coll_group_destroy(g);
+    return 0;
+}
+
+START_TEST(test_without_cma_everything_is_staged)
+{
+    ck_assert_int_eq(fork_group_run(2, run_without_cma, NULL), 0);
+}
+END_TEST
+
+/* Member 2 dies after set-up; the others must return CRUX_ERR_PEER rather
+ * than hang, whichever algorithm they run. */
+static int run_peer_death(fork_group_member_t *m, void *arg)
+{
+    crux_allreduce_alg_t alg = *(crux_allreduce_alg_t *)arg;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, NULL, &g) != CRUX_OK) {
+        return 2;
+    }
+    if (m->rank == 2) {
+        raise(SIGKILL);
+    }
+    static float x[3000000];
+    crux_status_t st = crux_coll_allreduce(g, NULL, x, 3000000, CRUX_DT_FLOAT, CRUX_OP_SUM, alg);
+    return st == CRUX_ERR_PEER ? 0 : 1;
+}
+
+START_TEST(test_peer_death_is_an_error_not_a_hang)
+{
+    crux_allreduce_alg_t alg = _i ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_STAGED;
+    /* 3 members: the two survivors report the death, the dead one counts as failed */
+    ck_assert_int_eq(fork_group_run(3, run_peer_death, &alg), 1);
+}
+END_TEST
+
+static Suite *coll_suite(void)
+{
+    Suite *s = suite_create("coll_allreduce");
+    TCase *tc = tcase_create("allreduce");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_allreduce_every_algorithm, 1, 6);
+    tcase_add_test(tc, test_identical_bits_everywhere_and_across_algorithms);
+    tcase_add_test(tc, test_other_types_and_unsupported_pairs);
+    tcase_add_test(tc, test_setup_failure_is_agreed);
+    tcase_add_test(tc, test_without_cma_everything_is_staged);
+    tcase_add_loop_test(tc, test_peer_death_is_an_error_not_a_hang, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CRUX_CHECK_MAIN(coll_suite)
