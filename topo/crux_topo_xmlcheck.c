@@ -1,0 +1,150 @@
+/* Checks of an hwloc XML file made before hwloc reads it.
+ *
+ * hwloc says little when an import fails (errno EINVAL, details only with
+ * HWLOC_XML_VERBOSE=1), so the common faults are recognised here to give a
+ * one-line reason: a missing or unreadable file, something that is not an
+ * hwloc export, a truncated file, a file from a newer hwloc.
+ *
+ * It also records how many objects each NVLinkBandwidth matrix names: hwloc
+ * silently drops the members it cannot find in the topology, so comparing
+ * with what it loaded is the only way to notice a matrix naming unknown
+ * objects. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/crux_topo_internal.h"
+
+static crux_status_t fail(crux_status_t status, char *err, size_t errlen, const char *path,
+                          const char *reason)
+{
+    if (errlen)
+        snprintf(err, errlen, "%s: %s", path, reason);
+    return status;
+}
+
+static crux_status_t read_file(const char *path, char **text, size_t *len, char *err,
+                               size_t errlen)
+{
+    char reason[256];
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        snprintf(reason, sizeof(reason), "cannot open: %s", strerror(e));
+        return fail(e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO, err, errlen, path, reason);
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf) {
+            fclose(f);
+            return fail(CRUX_ERR_NO_MEMORY, err, errlen, path, "out of memory reading it");
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        cap *= 2;
+        char *bigger = realloc(buf, cap + 1);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(buf);
+        fclose(f);
+        snprintf(reason, sizeof(reason), "cannot read: %s", strerror(e));
+        return fail(CRUX_ERR_IO, err, errlen, path, reason);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return CRUX_OK;
+}
+
+/* The value of attribute attr in the tag text [tag, end) (tag points to
+ * its '<'), copied to out; 0 if absent. */
+static int tag_attr(const char *tag, const char *end, const char *attr, char *out, size_t outlen)
+{
+    size_t alen = strlen(attr);
+    for (const char *p = tag + 1; p + alen + 2 < end; p++) {
+        if ((p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n' && p[-1] != '\r') ||
+            strncmp(p, attr, alen) != 0 || p[alen] != '=' || (p[alen + 1] != '"' && p[alen + 1] != '\''))
+            continue;
+        char quote = p[alen + 1];
+        const char *v = p + alen + 2, *ve = memchr(v, quote, (size_t)(end - v));
+        if (!ve)
+            return 0;
+        snprintf(out, outlen, "%.*s", (int)(ve - v), v);
+        return 1;
+    }
+    return 0;
+}
+
+static void find_nvlink_matrices(const char *text, struct crux_topo_xml_facts *facts)
+{
+    static const char open_tag[] = "<distances2";   /* also <distances2hetero */
+    for (const char *p = strstr(text, open_tag); p; p = strstr(p + 1, open_tag)) {
+        const char *end = strchr(p, '>');
+        char name[64], nbobjs[32];
+        if (!end)
+            return;
+        if (tag_attr(p, end, "name", name, sizeof(name)) && !strcmp(name, "NVLinkBandwidth") &&
+            tag_attr(p, end, "nbobjs", nbobjs, sizeof(nbobjs)) &&
+            facts->nmatrices < CRUX_TOPO_XML_MAX_MATRICES)
+            facts->matrix_nbobjs[facts->nmatrices++] = (unsigned)strtoul(nbobjs, NULL, 10);
+    }
+}
+
+crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts, char *err,
+                                  size_t errlen)
+{
+    char *text;
+    size_t len;
+    char reason[256];
+    crux_status_t st = read_file(path, &text, &len, err, errlen);
+    if (st != CRUX_OK)
+        return st;
+
+    memset(facts, 0, sizeof(*facts));
+    const char *p = text;
+    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))     /* UTF-8 byte order mark */
+        p += 3;
+    p += strspn(p, " \t\r\n");
+    if (*p == '\0')
+        st = fail(CRUX_ERR_INVALID, err, errlen, path, "empty file, not an hwloc XML topology");
+    else if (*p != '<' || strlen(p) != len - (size_t)(p - text))
+        st = fail(CRUX_ERR_INVALID, err, errlen, path, "not an XML file");
+    if (st != CRUX_OK)
+        goto out;
+
+    const char *top = strstr(p, "<topology");
+    while (top && top[9] != '>' && top[9] != ' ' && top[9] != '\t' && top[9] != '\n' && top[9] != '\r')
+        top = strstr(top + 1, "<topology");
+    const char *top_end = top ? strchr(top, '>') : NULL;
+    if (!top_end) {
+        st = fail(CRUX_ERR_INVALID, err, errlen, path,
+                  "not an hwloc XML topology (no <topology> element)");
+        goto out;
+    }
+    char version[32];
+    if (tag_attr(top, top_end, "version", version, sizeof(version)) && atoi(version) > 2) {
+        snprintf(reason, sizeof(reason),
+                 "written by a newer hwloc (XML format %s); hwloc " HWLOC_VERSION
+                 " imports formats 1.x and 2.x only", version);
+        st = fail(CRUX_ERR_UNSUPPORTED, err, errlen, path, reason);
+        goto out;
+    }
+    if (!strstr(top_end, "</topology>")) {
+        st = fail(CRUX_ERR_INVALID, err, errlen, path, "truncated: no closing </topology> tag");
+        goto out;
+    }
+    find_nvlink_matrices(top_end, facts);
+out:
+    free(text);
+    return st;
+}
