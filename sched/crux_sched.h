@@ -278,8 +278,9 @@ double crux_sched_period(const crux_sched_timing_t *t);
 /* k_j of `job` relative to the reference job (k = 1): the computation each
  * gains when it is the one prioritized, G_job / G_ref, times I_ref / I_job,
  * so that P_job / P_ref = G_job / G_ref.  The comparison lasts
- * horizon_iters iterations of the longer job.  The gain ratio is clamped to
- * [1e-3, 1e3]; two jobs that do not slow each other get k = 1. */
+ * horizon_iters iterations of the longer job.  Gains below 0.1% of the
+ * computation both complete when prioritized count as that floor; two jobs
+ * that do not slow each other get k = 1. */
 double crux_sched_correction(const crux_sched_timing_t *ref, const crux_sched_timing_t *job,
                              double horizon_iters);
 

@@ -95,13 +95,11 @@ crux_status_t crux_sched_contend(const crux_sched_timing_t *high, const crux_sch
     return CRUX_OK;
 }
 
-#define K_RATIO_MAX 1e3
-
 double crux_sched_correction(const crux_sched_timing_t *ref, const crux_sched_timing_t *job,
                              double horizon_iters)
 {
     if (!timing_ok(ref) || !timing_ok(job) || !(horizon_iters > 0) || ref->comm_s <= 0 ||
-        job->comm_s <= 0)
+        job->comm_s <= 0 || !(job->work > 0))
         return 1.0;
     double pr = crux_sched_period(ref), pj = crux_sched_period(job);
     double horizon = horizon_iters * (pr > pj ? pr : pj);
@@ -112,24 +110,15 @@ double crux_sched_correction(const crux_sched_timing_t *ref, const crux_sched_ti
     /* computation each gains by being the one prioritized */
     double gain_ref = ref_first.work[0] - job_first.work[1];
     double gain_job = job_first.work[0] - ref_first.work[1];
-    double scale = ref_first.work[0] + job_first.work[0];
-    double tiny = scale * 1e-9;
-    if (gain_ref <= tiny && gain_job <= tiny)
+    /* A gain under 0.1% of what both compute when prioritized counts as
+     * that floor: a job whose communication hides behind its computation
+     * gains ~0, and the floor keeps the ratio finite while still ordering
+     * the others by how much they gain. */
+    double floor = 1e-3 * (ref_first.work[0] + job_first.work[0]);
+    if (gain_ref <= floor && gain_job <= floor)
         return 1.0;              /* neither slows the other down */
-    double ratio;
-    if (gain_ref <= tiny)
-        ratio = K_RATIO_MAX;
-    else if (gain_job <= tiny)
-        ratio = 1.0 / K_RATIO_MAX;
-    else
-        ratio = gain_job / gain_ref;
-    if (ratio > K_RATIO_MAX)
-        ratio = K_RATIO_MAX;
-    if (ratio < 1.0 / K_RATIO_MAX)
-        ratio = 1.0 / K_RATIO_MAX;
+    double ratio = (gain_job > floor ? gain_job : floor) / (gain_ref > floor ? gain_ref : floor);
     double i_ref = ref->work / ref->comm_s, i_job = job->work / job->comm_s;
-    if (!(i_job > 0))
-        return 1.0;
     return ratio * i_ref / i_job;
 }
 
