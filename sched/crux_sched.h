@@ -237,11 +237,13 @@ crux_status_t crux_sched_plan_flow(const crux_sched_plan_t *plan, int job, int f
 /* M_{j,e}: the links job j crosses and its bytes on each, per iteration. */
 int crux_sched_plan_job_links(const crux_sched_plan_t *plan, int job, const int **links,
                               const double **bytes);
-/* Load of a link: the sum of the rates (bytes / period) of all flows on it,
- * divided by its bandwidth. */
+/* Load of a link: the sum of the rates of all flows on it over its
+ * bandwidth; a flow's rate is its bytes per iteration over the iteration
+ * time its job would have with t bound by its NICs alone (independent of
+ * paths, so loads depend on the path choice only). */
 double crux_sched_plan_link_util(const crux_sched_plan_t *plan, int link);
 /* Path selection's objective, lower is better: the sum over jobs of
- * I_j * (utilisation of the most loaded link job j crosses). */
+ * W_j / t_j(NICs) * (utilisation of the most loaded link job j crosses). */
 double crux_sched_plan_path_cost(const crux_sched_plan_t *plan);
 /* Compression's objective: the weight of the contention-DAG edges whose
  * ends got different levels, and the total weight. */

@@ -6,8 +6,10 @@
  * link being its utilisation: the rates (bytes per iteration / iteration
  * time) of the flows on it over its bandwidth.  The order needs intensities
  * before paths exist, so it uses t from the NICs alone (every candidate
- * path starts and ends on them); once paths are chosen, t_j, I_j and the
- * loads are recomputed from them. */
+ * path starts and ends on them); once paths are chosen, t_j and I_j are
+ * recomputed from them.  Rates use the iteration time with that NIC-bound
+ * t, so a link's load depends on the path choice only, and the objective
+ * (crux_sched_plan_path_cost) cannot be lowered by making jobs slower. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,7 +141,7 @@ static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
     return st;
 }
 
-/* M_{j,e}, t_j, I_j, iteration time, then the loads with final periods. */
+/* M_{j,e}, t_j, I_j, iteration time; each job's most loaded link. */
 static crux_status_t measure(crux_sched_plan_t *p)
 {
     const crux_sched_cluster_t *c = p->c;
@@ -155,7 +157,6 @@ static crux_status_t measure(crux_sched_plan_t *p)
     for (int l = 0; l < c->nlinks; l++)
         mark[l] = -1;
     p->njl = 0;
-    memset(p->load, 0, (size_t)c->nlinks * sizeof(double));
     crux_status_t st = CRUX_OK;
     for (int i = 0; i < p->njobs && st == CRUX_OK; i++) {
         plan_job_t *j = &p->jobs[i];
@@ -200,8 +201,6 @@ static crux_status_t measure(crux_sched_plan_t *p)
         }
         j->period = timing_period(j, j->comm_s);
         j->intensity = j->comm_s > 0 ? j->work / j->comm_s : 0.0;
-        for (int k = 0; k < nt; k++)
-            p->load[touched[k]] += acc[touched[k]] / j->period;
     }
     for (int i = 0; i < p->njobs && st == CRUX_OK; i++) {
         plan_job_t *j = &p->jobs[i];
@@ -253,6 +252,7 @@ double crux_sched_plan_path_cost(const crux_sched_plan_t *p)
 {
     double cost = 0.0;
     for (int i = 0; i < p->njobs; i++)
-        cost += p->jobs[i].intensity * p->jobs[i].bottleneck;
+        if (p->jobs[i].t_edge > 0)
+            cost += p->jobs[i].work / p->jobs[i].t_edge * p->jobs[i].bottleneck;
     return cost;
 }
