@@ -1,0 +1,67 @@
+/* libcrux_arb: intra-host priority, as the paper's daemons did with PCIe
+ * semaphores.  Jobs on one host share a small table in shared memory
+ * (default /dev/shm/crux-arb-<uid>); for each shared resource (host memory
+ * bandwidth, a PCIe switch by id) it records who is transferring and at
+ * which level.  Before a transfer a job acquires the resource: it waits
+ * while a job of a higher level is active on it, but never longer than its
+ * bounded wait, so nothing starves.  Entries carry the pid (and its start
+ * time, against pid reuse); entries of dead processes are reclaimed, and
+ * the table's lock is a robust mutex, so a job that dies leaves nothing
+ * locked.  Pure C and Linux (futex), no MPI. */
+#ifndef CRUX_ARB_H
+#define CRUX_ARB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/crux_status.h"
+
+#define CRUX_ARB_MAX_RESOURCES 32
+#define CRUX_ARB_MAX_ENTRIES   256
+#define CRUX_ARB_NAME_LEN      48
+#define CRUX_ARB_JOB_LEN       64
+
+typedef struct crux_arb crux_arb_t;
+
+/* path NULL: $CRUX_ARB_PATH, else /dev/shm/crux-arb-<uid>.  Created (mode
+ * 0600) when missing; a table of another layout version is refused. */
+crux_status_t crux_arb_open(const char *path, crux_arb_t **out);
+void crux_arb_close(crux_arb_t *arb);
+/* The path crux_arb_open(NULL) uses, into buf. */
+const char *crux_arb_default_path(char *buf, size_t len);
+
+/* The id of a resource by name ("hostmem", "pcie:0000:3a"), registered on
+ * first use; CRUX_ERR_NO_RESOURCE when the table's resources are full. */
+crux_status_t crux_arb_resource(crux_arb_t *arb, const char *name, int *id);
+
+typedef struct {
+    int entry;                   /* slot in the table, -1 when not held */
+    int waited;                  /* 1 if it had to wait for a higher level */
+    int timed_out;               /* 1 if the bounded wait ran out */
+    uint64_t wait_ns;
+} crux_arb_ticket_t;
+
+/* Wait while a job of a higher level (another process) is active on the
+ * resource, at most max_wait_ns, then become active.  Returns CRUX_OK with
+ * the ticket held even when the wait timed out (ticket->timed_out): the
+ * caller transfers and releases in every case.  `job` (may be NULL) is
+ * shown by status. */
+crux_status_t crux_arb_acquire(crux_arb_t *arb, int resource, int level, const char *job,
+                               uint64_t max_wait_ns, crux_arb_ticket_t *ticket);
+void crux_arb_release(crux_arb_t *arb, crux_arb_ticket_t *ticket);
+
+typedef enum { CRUX_ARB_ACTIVE = 1, CRUX_ARB_WAITING = 2 } crux_arb_state_t;
+typedef struct {
+    pid_t pid;
+    int level;
+    crux_arb_state_t state;
+    char resource[CRUX_ARB_NAME_LEN];
+    char job[CRUX_ARB_JOB_LEN];
+    uint64_t since_ns;           /* CLOCK_MONOTONIC */
+} crux_arb_entry_t;
+/* Who is active and who is waiting (dead processes' entries are reclaimed
+ * first).  Writes at most max entries; *n gets how many there are. */
+crux_status_t crux_arb_snapshot(crux_arb_t *arb, crux_arb_entry_t *out, int max, int *n);
+
+#endif

@@ -1,0 +1,55 @@
+/* Job communication profiles: what a job's leader measured, written to the
+ * scheduler's spool so crux-sched can compute W and t for jobs it was not
+ * told about.  Part of libcrux_prio (no dependencies).
+ *
+ * Format (version 1, one "key value" per line, '#' comments, unknown keys
+ * ignored, all keys below required):
+ *     crux-profile 1
+ *     job <id>
+ *     ranks <R>
+ *     hosts <host>:<ranks>,<host>:<ranks>,...   ring order, one entry per host
+ *     window_s <seconds measured>
+ *     collectives <collective calls in the window>
+ *     bytes <payload bytes the leader passed to collectives in the window>
+ *     coll_s <seconds inside collectives in the window>
+ *     gap_s <seconds between collectives in the window>
+ *     period_s <iteration period, seconds>
+ */
+#ifndef CRUX_PROFILE_H
+#define CRUX_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/crux_status.h"
+
+typedef struct {
+    char *job;
+    int ranks;
+    int nhosts;
+    char **hosts;
+    int *host_ranks;
+    double window_s, bytes, coll_s, gap_s, period_s;
+    uint64_t collectives;
+} crux_profile_t;
+
+/* Written atomically (temporary file and rename). */
+crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char *err,
+                                 size_t errlen);
+/* Fill *p (free it with crux_profile_clear); messages name "name:LINE". */
+crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
+                                 crux_profile_t *p, char *err, size_t errlen);
+crux_status_t crux_profile_load(const char *path, crux_profile_t *p, char *err, size_t errlen);
+void crux_profile_clear(crux_profile_t *p);
+
+/* Per iteration, as the scheduler models a job: iterations in the window
+ * = window_s / period_s; bytes = the Allreduce payload per iteration;
+ * compute_s = the time between collectives per iteration; comm_s = the
+ * time inside them; overlap = the part of compute_s + comm_s beyond the
+ * period, over compute_s (0..1): communication hidden behind computation. */
+typedef struct {
+    double iterations, bytes, compute_s, comm_s, overlap, bytes_per_collective;
+} crux_profile_iter_t;
+crux_status_t crux_profile_per_iteration(const crux_profile_t *p, crux_profile_iter_t *out);
+
+#endif

@@ -1,0 +1,74 @@
+/* Small helpers for libcrux_prio: error text and reading a whole file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sched/prio_util.h"
+
+void prio_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (err == NULL || len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st,
+                            char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        prio_err(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        prio_err(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return CRUX_ERR_IO;
+    }
+    size_t cap = sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf != NULL) {
+        if (n == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (b == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            prio_err(err, errlen, "%s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return CRUX_ERR_IO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (buf == NULL) {
+        prio_err(err, errlen, "%s: out of memory", path);
+        return CRUX_ERR_NO_MEMORY;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    if (st)
+        *st = sb;
+    return CRUX_OK;
+}

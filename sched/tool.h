@@ -1,0 +1,76 @@
+/* crux-sched internals: JSON inputs with line-numbered errors, and the
+ * subcommands.  Exit codes: 0 success, 1 runtime failure, 2 usage or
+ * input error; every error is one stderr line naming the file and line. */
+#ifndef CRUX_SCHED_TOOL_H
+#define CRUX_SCHED_TOOL_H
+
+#include <json-c/json.h>
+#include <stdio.h>
+
+#include "sched/crux_sched.h"
+
+enum { TOOL_OK = 0, TOOL_RUNTIME = 1, TOOL_INPUT = 2 };
+
+/* A JSON document and where it came from. */
+typedef struct {
+    const char *path;
+    char *text;
+    size_t len;
+    json_object *root;
+} tool_doc_t;
+
+/* Read and parse; on failure prints "path:line: why" and returns
+ * TOOL_INPUT. */
+int tool_doc_load(tool_doc_t *doc, const char *path);
+void tool_doc_free(tool_doc_t *doc);
+/* The line where element `index` of the top-level array member `key`
+ * starts (1 when it cannot be told). */
+int tool_doc_line(const tool_doc_t *doc, const char *key, int index);
+/* Print "path:line: message" on stderr. */
+void tool_error(const char *path, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Typed members of a JSON object, with unknown keys refused. */
+typedef enum { F_INT, F_DOUBLE, F_STRING } tool_ftype_t;
+typedef struct {
+    const char *key;
+    tool_ftype_t type;
+    void *out;                   /* int *, double *, const char ** */
+    int *given;                  /* may be NULL: set to 1 when present */
+} tool_field_t;
+/* 0, or -1 with err set; keys in `ignore` (NULL-terminated, may be NULL)
+ * are allowed and skipped. */
+int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char *const *ignore,
+                char *err, size_t errlen);
+
+/* Cluster file: a builder or an explicit list; also the level table. */
+int tool_cluster_load(const char *path, crux_sched_cluster_t **out,
+                      crux_sched_nettable_t *table, int levels);
+
+/* One job from its JSON object, with the storage its pointers use. */
+typedef struct {
+    char id[256];
+    crux_sched_place_t *place;
+    crux_sched_flow_spec_t *flows;
+    crux_sched_job_t job;
+    int has_compute, has_overlap, has_bytes;
+} tool_job_t;
+/* 0, or -1 with err set.  With `partial` the figures may be missing (the
+ * daemon completes them from a profile). */
+int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
+                   tool_job_t *job, char *err, size_t errlen);
+void tool_job_free(tool_job_t *job);
+
+/* Write the priority file and the report of a planned plan. */
+int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
+                          int levels, int reserve, const char *out, const char *comment);
+int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
+                      const crux_sched_nettable_t *table, int levels, int reserve,
+                      const char *out, int json);
+
+int tool_plan(int argc, char **argv);
+int tool_daemon(int argc, char **argv);
+int tool_status(int argc, char **argv);
+int tool_gen_jobs(int argc, char **argv);
+
+#endif

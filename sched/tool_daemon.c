@@ -1,0 +1,349 @@
+/* crux-sched daemon: jobs register in a spool directory, one file per job,
+ *   <id>.job      a job object as in the job list (figures may be missing
+ *                 when a profile gives them; "id" defaults to <id>)
+ *   <id>.profile  the job's measured profile (crux_profile.h)
+ *   <id>.end      deregistration: the daemon removes the job's files
+ * (deleting <id>.job and <id>.profile deregisters too).  Files starting
+ * with '.' are ignored, so writers can create them hidden and rename.  On
+ * every change (inotify, settled for --settle-ms) the daemon replans and
+ * rewrites the priority file atomically. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "sched/crux_prio.h"
+#include "sched/crux_profile.h"
+#include "sched/tool.h"
+
+static const char daemon_usage[] =
+    "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [--levels K]\n"
+    "                         [--reserve R] [--orders M] [--seed S] [--report FILE]\n"
+    "                         [--settle-ms N] [--once]\n"
+    "Watches DIR for <id>.job, <id>.profile and <id>.end files and replans on every\n"
+    "change.  --once processes the spool once and exits (2 if a file was rejected).\n";
+
+typedef struct {
+    char id[256];
+    int has_job, has_prof;
+    tool_job_t job;
+    crux_profile_t prof;
+    crux_sched_place_t *pplace;  /* placement built from the profile */
+} entry_t;
+
+typedef struct {
+    const char *spool, *out, *report;
+    const crux_sched_cluster_t *c;
+    const crux_sched_nettable_t *table;
+    crux_sched_options_t o;
+} daemon_t;
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static int has_suffix(const char *s, const char *suf, size_t *base)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    if (n <= k || strcmp(s + n - k, suf) != 0)
+        return 0;
+    *base = n - k;
+    return 1;
+}
+
+static entry_t *entry_for(entry_t **es, int *n, int *cap, const char *id)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp((*es)[i].id, id) == 0)
+            return &(*es)[i];
+    if (*n == *cap) {
+        int ncap = *cap ? 2 * *cap : 64;
+        entry_t *p = realloc(*es, (size_t)ncap * sizeof(*p));
+        if (p == NULL)
+            return NULL;
+        *es = p;
+        *cap = ncap;
+    }
+    entry_t *e = &(*es)[(*n)++];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    return e;
+}
+
+static void remove_job(const char *spool, const char *id)
+{
+    static const char *const suf[] = { ".job", ".profile", ".end" };
+    char path[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s%s", spool, id, suf[i]);
+        unlink(path);
+    }
+}
+
+/* Complete a job from its profile: placement, compute, overlap, bytes. */
+static int apply_profile(const crux_sched_cluster_t *c, entry_t *e, const char *path)
+{
+    crux_profile_iter_t it;
+    crux_profile_per_iteration(&e->prof, &it);
+    crux_sched_job_t *j = &e->job.job;
+    if (j->placement == NULL) {
+        e->pplace = calloc((size_t)e->prof.nhosts, sizeof(*e->pplace));
+        if (e->pplace == NULL)
+            return -1;
+        for (int i = 0; i < e->prof.nhosts; i++) {
+            int h = crux_sched_cluster_find_host(c, e->prof.hosts[i]);
+            crux_sched_host_info_t hi;
+            if (h < 0 || crux_sched_host_info(c, h, &hi) != CRUX_OK ||
+                e->prof.host_ranks[i] > hi.gpus) {
+                tool_error(path, 0, "unknown host \"%s\" or more ranks than it has GPUs",
+                           e->prof.hosts[i]);
+                return -1;
+            }
+            /* ranks use the host's first GPUs */
+            e->pplace[i].host = h;
+            e->pplace[i].gpus = e->prof.host_ranks[i] >= 64 ? ~0ULL
+                                                            : (1ULL << e->prof.host_ranks[i]) - 1;
+        }
+        j->placement = e->pplace;
+        j->nplacement = e->prof.nhosts;
+    }
+    if (!e->job.has_compute)
+        j->compute_s = it.compute_s;
+    if (!e->job.has_overlap)
+        j->overlap = it.overlap;
+    if (!e->job.has_bytes && j->nflows == 0)
+        j->allreduce_bytes = it.bytes;
+    return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
+}
+
+/* Read the spool, plan, write.  Returns TOOL_INPUT when a file was
+ * rejected (the others are still planned), TOOL_RUNTIME on failure. */
+static int replan(const daemon_t *d)
+{
+    DIR *dir = opendir(d->spool);
+    if (dir == NULL) {
+        fprintf(stderr, "%s:0: %s\n", d->spool, strerror(errno));
+        return TOOL_RUNTIME;
+    }
+    entry_t *es = NULL;
+    int n = 0, cap = 0, rejected = 0, rc = TOOL_OK;
+    char path[4096], id[256];
+    struct dirent *de;
+    /* deregistrations first */
+    while ((de = readdir(dir)) != NULL) {
+        size_t base;
+        if (de->d_name[0] != '.' && has_suffix(de->d_name, ".end", &base) && base < sizeof(id)) {
+            snprintf(id, sizeof(id), "%.*s", (int)base, de->d_name);
+            remove_job(d->spool, id);
+            fprintf(stderr, "crux-sched daemon: job %s deregistered\n", id);
+        }
+    }
+    rewinddir(dir);
+    while ((de = readdir(dir)) != NULL) {
+        size_t base;
+        int is_job = has_suffix(de->d_name, ".job", &base);
+        int is_prof = !is_job && has_suffix(de->d_name, ".profile", &base);
+        if (de->d_name[0] == '.' || (!is_job && !is_prof) || base >= sizeof(id))
+            continue;
+        snprintf(id, sizeof(id), "%.*s", (int)base, de->d_name);
+        snprintf(path, sizeof(path), "%s/%s", d->spool, de->d_name);
+        entry_t *e = entry_for(&es, &n, &cap, id);
+        if (e == NULL) {
+            rc = TOOL_RUNTIME;
+            break;
+        }
+        char err[512];
+        if (is_job) {
+            tool_doc_t doc;
+            if (tool_doc_load(&doc, path) != TOOL_OK) {
+                rejected++;
+            } else if (tool_job_parse(doc.root, d->c, 1, &e->job, err, sizeof(err)) != 0) {
+                tool_error(path, 1, "%s", err);
+                tool_job_free(&e->job);
+                rejected++;
+            } else if (e->job.id[0] && strcmp(e->job.id, id) != 0) {
+                tool_error(path, 1, "id \"%s\" differs from the file name", e->job.id);
+                tool_job_free(&e->job);
+                rejected++;
+            } else {
+                e->has_job = 1;
+            }
+            tool_doc_free(&doc);
+        } else if (crux_profile_load(path, &e->prof, err, sizeof(err)) != CRUX_OK) {
+            fprintf(stderr, "%s\n", err);
+            rejected++;
+        } else if (strcmp(e->prof.job, id) != 0) {
+            tool_error(path, 1, "job \"%s\" differs from the file name", e->prof.job);
+            crux_profile_clear(&e->prof);
+            rejected++;
+        } else {
+            e->has_prof = 1;
+        }
+    }
+    closedir(dir);
+    qsort(es, (size_t)n, sizeof(*es), by_id);   /* readdir order is arbitrary */
+    crux_sched_plan_t *plan = rc == TOOL_OK ? crux_sched_plan_new(d->c) : NULL;
+    if (rc == TOOL_OK && plan == NULL)
+        rc = TOOL_RUNTIME;
+    for (int i = 0; rc == TOOL_OK && i < n; i++) {
+        entry_t *e = &es[i];
+        if (!e->has_job && !e->has_prof)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s.%s", d->spool, e->id, e->has_job ? "job" : "profile");
+        snprintf(e->job.id, sizeof(e->job.id), "%s", e->id);
+        e->job.job.id = e->job.id;
+        char err[512];
+        if (e->has_prof && apply_profile(d->c, e, path) != 0) {
+            rejected++;
+            continue;
+        }
+        if (!e->has_prof && (!e->job.has_compute || e->job.job.placement == NULL)) {
+            tool_error(path, 1, "job %s: no compute_s or placement, and no profile yet", e->id);
+            rejected++;
+            continue;
+        }
+        if (crux_sched_plan_add_job(plan, &e->job.job, NULL, err, sizeof(err)) != CRUX_OK) {
+            tool_error(path, 1, "%s", err);
+            rejected++;
+        }
+    }
+    if (rc == TOOL_OK) {
+        crux_status_t st = crux_sched_plan_run(plan, &d->o);
+        char comment[256];
+        snprintf(comment, sizeof(comment), "written by crux-sched daemon from %s", d->spool);
+        if (st != CRUX_OK) {
+            fprintf(stderr, "%s:0: planning failed: %s\n", d->spool, crux_status_string(st));
+            rc = TOOL_RUNTIME;
+        } else {
+            rc = tool_write_priorities(plan, d->table, d->o.levels, d->o.reserve, d->out, comment);
+        }
+        if (rc == TOOL_OK && d->report)
+            rc = tool_write_report(plan, d->c, d->table, d->o.levels, d->o.reserve, d->report, 0);
+        if (rc == TOOL_OK)
+            fprintf(stderr, "crux-sched daemon: planned %d jobs (%d files rejected), wrote %s\n",
+                    crux_sched_plan_jobs(plan), rejected, d->out);
+    }
+    crux_sched_plan_free(plan);
+    for (int i = 0; i < n; i++) {
+        tool_job_free(&es[i].job);
+        crux_profile_clear(&es[i].prof);
+        free(es[i].pplace);
+    }
+    free(es);
+    return rc == TOOL_OK && rejected ? TOOL_INPUT : rc;
+}
+
+/* Wait for spool changes and replan, until SIGINT or SIGTERM. */
+static int watch(const daemon_t *d, int settle_ms)
+{
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0 || inotify_add_watch(fd, d->spool, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
+                                                      IN_DELETE | IN_CREATE) < 0) {
+        fprintf(stderr, "%s:0: cannot watch: %s\n", d->spool, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return TOOL_RUNTIME;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;                 /* no SA_RESTART: poll returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int rc = replan(d);
+    if (rc == TOOL_RUNTIME) {
+        close(fd);
+        return rc;
+    }
+    char buf[16384];
+    while (!stop) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, -1) <= 0)
+            continue;
+        do {                                   /* drain until quiet for settle_ms */
+            while (read(fd, buf, sizeof(buf)) > 0)
+                ;
+        } while (!stop && poll(&p, 1, settle_ms) > 0);
+        if (!stop && replan(d) == TOOL_RUNTIME)
+            fprintf(stderr, "crux-sched daemon: keeping the previous priority file\n");
+    }
+    close(fd);
+    return TOOL_OK;
+}
+
+static int int_opt(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int tool_daemon(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "spool", required_argument, NULL, 'd' },   { "cluster", required_argument, NULL, 'c' },
+        { "out", required_argument, NULL, 'o' },     { "levels", required_argument, NULL, 'k' },
+        { "reserve", required_argument, NULL, 'r' }, { "orders", required_argument, NULL, 'm' },
+        { "seed", required_argument, NULL, 's' },    { "report", required_argument, NULL, 'R' },
+        { "settle-ms", required_argument, NULL, 'S' }, { "once", no_argument, NULL, '1' },
+        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 }
+    };
+    daemon_t d;
+    memset(&d, 0, sizeof(d));
+    crux_sched_options_defaults(&d.o);
+    const char *cluster = NULL;
+    int once = 0, settle = 200, opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (opt) {
+        case 'd': d.spool = optarg; break;
+        case 'c': cluster = optarg; break;
+        case 'o': d.out = optarg; break;
+        case 'k': bad = int_opt(optarg, 1, CRUX_SCHED_MAX_LEVELS, &d.o.levels); break;
+        case 'r': bad = int_opt(optarg, 0, CRUX_SCHED_MAX_LEVELS - 1, &d.o.reserve); break;
+        case 'm': bad = int_opt(optarg, 1, 1000, &d.o.orders); break;
+        case 's': d.o.seed = strtoull(optarg, NULL, 10); break;
+        case 'R': d.report = optarg; break;
+        case 'S': bad = int_opt(optarg, 0, 60000, &settle); break;
+        case '1': once = 1; break;
+        case 'h': fputs(daemon_usage, stdout); return TOOL_OK;
+        default: bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "crux-sched daemon: bad option or value\n%s", daemon_usage);
+            return TOOL_INPUT;
+        }
+    }
+    if (!d.spool || !cluster || !d.out || optind != argc || d.o.reserve >= d.o.levels) {
+        fprintf(stderr, "crux-sched daemon: needs --spool, --cluster and --out\n%s",
+                daemon_usage);
+        return TOOL_INPUT;
+    }
+    crux_sched_cluster_t *c = NULL;
+    crux_sched_nettable_t table;
+    int rc = tool_cluster_load(cluster, &c, &table, d.o.levels);
+    if (rc != TOOL_OK)
+        return rc;
+    d.c = c;
+    d.table = &table;
+    rc = once ? replan(&d) : watch(&d, settle);
+    crux_sched_cluster_free(c);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/* crux-sched plan: a cluster and a job list in, the priority file and a
+ * report out. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched/tool.h"
+
+static const char plan_usage[] =
+    "usage: crux-sched plan --cluster FILE --jobs FILE [--levels K] [--reserve R]\n"
+    "                       [--orders M] [--seed S] [--paths crux|ecmp|random]\n"
+    "                       [--out PRIOFILE] [--report FILE|-] [--json] [--timing]\n"
+    "Plans the jobs (path selection, priorities, compression to K levels, default 8,\n"
+    "the top R reserved) and writes the priority file and a report (to stdout when\n"
+    "neither --out nor --report is given).  --timing prints each phase's time on stderr.\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Parse an integer option in [lo, hi]; -1 on error. */
+static int int_arg(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int load_jobs(const char *path, const crux_sched_cluster_t *c, crux_sched_plan_t *plan)
+{
+    tool_doc_t d;
+    int rc = tool_doc_load(&d, path);
+    json_object *arr = NULL;
+    if (rc == TOOL_OK) {
+        json_object_object_foreach(d.root, key, val)
+        {
+            (void)val;
+            if (strcmp(key, "jobs") != 0 && strcmp(key, "generator") != 0) {
+                tool_error(path, 1, "unknown key \"%s\" (expected \"jobs\")", key);
+                rc = TOOL_INPUT;
+            }
+        }
+        if (rc == TOOL_OK && (!json_object_object_get_ex(d.root, "jobs", &arr) ||
+                              !json_object_is_type(arr, json_type_array))) {
+            tool_error(path, 1, "needs the array \"jobs\"");
+            rc = TOOL_INPUT;
+        }
+    }
+    for (size_t i = 0; rc == TOOL_OK && i < json_object_array_length(arr); i++) {
+        tool_job_t j;
+        char err[512];
+        if (tool_job_parse(json_object_array_get_idx(arr, i), c, 0, &j, err, sizeof(err)) != 0 ||
+            crux_sched_plan_add_job(plan, &j.job, NULL, err, sizeof(err)) != CRUX_OK) {
+            tool_error(path, tool_doc_line(&d, "jobs", (int)i), "job %zu: %s", i, err);
+            rc = TOOL_INPUT;
+        }
+        tool_job_free(&j);
+    }
+    tool_doc_free(&d);
+    return rc;
+}
+
+int tool_plan(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "cluster", required_argument, NULL, 'c' }, { "jobs", required_argument, NULL, 'j' },
+        { "levels", required_argument, NULL, 'k' },  { "reserve", required_argument, NULL, 'r' },
+        { "orders", required_argument, NULL, 'm' },  { "seed", required_argument, NULL, 's' },
+        { "paths", required_argument, NULL, 'p' },   { "out", required_argument, NULL, 'o' },
+        { "report", required_argument, NULL, 'R' },  { "json", no_argument, NULL, 'J' },
+        { "timing", no_argument, NULL, 'T' },        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+    const char *cluster = NULL, *jobs = NULL, *out = NULL, *report = NULL;
+    int json = 0, timing = 0, opt;
+    crux_sched_options_t o;
+    crux_sched_options_defaults(&o);
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (opt) {
+        case 'c': cluster = optarg; break;
+        case 'j': jobs = optarg; break;
+        case 'k': bad = int_arg(optarg, 1, CRUX_SCHED_MAX_LEVELS, &o.levels); break;
+        case 'r': bad = int_arg(optarg, 0, CRUX_SCHED_MAX_LEVELS - 1, &o.reserve); break;
+        case 'm': bad = int_arg(optarg, 1, 1000, &o.orders); break;
+        case 's': o.seed = strtoull(optarg, NULL, 10); break;
+        case 'p':
+            if (strcmp(optarg, "crux") == 0)
+                o.paths = CRUX_SCHED_PATHS_CRUX;
+            else if (strcmp(optarg, "ecmp") == 0)
+                o.paths = CRUX_SCHED_PATHS_ECMP;
+            else if (strcmp(optarg, "random") == 0)
+                o.paths = CRUX_SCHED_PATHS_RANDOM;
+            else
+                bad = 1;
+            break;
+        case 'o': out = optarg; break;
+        case 'R': report = optarg; break;
+        case 'J': json = 1; break;
+        case 'T': timing = 1; break;
+        case 'h': fputs(plan_usage, stdout); return TOOL_OK;
+        default: bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "crux-sched plan: bad option or value\n%s", plan_usage);
+            return TOOL_INPUT;
+        }
+    }
+    if (cluster == NULL || jobs == NULL || optind != argc || o.reserve >= o.levels) {
+        fprintf(stderr, "crux-sched plan: needs --cluster and --jobs (and reserve < levels)\n%s",
+                plan_usage);
+        return TOOL_INPUT;
+    }
+    if (out == NULL && report == NULL)
+        report = "-";
+    double t0 = now_s();
+    crux_sched_cluster_t *c = NULL;
+    crux_sched_nettable_t table;
+    int rc = tool_cluster_load(cluster, &c, &table, o.levels);
+    if (rc != TOOL_OK)
+        return rc;
+    double t1 = now_s();
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    if (plan == NULL) {
+        crux_sched_cluster_free(c);
+        return TOOL_RUNTIME;
+    }
+    rc = load_jobs(jobs, c, plan);
+    double t2 = now_s(), t3 = t2, t4 = t2, t5 = t2;
+    if (rc == TOOL_OK) {
+        crux_status_t st = crux_sched_plan_select_paths(plan, o.paths, o.seed);
+        t3 = now_s();
+        if (st == CRUX_OK)
+            st = crux_sched_plan_assign_priorities(plan, o.horizon_iters);
+        t4 = now_s();
+        if (st == CRUX_OK)
+            st = crux_sched_plan_compress(plan, o.levels, o.reserve, o.orders, o.seed);
+        t5 = now_s();
+        if (st != CRUX_OK) {
+            fprintf(stderr, "%s:0: planning failed: %s\n", jobs, crux_status_string(st));
+            rc = TOOL_RUNTIME;
+        }
+    }
+    if (rc == TOOL_OK && out) {
+        char comment[256];
+        snprintf(comment, sizeof(comment), "written by crux-sched plan from %s", jobs);
+        rc = tool_write_priorities(plan, &table, o.levels, o.reserve, out, comment);
+    }
+    if (rc == TOOL_OK && report)
+        rc = tool_write_report(plan, c, &table, o.levels, o.reserve, report, json);
+    if (timing && t5 > t2)
+        fprintf(stderr, "timing: cluster %.3f s, jobs %.3f s, paths %.3f s, priorities %.3f s, "
+                "compression %.3f s, planning %.3f s, total %.3f s\n", t1 - t0, t2 - t1,
+                t3 - t2, t4 - t3, t5 - t4, t5 - t2, now_s() - t0);
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+    return rc;
+}

@@ -1,0 +1,85 @@
+/* crux-sched status: who is transferring and who waits in this host's
+ * arbitration table. */
+#include <getopt.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched/crux_arb.h"
+#include "sched/tool.h"
+
+static const char status_usage[] =
+    "usage: crux-sched status [--arb PATH] [--json]\n"
+    "Shows the intra-host arbitration table (default $CRUX_ARB_PATH, else\n"
+    "/dev/shm/crux-arb-<uid>): per resource, the jobs active and waiting.\n";
+
+int tool_status(int argc, char **argv)
+{
+    static const struct option opts[] = { { "arb", required_argument, NULL, 'a' },
+                                          { "json", no_argument, NULL, 'J' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { NULL, 0, NULL, 0 } };
+    const char *path = NULL;
+    int json = 0, opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'a')
+            path = optarg;
+        else if (opt == 'J')
+            json = 1;
+        else if (opt == 'h') {
+            fputs(status_usage, stdout);
+            return TOOL_OK;
+        } else {
+            fputs(status_usage, stderr);
+            return TOOL_INPUT;
+        }
+    }
+    if (optind != argc) {
+        fputs(status_usage, stderr);
+        return TOOL_INPUT;
+    }
+    char def[256];
+    if (path == NULL)
+        path = crux_arb_default_path(def, sizeof(def));
+    crux_arb_t *arb;
+    crux_status_t st = crux_arb_open(path, &arb);
+    if (st != CRUX_OK) {
+        fprintf(stderr, "%s:0: cannot open the arbitration table: %s\n", path,
+                crux_status_string(st));
+        return st == CRUX_ERR_INVALID ? TOOL_INPUT : TOOL_RUNTIME;
+    }
+    crux_arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
+    int n = 0;
+    crux_arb_snapshot(arb, e, CRUX_ARB_MAX_ENTRIES, &n);
+    crux_arb_close(arb);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    if (json) {
+        json_object *arr = json_object_new_array();
+        for (int i = 0; i < n; i++) {
+            json_object *o = json_object_new_object();
+            json_object_object_add(o, "resource", json_object_new_string(e[i].resource));
+            json_object_object_add(o, "state", json_object_new_string(
+                                                   e[i].state == CRUX_ARB_ACTIVE ? "active"
+                                                                                 : "waiting"));
+            json_object_object_add(o, "level", json_object_new_int(e[i].level));
+            json_object_object_add(o, "pid", json_object_new_int(e[i].pid));
+            json_object_object_add(o, "job", json_object_new_string(e[i].job));
+            json_object_object_add(o, "for_s", json_object_new_double(now - e[i].since_ns * 1e-9));
+            json_object_array_add(arr, o);
+        }
+        printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+        json_object_put(arr);
+        return TOOL_OK;
+    }
+    printf("%s: %d entries\n", path, n);
+    if (n > 0)
+        printf("%-20s %-8s %5s %8s %-20s %8s\n", "resource", "state", "level", "pid", "job",
+               "for_s");
+    for (int i = 0; i < n; i++)
+        printf("%-20s %-8s %5d %8d %-20s %8.3f\n", e[i].resource,
+               e[i].state == CRUX_ARB_ACTIVE ? "active" : "waiting", e[i].level, (int)e[i].pid,
+               e[i].job[0] ? e[i].job : "-", now - e[i].since_ns * 1e-9);
+    return TOOL_OK;
+}

@@ -1,0 +1,69 @@
+#!/bin/sh
+# crux-sched daemon --once over a spool of registrations, profiles and
+# deregistrations; and the daemon running, replanning on a new file.
+. "$(dirname "$0")/sched_tap.sh"
+
+cat >"$WORK/c.json" <<'JSON'
+{"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 4}
+JSON
+S=$WORK/spool
+mkdir "$S"
+cat >"$S/alpha.job" <<'JSON'
+{"placement": ["h0", "h4"], "compute_s": 0.2, "overlap": 0.3, "allreduce_bytes": 5e8}
+JSON
+cat >"$S/beta.job" <<'JSON'
+{"id": "beta", "placement": [{"host": "h1", "gpus": [0, 1, 2, 3]}, "h5"],
+ "compute_s": 0.1, "allreduce_bytes": 2e8}
+JSON
+# gamma registered only by its profile: 8 + 8 ranks on h2, h6
+cat >"$S/gamma.profile" <<'EOT'
+crux-profile 1
+job gamma
+ranks 16
+hosts h2:8,h6:8
+window_s 30
+collectives 3000
+bytes 3e10
+coll_s 6
+gap_s 24
+period_s 0.3
+EOT
+D="$CRUX_SCHED daemon --spool $S --cluster $WORK/c.json --out $WORK/prio"
+
+check "--once plans the spool" exits 0 $D --once
+check "three jobs listed" test "$(grep -c '^job ' "$WORK/prio")" -eq 3
+check "the profile-only job is planned" grep -q '^job gamma level [0-7] .*paths ' "$WORK/prio"
+touch "$S/beta.end"
+check "--once after a deregistration" exits 0 $D --once
+check "beta is gone from the file" sh -c "! grep -q '^job beta ' '$WORK/prio' &&
+  test \$(grep -c '^job ' '$WORK/prio') -eq 2"
+check "beta's files are removed" sh -c "! ls '$S' | grep -q beta"
+echo '{"placement": ["h0", "nohost"], "compute_s": 1}' >"$S/bad.job"
+check "a bad registration: exit 2, one line naming it" sh -c "
+  $D --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$S/bad.job:1: .*nohost' '$WORK/err'"
+check "the others are still planned" test "$(grep -c '^job ' "$WORK/prio")" -eq 2
+rm "$S/bad.job"
+
+# the daemon itself: a new registration is picked up
+$D --settle-ms 50 2>"$WORK/daemon.err" &
+pid=$!
+wait_for() {   # wait_for CMD: up to 20 s, a guard against hangs
+  i=0
+  while [ $i -lt 200 ]; do
+    eval "$1" && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+check "the daemon writes the file at start" wait_for "grep -q '^job alpha ' '$WORK/prio'"
+cat >"$S/.delta.tmp" <<'JSON'
+{"placement": ["h3", "h7"], "compute_s": 0.5, "allreduce_bytes": 1e9}
+JSON
+mv "$S/.delta.tmp" "$S/delta.job"
+check "the daemon replans on a new job" wait_for "grep -q '^job delta ' '$WORK/prio'"
+touch "$S/alpha.end"
+check "the daemon replans on a deregistration" wait_for "! grep -q '^job alpha ' '$WORK/prio'"
+kill -TERM $pid
+check "the daemon stops on SIGTERM with status 0" wait $pid
+tap_done

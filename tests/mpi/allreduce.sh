@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# MPI_Allreduce under mpirun, 1 to 8 ranks (oversubscribed past 2), with crux
+# alone (--mca coll crux), in the default component mix, and with each of its
+# algorithms forced; verbose output proves crux's own algorithm ran.
+. "$(dirname "$0")/mpi-common.sh"
+prog=$builddir/tests/mpi/test_allreduce
+verbose=(--mca coll_crux_verbose 2)
+
+for np in 1 2 3 5 8; do
+  run_mpi $np "crux alone" --mca coll crux "${verbose[@]}" -- $prog counts comms nonblocking fallback bits
+  [ $np -gt 1 ] && expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD" "[np=$np crux alone] crux's own Allreduce ran"
+done
+run_mpi 4 "crux alone" --mca coll crux -- $prog types many
+for np in 2 4 6; do
+  run_mpi $np "default mix" "${verbose[@]}" -- $prog types counts comms nonblocking
+  expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD" "[np=$np default mix] crux chosen by priority"
+done
+for alg in staged cma; do
+  for np in 3 4; do
+    run_mpi $np "$alg forced" --mca coll_crux_allreduce_algorithm $alg "${verbose[@]}" -- $prog counts bits comms
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
+  done
+done
+run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 \
+  --mca coll_crux_cma_min_bytes 1000000000 -- $prog counts bits
+run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
+run_mpi 2 "fallback forced" --mca coll_crux_allreduce_algorithm fallback -- $prog counts fallback
+run_mpi 4 "many" --mca coll crux -- $prog many
+
+# No shared memory for crux: every communicator falls back, says why once.
+run_mpi 2 "no shared memory" --mca coll_crux_shm_mds no-such-md --mca coll_crux_verbose 1 -- $prog counts
+expect_stderr "no shared memory for communicator" "[np=2 no shared memory] the fallback is explained at verbosity 1"
+# A bad parameter disables crux with a help message; the job still runs.
+run_mpi 2 "bad parameter" --mca coll_crux_stage_size 100 -- $prog counts
+expect_stderr "coll_crux_stage_size has an invalid value" "[np=2 bad parameter] the help message names the parameter"
+finish

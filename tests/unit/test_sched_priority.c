@@ -1,0 +1,258 @@
+/* Priority assignment: the paper's Examples 1 and 2 (Figures 11, 12) and
+ * the Figure 13 compression case, on the model alone and through plans. */
+#include <math.h>
+
+#include "sched/crux_sched.h"
+#include "tests/unit/check_main.h"
+
+/* Example 1: W 10 and 5 GFLOP, t 2 s and 1 s, compute 2 s and 1 s, 10 GPUs
+ * each, no overlap. */
+static const crux_sched_timing_t ex1_job1 = { 10, 2, 2, 0 }, ex1_job2 = { 5, 1, 1, 0 };
+/* Example 2: job 1 W 10, t 1 s, 2 GPUs, 4 s compute; job 2 W 30, t 3 s, 12
+ * GPUs, 2 s compute; communication starts after 50% of the compute. */
+static const crux_sched_timing_t ex2_job1 = { 10, 4, 1, 0.5 }, ex2_job2 = { 30, 2, 3, 0.5 };
+
+START_TEST(example1_figure11)
+{
+    crux_sched_contend_t a, b;
+    ck_assert_int_eq(crux_sched_contend(&ex1_job1, &ex1_job2, 12, &a), CRUX_OK);
+    ck_assert_int_eq(crux_sched_contend(&ex1_job2, &ex1_job1, 12, &b), CRUX_OK);
+    /* job 1 first: 6 s and 3 s of transmission, utilisation 37.5% */
+    ck_assert_double_eq_tol(a.sent_s[0], 6, 1e-9);
+    ck_assert_double_eq_tol(a.sent_s[1], 3, 1e-9);
+    ck_assert_double_eq_tol((10 * a.busy_s[0] + 10 * a.busy_s[1]) / (20 * 12), 0.375, 1e-9);
+    /* job 2 first: 6 s for job 2, 4 s for job 1, utilisation 41.7% */
+    ck_assert_double_eq_tol(b.sent_s[0], 6, 1e-9);
+    ck_assert_double_eq_tol(b.sent_s[1], 4, 1e-9);
+    ck_assert_double_eq_tol((10 * b.busy_s[0] + 10 * b.busy_s[1]) / (20 * 12), 10.0 / 24,
+                            1e-9);
+}
+END_TEST
+
+START_TEST(example1_correction)
+{
+    /* job 1 (the most traffic) is the reference: k2 = 3 s / 2 s = 1.5 */
+    ck_assert_double_eq_tol(crux_sched_correction(&ex1_job1, &ex1_job2, 3), 1.5, 1e-9);
+    /* from job 2's side the same comparison gives the inverse */
+    ck_assert_double_eq_tol(crux_sched_correction(&ex1_job2, &ex1_job1, 3), 1 / 1.5, 1e-9);
+}
+END_TEST
+
+START_TEST(example2_figure12)
+{
+    crux_sched_contend_t a, b;
+    ck_assert_int_eq(crux_sched_contend(&ex2_job1, &ex2_job2, 12, &a), CRUX_OK);
+    ck_assert_int_eq(crux_sched_contend(&ex2_job2, &ex2_job1, 12, &b), CRUX_OK);
+    /* job 1 first: job 2's 12 GPUs idle 7 s; job 2 first: 6 s */
+    ck_assert_double_eq_tol(12 - a.busy_s[1], 7, 1e-9);
+    ck_assert_double_eq_tol(12 - b.busy_s[0], 6, 1e-9);
+    /* and fewer GPU-seconds are lost overall with job 2 first */
+    double lost_1first = 2 * (12 - a.busy_s[0]) + 12 * (12 - a.busy_s[1]);
+    double lost_2first = 12 * (12 - b.busy_s[0]) + 2 * (12 - b.busy_s[1]);
+    ck_assert(lost_2first < lost_1first);
+}
+END_TEST
+
+START_TEST(example2_job2_prioritized)
+{
+    /* equal intensities (10/1 = 30/3), yet job 2 must come first, whichever
+     * job is the reference */
+    double i1 = ex2_job1.work / ex2_job1.comm_s, i2 = ex2_job2.work / ex2_job2.comm_s;
+    ck_assert_double_eq(i1, i2);
+    double k1 = crux_sched_correction(&ex2_job2, &ex2_job1, 3);   /* job 2 reference */
+    ck_assert(k1 * i1 < 1.0 * i2);
+    double k2 = crux_sched_correction(&ex2_job1, &ex2_job2, 3);   /* job 1 reference */
+    ck_assert(k2 * i2 > 1.0 * i1);
+}
+END_TEST
+
+START_TEST(correction_neutral_cases)
+{
+    /* identical jobs: no reason to prefer either */
+    ck_assert_double_eq_tol(crux_sched_correction(&ex1_job1, &ex1_job1, 3), 1, 1e-9);
+    /* communication hidden behind long compute on both sides: k = 1 */
+    crux_sched_timing_t a = { 10, 10, 0.1, 1.0 }, b = { 5, 8, 0.2, 1.0 };
+    ck_assert_double_eq_tol(crux_sched_correction(&a, &b, 3), 1, 1e-9);
+    /* a job without network traffic is not compared */
+    crux_sched_timing_t none = { 5, 1, 0, 0 };
+    ck_assert_double_eq(crux_sched_correction(&a, &none, 3), 1);
+    crux_sched_contend_t out;
+    crux_sched_timing_t bad = { 1, 0, 1, 0 };
+    ck_assert_int_eq(crux_sched_contend(&bad, &a, 1, &out), CRUX_ERR_INVALID);
+}
+END_TEST
+
+/* Two ToRs under one aggregation switch, one 1-NIC host per job end; NICs
+ * 10x faster than the uplinks so each job's t is set by the shared uplink
+ * tor0 -> agg0 (1 GB/s). */
+static crux_sched_cluster_t *two_tor_cluster(int tors)
+{
+    crux_sched_clos2_t p;
+    crux_sched_clos2_defaults(&p);
+    p.tors = tors;
+    p.aggs = 1;
+    p.hosts_per_tor = 4;
+    p.gpus_per_host = 8;
+    p.gpus_per_nic = 8;
+    p.uplink_gbps = 8;           /* 1e9 bytes/s */
+    p.nic_gbps = 80;
+    crux_sched_cluster_t *c = NULL;
+    ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
+    return c;
+}
+
+/* A job from host a to host b (explicit flow of `bytes`). */
+static int add_flow_job(crux_sched_plan_t *plan, const crux_sched_cluster_t *c, const char *id,
+                        const char *a, const char *b, double bytes, double work, double compute,
+                        double overlap)
+{
+    int ha = crux_sched_cluster_find_host(c, a), hb = crux_sched_cluster_find_host(c, b), idx;
+    crux_sched_place_t pl[2] = { { ha, 0 }, { hb, 0 } };
+    crux_sched_flow_spec_t f = { ha, 0, hb, 0, bytes };
+    crux_sched_job_t j = { .id = id, .placement = pl, .nplacement = 2, .compute_s = compute,
+                           .work = work, .overlap = overlap, .flows = &f, .nflows = 1 };
+    char err[256];
+    ck_assert_msg(crux_sched_plan_add_job(plan, &j, &idx, err, sizeof(err)) == CRUX_OK, "%s",
+                  err);
+    return idx;
+}
+
+START_TEST(example1_through_a_plan)
+{
+    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    /* tor0 hosts h0..h3, tor1 hosts h4..h7 */
+    int j1 = add_flow_job(plan, c, "job1", "h0", "h4", 2e9, 10, 2, 0);
+    int j2 = add_flow_job(plan, c, "job2", "h1", "h5", 1e9, 5, 1, 0);
+    ck_assert_int_eq(crux_sched_plan_run(plan, NULL), CRUX_OK);
+    crux_sched_job_result_t r1, r2;
+    crux_sched_plan_job(plan, j1, &r1);
+    crux_sched_plan_job(plan, j2, &r2);
+    ck_assert_double_eq_tol(r1.comm_s, 2, 1e-9);
+    ck_assert_double_eq_tol(r2.comm_s, 1, 1e-9);
+    ck_assert_double_eq_tol(r1.intensity, r2.intensity, 1e-9);
+    ck_assert_int_eq(crux_sched_plan_reference(plan), j1);
+    ck_assert_double_eq(r1.correction, 1);
+    ck_assert_double_eq_tol(r2.correction, 1.5, 1e-9);
+    ck_assert(r2.level > r1.level);           /* they share tor0 -> agg0 */
+    ck_assert_int_eq(crux_sched_plan_check_levels(plan), CRUX_OK);
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
+START_TEST(example2_through_a_plan)
+{
+    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    int j1 = add_flow_job(plan, c, "job1", "h0", "h4", 1e9, 10, 4, 0.5);
+    int j2 = add_flow_job(plan, c, "job2", "h1", "h5", 3e9, 30, 2, 0.5);
+    ck_assert_int_eq(crux_sched_plan_run(plan, NULL), CRUX_OK);
+    crux_sched_job_result_t r1, r2;
+    crux_sched_plan_job(plan, j1, &r1);
+    crux_sched_plan_job(plan, j2, &r2);
+    ck_assert_int_eq(crux_sched_plan_reference(plan), j2);
+    ck_assert(r2.priority > r1.priority);
+    ck_assert(r2.level > r1.level);
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
+START_TEST(figure13_dag)
+{
+    /* jobs 1-4 in decreasing priority; 1-2 share a link, 3-4 another */
+    crux_sched_edge_t e[2] = { { 0, 1, 4 }, { 2, 3, 2 } };
+    int level[4];
+    double cut;
+    ck_assert_int_eq(crux_sched_compress_dag(4, e, 2, 2, 10, 1, level, &cut), CRUX_OK);
+    ck_assert_int_eq(level[0], 1);
+    ck_assert_int_eq(level[1], 0);
+    ck_assert_int_eq(level[2], 1);
+    ck_assert_int_eq(level[3], 0);
+    ck_assert_double_eq(cut, 6);
+}
+END_TEST
+
+START_TEST(figure13_through_a_plan)
+{
+    /* jobs 1, 2 from tor0 to tor1; jobs 3, 4 from tor2 to tor3; decreasing W */
+    crux_sched_cluster_t *c = two_tor_cluster(4);
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    int j[4];
+    j[0] = add_flow_job(plan, c, "job1", "h0", "h4", 1e9, 40, 1, 0);
+    j[1] = add_flow_job(plan, c, "job2", "h1", "h5", 1e9, 30, 1, 0);
+    j[2] = add_flow_job(plan, c, "job3", "h8", "h12", 1e9, 20, 1, 0);
+    j[3] = add_flow_job(plan, c, "job4", "h9", "h13", 1e9, 10, 1, 0);
+    crux_sched_options_t o;
+    crux_sched_options_defaults(&o);
+    o.levels = 2;
+    ck_assert_int_eq(crux_sched_plan_run(plan, &o), CRUX_OK);
+    int lv[4];
+    double prio[4];
+    for (int i = 0; i < 4; i++) {
+        crux_sched_job_result_t r;
+        crux_sched_plan_job(plan, j[i], &r);
+        lv[i] = r.level;
+        prio[i] = r.priority;
+    }
+    ck_assert(prio[0] > prio[1] && prio[1] > prio[2] && prio[2] > prio[3]);
+    ck_assert_int_eq(lv[0], 1);
+    ck_assert_int_eq(lv[1], 0);
+    ck_assert_int_eq(lv[2], 1);
+    ck_assert_int_eq(lv[3], 0);
+    double cut, total;
+    crux_sched_plan_cut(plan, &cut, &total);
+    ck_assert_double_eq(cut, total);           /* every contention is separated */
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
+START_TEST(reserved_levels_are_not_used)
+{
+    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    add_flow_job(plan, c, "a", "h0", "h4", 1e9, 40, 1, 0);
+    add_flow_job(plan, c, "b", "h1", "h5", 1e9, 30, 1, 0);
+    add_flow_job(plan, c, "c", "h2", "h6", 1e9, 20, 1, 0);
+    ck_assert_int_eq(crux_sched_plan_compress(plan, 8, 2, 10, 1), CRUX_ERR_INVALID); /* no
+                                                                                    priorities yet */
+    crux_sched_options_t o;
+    crux_sched_options_defaults(&o);
+    o.levels = 8;
+    o.reserve = 6;
+    ck_assert_int_eq(crux_sched_plan_run(plan, &o), CRUX_OK);
+    int seen[2] = { 0, 0 };
+    for (int i = 0; i < 3; i++) {
+        crux_sched_job_result_t r;
+        crux_sched_plan_job(plan, i, &r);
+        ck_assert(r.level >= 0 && r.level < 2);
+        seen[r.level] = 1;
+    }
+    ck_assert(seen[0] && seen[1]);
+    ck_assert_int_eq(crux_sched_plan_check_levels(plan), CRUX_OK);
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("sched_priority");
+    TCase *t = tcase_create("priority");
+    tcase_add_test(t, example1_figure11);
+    tcase_add_test(t, example1_correction);
+    tcase_add_test(t, example2_figure12);
+    tcase_add_test(t, example2_job2_prioritized);
+    tcase_add_test(t, correction_neutral_cases);
+    tcase_add_test(t, example1_through_a_plan);
+    tcase_add_test(t, example2_through_a_plan);
+    tcase_add_test(t, figure13_dag);
+    tcase_add_test(t, figure13_through_a_plan);
+    tcase_add_test(t, reserved_levels_are_not_used);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+CRUX_CHECK_MAIN(suite)
