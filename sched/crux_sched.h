@@ -206,6 +206,12 @@ crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *plan, double 
 crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int reserve,
                                        int orders, uint64_t seed);
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
+/* Path selection with the jobs in a given order instead of by intensity:
+ * each flow onto its least congested candidate given the load of the jobs
+ * before it (baselines such as TACCL* route in arrival order).  `order`
+ * lists every job of the plan exactly once (n = crux_sched_plan_jobs). */
+crux_status_t crux_sched_plan_select_paths_ordered(crux_sched_plan_t *plan, const int *order,
+                                                   int n);
 
 typedef struct {
     const char *id;

@@ -248,6 +248,34 @@ crux_status_t crux_sched_plan_select_paths(crux_sched_plan_t *p, crux_sched_path
     return st;
 }
 
+crux_status_t crux_sched_plan_select_paths_ordered(crux_sched_plan_t *p, const int *order, int n)
+{
+    if (p == NULL || (n > 0 && order == NULL) || n != p->njobs)
+        return CRUX_ERR_INVALID;
+    char *seen = calloc((size_t)(n ? n : 1), 1);
+    int *net = malloc((size_t)(n ? n : 1) * sizeof(int)), nn = 0;
+    crux_status_t st = seen && net ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+    for (int k = 0; k < n && st == CRUX_OK; k++) {
+        if (order[k] < 0 || order[k] >= n || seen[order[k]]) {
+            st = CRUX_ERR_INVALID;   /* not a permutation: the plan is left as it was */
+            break;
+        }
+        seen[order[k]] = 1;
+        if (plan_has_network(&p->jobs[order[k]]))
+            net[nn++] = order[k];
+    }
+    if (st == CRUX_OK) {
+        edge_times(p);
+        st = choose(p, net, nn, CRUX_SCHED_PATHS_CRUX, 0);
+        if (st == CRUX_OK)
+            st = measure(p);
+        p->stage = st == CRUX_OK ? PLAN_PATHS : PLAN_ADDED;
+    }
+    free(seen);
+    free(net);
+    return st;
+}
+
 double crux_sched_plan_path_cost(const crux_sched_plan_t *p)
 {
     double cost = 0.0;

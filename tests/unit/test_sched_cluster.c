@@ -321,6 +321,59 @@ START_TEST(selected_paths_are_candidates)
 }
 END_TEST
 
+/* The uplink (ToR -> aggregation) that flow 0 of a job takes. */
+static int flow0_uplink(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c, int job)
+{
+    crux_sched_flow_t fl;
+    ck_assert_int_eq(crux_sched_plan_flow(plan, job, 0, &fl), CRUX_OK);
+    for (int k = 0; k < fl.nlinks; k++) {
+        crux_sched_link_info_t li;
+        crux_sched_link_info(c, fl.links[k], &li);
+        if (li.src.host < 0 && li.dst.host < 0)
+            return fl.links[k];
+    }
+    return -1;
+}
+
+START_TEST(ordered_selection)
+{
+    /* two ToRs under two aggregation switches; jobs a and b each from a
+     * host of tor0 to a host of tor1 (one NIC each): the first in the
+     * order takes the least congested uplink, the second the other one */
+    crux_sched_clos2_t p;
+    crux_sched_clos2_defaults(&p);
+    p.tors = 2;
+    p.hosts_per_tor = 2;
+    p.gpus_per_nic = 8;
+    crux_sched_cluster_t *c = NULL;
+    ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    const char *ends[2][2] = { { "h0", "h2" }, { "h1", "h3" } };
+    for (int j = 0; j < 2; j++) {
+        crux_sched_place_t pl[2] = { { crux_sched_cluster_find_host(c, ends[j][0]), 0 },
+                                     { crux_sched_cluster_find_host(c, ends[j][1]), 0 } };
+        crux_sched_job_t job = { .id = j ? "b" : "a", .placement = pl, .nplacement = 2,
+                                 .compute_s = 1, .allreduce_bytes = 1e9 };
+        ck_assert_int_eq(crux_sched_plan_add_job(plan, &job, NULL, NULL, 0), CRUX_OK);
+    }
+    int ab[2] = { 0, 1 }, ba[2] = { 1, 0 };
+    ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, ab, 2), CRUX_OK);
+    int a_first = flow0_uplink(plan, c, 0), b_second = flow0_uplink(plan, c, 1);
+    ck_assert(a_first >= 0 && b_second >= 0 && a_first != b_second);
+    ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, ba, 2), CRUX_OK);
+    ck_assert_int_eq(flow0_uplink(plan, c, 1), a_first);    /* b now first: b gets it */
+    ck_assert_int_eq(flow0_uplink(plan, c, 0), b_second);
+    /* not a permutation of the jobs: refused, the last selection stays */
+    int dup[2] = { 1, 1 }, out[2] = { 0, 2 };
+    ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, dup, 2), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, out, 2), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, ab, 1), CRUX_ERR_INVALID);
+    ck_assert_int_eq(flow0_uplink(plan, c, 1), a_first);
+    crux_sched_plan_free(plan);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sched_cluster");
@@ -333,6 +386,7 @@ static Suite *suite(void)
     tcase_add_test(t, seal_checks);
     tcase_add_test(t, path_selection_not_worse_than_random);
     tcase_add_test(t, selected_paths_are_candidates);
+    tcase_add_test(t, ordered_selection);
     suite_add_tcase(s, t);
     return s;
 }
