@@ -1,0 +1,430 @@
+/* Components: after a policy ran, the running jobs are regrouped into sets
+ * that can slow each other down.
+ *
+ * A link is contended when its users, each at the most its private links
+ * (links nobody else uses) allow, could send more than it carries; a link
+ * that cannot fill never limits anyone, so it is left out.  Jobs joined by
+ * contended links form a component.  A component whose jobs, order of
+ * levels, links and weights are exactly as before keeps its state, frozen
+ * or not; every other one is brought up to date and rebuilt from its
+ * jobs' current phases. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sim_internal.h"
+
+static void comp_arrays_free(sim_comp_t *c)
+{
+    free(c->jobs);
+    free(c->level);
+    free(c->slot_link);
+    free(c->slot_bw);
+    free(c->off);
+    free(c->slot);
+    free(c->w);
+    free(c->rcap);
+    free(c->su_off);
+    free(c->su);
+    free(c->sa);
+    free(c->supos);
+    free(c->suk);
+    free(c->heap);
+    free(c->slot_rem);
+    free(c->slot_sum);
+    free(c->rate);
+    free(c->slot_mark);
+    free(c->live);
+    free(c->slot_full);
+    free(c->job_mark);
+    free(c->set);
+    free(c->done);
+    free(c->snap);
+    free(c->delta);
+}
+
+void sim_comp_release(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    comp_arrays_free(c);
+    uint64_t gen = c->gen + 1;
+    memset(c, 0, sizeof(*c));
+    c->gen = gen;                /* its heap entries are now stale */
+    s->free_comps[s->nfree_comps++] = ci;
+}
+
+/* Zeroed memory; sets *bad when there is none. */
+static void *grab(size_t bytes, int *bad)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p == NULL)
+        *bad = 1;
+    return p;
+}
+
+/* A component slot for n jobs, nslots links and nw weights; -1 when out of
+ * memory. */
+static int comp_new(sim_t *s, int n, int nslots, int nw)
+{
+    int ci;
+    if (s->nfree_comps > 0) {
+        ci = s->free_comps[--s->nfree_comps];
+    } else {
+        if (s->ncomps == s->cap_comps) {
+            int ncap = s->cap_comps ? 2 * s->cap_comps : 64;
+            sim_comp_t *nc = realloc(s->comps, (size_t)ncap * sizeof(*nc));
+            int *nf = realloc(s->free_comps, (size_t)ncap * sizeof(int));
+            if (nc != NULL)
+                s->comps = nc;
+            if (nf != NULL)
+                s->free_comps = nf;
+            if (nc == NULL || nf == NULL)
+                return -1;
+            s->cap_comps = ncap;
+        }
+        ci = s->ncomps++;
+        memset(&s->comps[ci], 0, sizeof(sim_comp_t));
+    }
+    sim_comp_t *c = &s->comps[ci];
+    size_t sn = (size_t)n, se = (size_t)nslots, sw = (size_t)nw;
+    size_t snap = (size_t)(SIM_SNAPS + 1) * (1 + sn * (size_t)sim_comp_snapshot_vals());
+    int bad = 0;
+    c->alive = 1;
+    c->n = n;
+    c->nslots = nslots;
+    c->jobs = grab(sn * sizeof(int), &bad);
+    c->level = grab(sn * sizeof(int), &bad);
+    c->off = grab((sn + 1) * sizeof(int), &bad);
+    c->rcap = grab(sn * sizeof(double), &bad);
+    c->rate = grab(sn * sizeof(double), &bad);
+    c->heap = grab(sn * sizeof(int), &bad);
+    c->job_mark = grab(sn * sizeof(int), &bad);
+    c->set = grab(sn * sizeof(int), &bad);
+    c->done = grab(sn * sizeof(int), &bad);
+    c->delta = grab(3 * sn * sizeof(double), &bad);
+    c->slot_link = grab(se * sizeof(int), &bad);
+    c->slot_bw = grab(se * sizeof(double), &bad);
+    c->slot_rem = grab(se * sizeof(double), &bad);
+    c->slot_sum = grab(se * sizeof(double), &bad);
+    c->slot_mark = grab(se * sizeof(int), &bad);
+    c->live = grab(se * sizeof(int), &bad);
+    c->slot_full = grab(se * sizeof(int), &bad);
+    c->su_off = grab((se + 1) * sizeof(int), &bad);
+    c->sa = grab(se * sizeof(int), &bad);
+    c->slot = grab(sw * sizeof(int), &bad);
+    c->w = grab(sw * sizeof(double), &bad);
+    c->su = grab(sw * sizeof(int), &bad);
+    c->supos = grab(sw * sizeof(int), &bad);
+    c->suk = grab(sw * sizeof(int), &bad);
+    c->snap = grab(snap * sizeof(double), &bad);
+    if (bad) {
+        sim_comp_release(s, ci);
+        return -1;
+    }
+    return ci;
+}
+
+typedef struct {
+    sim_t *s;
+    double *xcap;                /* per running position */
+    int *uf;
+} regroup_t;
+
+static int uf_find(int *uf, int x)
+{
+    while (uf[x] != x) {
+        uf[x] = uf[uf[x]];
+        x = uf[x];
+    }
+    return x;
+}
+
+static int contended(const sim_t *s, int l)
+{
+    return s->link_users[l] >= 2 && s->link_demand[l] > s->link_bw[l] * (1 + 1e-9);
+}
+
+/* Link users, private caps, demands, and the union of jobs over contended
+ * links (positions in s->running). */
+static void regroup(regroup_t *g)
+{
+    sim_t *s = g->s;
+    int n = s->nrunning;
+    s->stamp++;
+    for (int p = 0; p < n; p++) {
+        const sim_decision_t *d = &s->jobs[s->running[p]].next;
+        for (int k = 0; k < d->nlinks; k++) {
+            int l = d->links[k];
+            if (s->link_stamp[l] != s->stamp) {
+                s->link_stamp[l] = s->stamp;
+                s->link_users[l] = 0;
+                s->link_demand[l] = 0;
+                s->link_slot[l] = -1;     /* here: the first user's position */
+            }
+            s->link_users[l]++;
+        }
+    }
+    for (int p = 0; p < n; p++) {
+        const sim_decision_t *d = &s->jobs[s->running[p]].next;
+        g->xcap[p] = INFINITY;
+        for (int k = 0; k < d->nlinks; k++) {
+            double cap = s->link_bw[d->links[k]] / d->mbytes[k];
+            if (s->link_users[d->links[k]] == 1 && cap < g->xcap[p])
+                g->xcap[p] = cap;
+        }
+    }
+    for (int p = 0; p < n; p++) {
+        const sim_decision_t *d = &s->jobs[s->running[p]].next;
+        for (int k = 0; k < d->nlinks; k++)
+            if (s->link_users[d->links[k]] >= 2)
+                s->link_demand[d->links[k]] += g->xcap[p] * d->mbytes[k];
+    }
+    for (int p = 0; p < n; p++)
+        g->uf[p] = p;
+    for (int p = 0; p < n; p++) {
+        const sim_decision_t *d = &s->jobs[s->running[p]].next;
+        for (int k = 0; k < d->nlinks; k++) {
+            int l = d->links[k];
+            if (!contended(s, l))
+                continue;
+            if (s->link_slot[l] < 0) {
+                s->link_slot[l] = p;
+            } else {
+                int a = uf_find(g->uf, p), b = uf_find(g->uf, s->link_slot[l]);
+                if (a != b)
+                    g->uf[a > b ? a : b] = a < b ? a : b;
+            }
+        }
+    }
+}
+
+typedef struct {
+    int root, level, job, pos;
+} member_t;
+
+/* Components in order of their root; in each, jobs by level (highest
+ * first), then index. */
+static int by_comp_level(const void *x, const void *y)
+{
+    const member_t *a = x, *b = y;
+    if (a->root != b->root)
+        return a->root - b->root;
+    if (a->level != b->level)
+        return b->level - a->level;
+    return a->job - b->job;
+}
+
+/* The component of the running positions pos[0..n-1]; -1 out of memory. */
+static int build(regroup_t *g, const int *pos, int n)
+{
+    sim_t *s = g->s;
+    int nslots = 0, nw = 0;
+    /* a new stamp numbers this component's slots; link_users and
+     * link_demand keep what regroup() found for every link of a running job */
+    s->stamp++;
+    for (int i = 0; i < n; i++) {
+        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
+        for (int k = 0; k < d->nlinks; k++) {
+            int l = d->links[k];
+            if (!contended(s, l))
+                continue;
+            nw++;
+            if (s->link_stamp[l] != s->stamp) {
+                s->link_stamp[l] = s->stamp;
+                s->link_slot[l] = nslots++;
+            }
+        }
+    }
+    int ci = comp_new(s, n, nslots, nw);
+    if (ci < 0)
+        return -1;
+    sim_comp_t *c = &s->comps[ci];
+    int w = 0;
+    c->off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int jid = s->running[pos[i]];
+        const sim_job_t *j = &s->jobs[jid];
+        c->jobs[i] = jid;
+        if (i > 0)
+            c->level[i] = c->level[i - 1] + (j->next.level != s->jobs[c->jobs[i - 1]].next.level);
+        c->rcap[i] = j->net ? g->xcap[pos[i]] * j->flow_bytes : 0;
+        for (int k = 0; k < j->next.nlinks; k++) {
+            int l = j->next.links[k];
+            if (!contended(s, l))
+                continue;
+            c->slot[w] = s->link_slot[l];
+            c->w[w++] = j->next.mbytes[k] / j->flow_bytes;
+            c->slot_link[s->link_slot[l]] = l;
+            c->slot_bw[s->link_slot[l]] = s->link_bw[l];
+        }
+        c->off[i + 1] = w;
+    }
+    /* the users of each slot, for the water-filling of a set; none
+     * transferring yet (sim_rates marks them as rates are set) */
+    for (int k = 0; k < w; k++)
+        c->su_off[c->slot[k] + 1]++;
+    for (int e = 0; e < nslots; e++)
+        c->su_off[e + 1] += c->su_off[e];
+    for (int e = 0; e < nslots; e++)
+        c->slot_mark[e] = c->su_off[e];          /* fill cursors, reset below */
+    for (int i = 0; i < n; i++)
+        for (int k = c->off[i]; k < c->off[i + 1]; k++) {
+            int idx = c->slot_mark[c->slot[k]]++;
+            c->su[idx] = i;
+            c->suk[idx] = k;
+            c->supos[k] = idx;
+        }
+    memset(c->slot_mark, 0, (size_t)(nslots ? nslots : 1) * sizeof(int));
+    return ci;
+}
+
+static int same_decision(const sim_decision_t *a, const sim_decision_t *b)
+{
+    return a->nlinks == b->nlinks &&
+           memcmp(a->links, b->links, (size_t)a->nlinks * sizeof(int)) == 0 &&
+           memcmp(a->mbytes, b->mbytes, (size_t)a->nlinks * sizeof(double)) == 0;
+}
+
+/* Whether old component o evolves exactly as new component c would. */
+static int unchanged(const sim_t *s, const sim_comp_t *o, const sim_comp_t *c)
+{
+    if (o->n != c->n || o->nslots != c->nslots || o->off[o->n] != c->off[c->n])
+        return 0;
+    size_t n = (size_t)c->n, nw = (size_t)c->off[c->n], ns = (size_t)c->nslots;
+    if (memcmp(o->jobs, c->jobs, n * sizeof(int)) || memcmp(o->level, c->level, n * sizeof(int)) ||
+        memcmp(o->off, c->off, (n + 1) * sizeof(int)) ||
+        memcmp(o->rcap, c->rcap, n * sizeof(double)) ||
+        memcmp(o->slot, c->slot, nw * sizeof(int)) || memcmp(o->w, c->w, nw * sizeof(double)) ||
+        memcmp(o->slot_link, c->slot_link, ns * sizeof(int)))
+        return 0;
+    for (size_t q = 0; q < n; q++) {
+        const sim_job_t *j = &s->jobs[c->jobs[q]];
+        if (j->shift > 0 || !same_decision(&j->dec, &j->next))
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    double period;
+    int pos;
+} by_period_t;
+
+static int by_period(const void *a, const void *b)
+{
+    const by_period_t *x = a, *y = b;
+    if (x->period != y->period)
+        return x->period < y->period ? -1 : 1;
+    return x->pos - y->pos;
+}
+
+/* The anchor of steady-state detection: the job with the median iteration
+ * alone (the upper one of two).  Its iterations set the averaging window,
+ * long enough for most jobs to complete several, short enough that a large
+ * component is not stepped through for many iterations of its slowest job
+ * after every change (sim_step.c). */
+static int median_period(const sim_t *s, const sim_comp_t *c)
+{
+    by_period_t *p = malloc((size_t)(c->n ? c->n : 1) * sizeof(*p));
+    if (p == NULL)
+        return 0;
+    for (int q = 0; q < c->n; q++)
+        p[q] = (by_period_t){ s->jobs[c->jobs[q]].alone_period, q };
+    qsort(p, (size_t)c->n, sizeof(*p), by_period);
+    int a = p[c->n / 2].pos;
+    free(p);
+    return a;
+}
+
+/* A rebuilt component starts from its jobs' current phases. */
+static void start(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    c->now = s->now;
+    for (int q = 0; q < c->n; q++) {
+        sim_job_t *j = &s->jobs[c->jobs[q]];
+        sim_job_bring(s, j, s->now);
+        j->comp = ci;
+        j->xfer = 0;             /* nothing listed as transferring here yet */
+        j->shared |= c->n > 1;
+        j->hold += j->shift;
+        j->shift = 0;
+    }
+    c->anchor = median_period(s, c);
+    int *all = malloc((size_t)(c->n ? c->n : 1) * sizeof(int));
+    if (all == NULL) {
+        s->failed = 1;
+        return;
+    }
+    for (int q = 0; q < c->n; q++)
+        all[q] = q;
+    sim_rates(s, c, all, c->n, s->now);
+    free(all);
+    sim_comp_heap_init(s, c);
+    sim_comp_schedule(s, ci);
+}
+
+int sim_comps_rebuild(sim_t *s)
+{
+    int n = s->nrunning, old_count = s->ncomps, rc = -1;
+    regroup_t g = { s, malloc((size_t)(n + 1) * sizeof(double)),
+                    malloc((size_t)(n + 1) * sizeof(int)) };
+    int *pos = malloc((size_t)(n + 1) * sizeof(int));
+    member_t *m = malloc((size_t)(n + 1) * sizeof(member_t));
+    int *fresh = malloc((size_t)(n + 1) * sizeof(int)), nfresh = 0;
+    char *keep = calloc((size_t)old_count + 1, 1), *was = calloc((size_t)old_count + 1, 1);
+    if (!g.xcap || !g.uf || !pos || !m || !fresh || !keep || !was)
+        goto out;
+    for (int ci = 0; ci < old_count; ci++)
+        was[ci] = (char)s->comps[ci].alive;
+    regroup(&g);
+    for (int p = 0; p < n; p++)
+        m[p] = (member_t){ uf_find(g.uf, p), s->jobs[s->running[p]].next.level, s->running[p], p };
+    qsort(m, (size_t)n, sizeof(*m), by_comp_level);
+    for (int p = 0; p < n; p++)
+        pos[p] = m[p].pos;
+    for (int a = 0; a < n;) {
+        int b = a + 1;
+        while (b < n && m[b].root == m[a].root)
+            b++;
+        int ci = build(&g, pos + a, b - a);
+        if (ci < 0)
+            goto out;
+        int old = s->jobs[s->comps[ci].jobs[0]].comp;
+        if (old >= 0 && old < old_count && was[old] &&
+            unchanged(s, &s->comps[old], &s->comps[ci])) {
+            keep[old] = 1;
+            sim_comp_release(s, ci);
+        } else {
+            fresh[nfresh++] = ci;
+        }
+        a = b;
+    }
+    /* bring the dissolved components up to date under the old decisions */
+    for (int ci = 0; ci < old_count; ci++)
+        if (was[ci] && !keep[ci])
+            sim_comp_materialize(s, ci, s->now);
+    for (int ci = 0; ci < old_count; ci++)
+        if (was[ci] && !keep[ci])
+            sim_comp_release(s, ci);
+    for (int p = 0; p < n; p++) {
+        sim_job_t *j = &s->jobs[s->running[p]];
+        if (!same_decision(&j->dec, &j->next))
+            sim_flush_links(s, j);
+        sim_decision_t t = j->dec;
+        j->dec = j->next;
+        j->next = t;
+    }
+    for (int f = 0; f < nfresh; f++)
+        start(s, fresh[f]);
+    rc = 0;
+out:
+    free(g.xcap);
+    free(g.uf);
+    free(pos);
+    free(m);
+    free(fresh);
+    free(keep);
+    free(was);
+    return rc;
+}

@@ -1,0 +1,255 @@
+/* libcrux_sim internals shared by its source files (not installed).
+ *
+ * The run (sim_t) holds every job of the workload (sim_job_t), the GPU
+ * allocator, the components and the event heap.  A component is a set of
+ * running jobs that can slow each other down: jobs joined by contended
+ * links, i.e. links whose users could together send more than the link
+ * carries.  Components evolve independently between global events
+ * (arrivals, departures), each with its own clock, so one state change
+ * costs the size of its component, not of the cluster. */
+#ifndef CRUX_SIM_INTERNAL_H
+#define CRUX_SIM_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/crux_sim.h"
+
+void sim_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- random numbers (splitmix64: small, seeded, the same everywhere) */
+typedef struct {
+    uint64_t s;
+} sim_rng_t;
+uint64_t sim_rng_next(sim_rng_t *r);
+double sim_rng_uniform(sim_rng_t *r);                 /* [0, 1) */
+uint64_t sim_rng_below(sim_rng_t *r, uint64_t n);     /* [0, n), n > 0 */
+
+/* ---- workload storage */
+typedef struct {
+    crux_sim_job_t job;          /* its pointers point at the copies below */
+    char *id, *model;
+    crux_sched_place_t *place;
+} sim_spec_t;
+
+struct crux_sim_workload {
+    int n, cap;
+    sim_spec_t *specs;
+    int *ids, id_cap;            /* id -> index, open addressing */
+};
+
+/* GPUs of the whole host as a mask. */
+uint64_t sim_all_gpus(int gpus);
+
+/* ---- GPU allocation (sim_place.c) */
+typedef struct {
+    int nhosts, ntors, host_gpus;    /* host_gpus: the smallest host */
+    int *tor_of;                     /* host -> ToR index */
+    int *tor_off, *tor_hosts;        /* hosts of each ToR, ascending */
+    uint64_t *free;                  /* free GPUs of each host */
+    uint64_t *full;                  /* all GPUs of each host */
+    int *tor_idle;                   /* hosts of each ToR with every GPU free */
+    int total_gpus;
+    sim_rng_t rng;
+} sim_alloc_t;
+crux_status_t sim_alloc_init(sim_alloc_t *a, const crux_sched_cluster_t *c, uint64_t seed);
+void sim_alloc_free(sim_alloc_t *a);
+/* Whether a job of `gpus` GPUs could ever be placed by a policy. */
+int sim_alloc_fits_ever(const sim_alloc_t *a, int gpus);
+/* Places `gpus` GPUs now (out has room for gpus / host_gpus + 1 entries):
+ * the number of hosts, or 0 when they are not free now. */
+int sim_alloc_place(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_sched_place_t *out);
+/* Takes a given placement if all its GPUs are free (1), else 0. */
+int sim_alloc_take(sim_alloc_t *a, const crux_sched_place_t *place, int n);
+void sim_alloc_release(sim_alloc_t *a, const crux_sched_place_t *place, int n);
+
+/* ---- jobs in a run */
+enum { JOB_PENDING, JOB_WAITING, JOB_RUNNING, JOB_DONE };
+enum { PH_COMPUTE, PH_HOLD, PH_COMM };
+
+/* What a policy decided for a job: its links with M_{j,e}, its level. */
+typedef struct {
+    int nlinks, cap;
+    int *links;
+    double *mbytes;
+    int level;
+} sim_decision_t;
+
+typedef struct {
+    const crux_sim_job_t *spec;
+    int state;
+    crux_sched_place_t *place;
+    int nplace;
+    double start, end;
+    double work;                 /* W per iteration */
+    double alone_period;
+    double fixed_s;              /* the part of a comm phase no link slows down */
+    int net;                     /* has network traffic */
+    double bytes_iter;           /* into the network per iteration */
+    double flow_bytes;           /* its largest flow: the ring moves at its pace */
+    sim_decision_t dec;          /* in force */
+    sim_decision_t next;         /* the policy's new decision, until applied */
+    double shift;                /* a new one-time delay (CASSINI), until applied */
+    double hold;                 /* the delay pending before the next comm phase */
+    /* dynamics */
+    int phase;
+    double compute_left, hold_left, fixed_left, comm_left;
+    double x;                    /* transfer rate: fraction of bytes_iter per s */
+    int xfer;                    /* transferring when x was last computed */
+    double t;                    /* its state is as of this time (updated lazily) */
+    double next_t;               /* its next state change */
+    int cpos, hpos;              /* position in its component and in its heap */
+    double iters, busy;          /* completed iterations; GPU-busy s per GPU */
+    double units;                /* comm phases delivered (integral of x) */
+    double units_flushed;        /* units already added to link_bytes */
+    double begun;                /* comm phases begun */
+    int comp;                    /* its component, -1 when none */
+    int shared;                  /* ever in a component with another job */
+} sim_job_t;
+
+static inline int sim_transferring(const sim_job_t *j)
+{
+    return j->phase == PH_COMM && j->fixed_left <= 0 && j->comm_left > 0;
+}
+
+/* ---- components (sim_comp.c) */
+#define SIM_SNAPS 12             /* anchor iterations remembered */
+
+typedef struct {
+    int alive;
+    int n;
+    int *jobs;                   /* by level, highest first, then index */
+    int *level;                  /* rank of each job's level, 0 = highest */
+    /* contended links ("slots") and each job's weights on them (CSR) */
+    int nslots;
+    int *slot_link;
+    double *slot_bw;
+    int *off, *slot;
+    double *w;                   /* M_{j,e} / flow bytes: flows of j on e */
+    double *rcap;                /* per-flow rate its private links allow */
+    /* users of each slot (CSR, job positions), the transferring ones
+     * first: sa[e] of them; supos[k] is where weight k's job sits in su */
+    int *su_off, *su, *sa, *supos, *suk;
+    /* the jobs' next events: a min-heap of positions by next_t */
+    int *heap;
+    /* water-filling of a set of jobs: scratch */
+    double *slot_rem, *slot_sum, *rate;
+    int *slot_mark, *job_mark, *set, mark;
+    int *live, *slot_full;
+    int *done;
+    double now;                  /* the time it has been simulated to */
+    uint64_t gen;                /* heap entries of older generations are stale */
+    /* steady-state detection: snapshots at the anchor's iteration ends */
+    int anchor;                  /* index into jobs, -1: the next job to finish one */
+    int snaps, since_reset, catching_up;
+    uint64_t events_since_snap;
+    double *snap;                /* (SIM_SNAPS + 1) x (1 + n * values) */
+    int frozen;
+    double freeze_t, period;
+    double thaw_m;               /* periods left before a job nears its end */
+    double *delta;               /* per job: busy, units, begun over a period */
+} sim_comp_t;
+
+/* ---- the event heap (sim_heap.c) */
+enum { EV_COMP, EV_THAW, EV_END };
+typedef struct {
+    double t;
+    int kind, id;                /* component or job */
+    uint64_t gen;
+    uint64_t seq;                /* ties in insertion order: deterministic */
+} sim_event_t;
+typedef struct {
+    sim_event_t *e;
+    int n, cap;
+    uint64_t seq;
+} sim_heap_t;
+int sim_heap_push(sim_heap_t *h, double t, int kind, int id, uint64_t gen);
+int sim_heap_pop(sim_heap_t *h, sim_event_t *out);        /* 0 when empty */
+const sim_event_t *sim_heap_top(const sim_heap_t *h);
+void sim_heap_free(sim_heap_t *h);
+
+/* ---- the run */
+typedef struct {
+    const crux_sched_cluster_t *c;
+    crux_sim_config_t cfg;
+    int nlinks;
+    double *link_bw;
+    int njobs;
+    sim_job_t *jobs;             /* in arrival order */
+    int *order;                  /* workload index of jobs[i] */
+    int next_arrival;
+    int *waiting;                /* queue, arrival order */
+    int nwaiting;
+    int *running;
+    int nrunning;
+    sim_alloc_t alloc;
+    crux_sched_place_t *place_buf;
+    int ncomps, cap_comps;
+    sim_comp_t *comps;
+    int *free_comps, nfree_comps;
+    sim_heap_t heap;
+    double now;                  /* time of the last global event */
+    double held_since;           /* held GPU-seconds are credited up to here */
+    int held_gpus;
+    /* scratch over links */
+    int *link_users, *link_stamp, *link_slot, *link_mark;
+    int stamp;
+    double *link_demand;
+    /* results */
+    double *link_bytes;          /* flushed from jobs */
+    double *link_check;          /* integrated per link when cfg.check */
+    int nbins, cap_bins;
+    double *bin_busy, *bin_held;
+    crux_sim_summary_t sum;
+    int done;
+    int *departed;               /* jobs that just finished their last iteration */
+    int ndeparted;
+    char *touch_flag;            /* jobs a policy must revisit (CASSINI) */
+    char *err;
+    size_t errlen;
+    int failed;
+    uint64_t progress_mark;
+} sim_t;
+
+/* sim_stats.c: utilisation over time */
+int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held);
+void sim_flush_links(sim_t *s, sim_job_t *j);
+
+/* sim_rates.c: water-filling of the transferring jobs connected (through
+ * contended links) to the given seed positions: brings each to `now` and
+ * sets its x; returns how many (their positions are in c->set) */
+int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now);
+
+/* sim_comp.c: components from the policy's decisions, at s->now */
+int sim_comps_rebuild(sim_t *s);
+void sim_comp_release(sim_t *s, int comp);
+/* sim_step.c */
+void sim_job_bring(sim_t *s, sim_job_t *j, double t);   /* its state up to t */
+void sim_comp_heap_init(sim_t *s, sim_comp_t *c);
+void sim_comp_schedule(sim_t *s, int comp);      /* push its next event */
+void sim_comp_step(sim_t *s, int comp);          /* process its next event */
+void sim_comp_thaw(sim_t *s, int comp);
+void sim_comp_materialize(sim_t *s, int comp, double t);   /* bring it to t */
+int sim_comp_snapshot_vals(void);
+
+/* sim_policy.c: runs cfg.policy for the running jobs (next decisions) */
+crux_status_t sim_policy_run(sim_t *s);
+/* sim_plan.c: libcrux_sched plans of the running jobs */
+crux_sched_plan_t *sim_plan_build(sim_t *s, const int *jobs, int n);
+crux_status_t sim_plan_extract(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
+crux_status_t sim_job_profile(sim_t *s, sim_job_t *j);
+/* group[i]: the root of job i among the jobs linked by shared links */
+void sim_share_groups(sim_t *s, const int *jobs, int n, int *group);
+/* the baselines (plan job i is jobs[i]) */
+crux_status_t sim_sincronia_levels(sim_t *s, const int *jobs, int n);
+crux_status_t sim_taccl_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
+crux_status_t sim_cassini_shifts(sim_t *s, const crux_sched_plan_t *plan, const int *jobs,
+                                 int n);
+
+/* sim_stats.c */
+int sim_check_links(sim_t *s);
+void sim_summarize(sim_t *s, double end);
+crux_sim_result_t *sim_result_make(const sim_t *s);
+
+#endif

@@ -1,0 +1,174 @@
+/* Transfer rates: strict priority between levels, max-min fairness
+ * between flows within a level (progressive filling), recomputed only for
+ * the jobs a change can reach.
+ *
+ * A job's flows form a ring and move at one pace, so the filling raises a
+ * per-flow rate r for every unfrozen job of the level at once; job j then
+ * uses r * w_{j,e} of each contended link e (w = its flows on e, counted as
+ * M_{j,e} / its largest flow's bytes) and cannot exceed rcap_j, what its
+ * private links allow.  The link or cap reached first freezes the jobs it
+ * limits; the level's leftover capacity goes to the levels below.
+ * Non-contended links are left out: their users together cannot fill them.
+ *
+ * When jobs start or stop transferring, only the transferring jobs
+ * connected to them through shared contended links can see their rates
+ * change (the water-filling of the others is a separate problem), so the
+ * filling runs on that set alone. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sched/sim_internal.h"
+
+/* The set: the seeds, then every transferring job sharing a slot with a
+ * member, in position order (levels, highest first).  Every job whose
+ * transferring state changed since its rate was set is a seed, so the
+ * transferring users listed per slot are the others. */
+static int collect(sim_comp_t *c, const int *seeds, int nseeds)
+{
+    int n = 0, mark = ++c->mark;
+    for (int i = 0; i < nseeds; i++)
+        if (c->job_mark[seeds[i]] != mark) {
+            c->job_mark[seeds[i]] = mark;
+            c->set[n++] = seeds[i];
+        }
+    for (int i = 0; i < n; i++) {
+        int q = c->set[i];
+        for (int k = c->off[q]; k < c->off[q + 1]; k++) {
+            int e = c->slot[k];
+            if (c->slot_mark[e] == mark)
+                continue;
+            c->slot_mark[e] = mark;
+            c->slot_rem[e] = c->slot_bw[e];
+            c->slot_sum[e] = 0;
+            for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
+                int v = c->su[u];
+                if (c->job_mark[v] != mark) {
+                    c->job_mark[v] = mark;
+                    c->set[n++] = v;
+                }
+            }
+        }
+    }
+    for (int i = 1; i < n; i++) {            /* insertion sort: sets are small */
+        int v = c->set[i], k = i;
+        while (k > 0 && c->set[k - 1] > v) {
+            c->set[k] = c->set[k - 1];
+            k--;
+        }
+        c->set[k] = v;
+    }
+    return n;
+}
+
+/* Moves the su entry at idx to position `to` of its slot's region. */
+static void su_swap(sim_comp_t *c, int idx, int to)
+{
+    int q = c->su[idx], k = c->suk[idx];
+    c->su[idx] = c->su[to];
+    c->suk[idx] = c->suk[to];
+    c->supos[c->suk[idx]] = idx;
+    c->su[to] = q;
+    c->suk[to] = k;
+    c->supos[k] = to;
+}
+
+/* Job q starts (on) or stops transferring: its entries join or leave the
+ * transferring prefix of each of its slots. */
+static void list_transferring(sim_comp_t *c, int q, int on)
+{
+    for (int k = c->off[q]; k < c->off[q + 1]; k++) {
+        int e = c->slot[k];
+        if (on)
+            su_swap(c, c->supos[k], c->su_off[e] + c->sa[e]++);
+        else
+            su_swap(c, c->supos[k], c->su_off[e] + --c->sa[e]);
+    }
+}
+
+/* Progressive filling of set members [a, b), all of one level.  Each
+ * round finds the fill level r where the next slot saturates or cap binds
+ * (one division per slot in play), then freezes the jobs it limits. */
+static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
+{
+    int active = 0, ns = 0;
+    for (int i = a; i < b; i++) {
+        int q = c->set[i];
+        c->rate[q] = 0;
+        c->done[q] = !sim_transferring(&s->jobs[c->jobs[q]]);
+        if (c->done[q])
+            continue;
+        active++;
+        for (int k = c->off[q]; k < c->off[q + 1]; k++) {
+            int e = c->slot[k];
+            if (c->slot_sum[e] == 0)
+                c->live[ns++] = e;           /* slots in play, once each */
+            c->slot_sum[e] += c->w[k];
+        }
+    }
+    while (active > 0) {
+        double r = INFINITY;
+        for (int i = a; i < b; i++)
+            if (!c->done[c->set[i]] && c->rcap[c->set[i]] < r)
+                r = c->rcap[c->set[i]];
+        for (int x = 0; x < ns; x++) {
+            int e = c->live[x];
+            if (c->slot_sum[e] > 1e-12 && c->slot_rem[e] < r * c->slot_sum[e])
+                r = c->slot_rem[e] / c->slot_sum[e];
+        }
+        if (!(r > 0))
+            r = 0;
+        if (!isfinite(r))
+            r = 0;                           /* cannot happen: every job has a cap */
+        double lim = r * (1 + 1e-12);
+        for (int x = 0; x < ns; x++) {       /* saturated slots */
+            int e = c->live[x];
+            c->slot_full[e] = c->slot_sum[e] > 1e-12 && c->slot_rem[e] <= lim * c->slot_sum[e];
+        }
+        for (int i = a; i < b; i++) {
+            int q = c->set[i];
+            if (c->done[q])
+                continue;
+            int bound = c->rcap[q] <= lim;
+            for (int k = c->off[q]; k < c->off[q + 1] && !bound; k++)
+                bound = c->slot_full[c->slot[k]];
+            if (!bound)
+                continue;
+            c->done[q] = 1;
+            c->rate[q] = r;
+            active--;
+            for (int k = c->off[q]; k < c->off[q + 1]; k++) {
+                int e = c->slot[k];
+                c->slot_rem[e] -= c->w[k] * r;
+                if (c->slot_rem[e] < 0)
+                    c->slot_rem[e] = 0;
+                c->slot_sum[e] -= c->w[k];
+            }
+        }
+    }
+    for (int x = 0; x < ns; x++)             /* the next level starts from 0 */
+        c->slot_sum[c->live[x]] = 0;
+}
+
+int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
+{
+    int n = collect(c, seeds, nseeds);
+    for (int i = 0; i < n; i++)          /* up to now at the old rates */
+        sim_job_bring(s, &s->jobs[c->jobs[c->set[i]]], now);
+    for (int a = 0; a < n;) {
+        int b = a + 1;
+        while (b < n && c->level[c->set[b]] == c->level[c->set[a]])
+            b++;
+        fill_level(s, c, a, b);
+        a = b;
+    }
+    for (int i = 0; i < n; i++) {
+        int q = c->set[i];
+        sim_job_t *j = &s->jobs[c->jobs[q]];
+        int on = sim_transferring(j);
+        if (on != j->xfer)
+            list_transferring(c, q, on);
+        j->xfer = on;
+        j->x = on ? c->rate[q] / j->flow_bytes : 0;
+    }
+    return n;
+}

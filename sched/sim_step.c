@@ -1,0 +1,444 @@
+/* Simulating one component from event to event, and skipping its steady
+ * periods.
+ *
+ * Events.  Each job's state (phase and what remains of it) is brought up
+ * to date lazily, when it changes or its rate does; the component keeps
+ * its jobs in a heap by the time of their next state change (compute end,
+ * hold end, fixed latency end, transfer end at the current rate).  An
+ * event touches one job, plus, when the set of transferring jobs changed,
+ * the transferring jobs connected to it (sim_rates.c).
+ *
+ * Fast-forward.  At every iteration end of an anchor job (the one with the
+ * longest iteration alone) the state of every job of the component is
+ * recorded.  When it equals a recorded one (phases and remaining amounts
+ * within 1e-9), the component is periodic: the same interval repeats until
+ * something outside changes it, so whole periods are credited at once
+ * (busy time, bytes, iterations) and the clock jumps.  When no state
+ * recurs within SNAP_APPROX anchor iterations (jobs whose periods drift
+ * against each other), the anchor iterations since the first snapshot are
+ * taken as the period and credited the same way: averages over that window
+ * stand for the steady state (iterations follow from busy time, so a job's
+ * count never drifts by more than its iteration in progress).  A frozen
+ * component thaws when a job nears its last iteration, or is brought up to
+ * date when a global event (arrival, departure) touches it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sim_internal.h"
+
+#define EPS 1e-12                /* remaining amounts this small are done */
+#define SNAP_VALS 9              /* values per job in a snapshot */
+#define SNAP_APPROX 5            /* anchor iterations before an averaged period */
+
+int sim_comp_snapshot_vals(void)
+{
+    return SNAP_VALS;
+}
+
+/* Time from j->t until the job's next state change (0 when one is due). */
+static double job_dt(const sim_job_t *j)
+{
+    if (j->state != JOB_RUNNING)
+        return INFINITY;
+    switch (j->phase) {
+    case PH_COMPUTE:
+        return j->compute_left;
+    case PH_HOLD:
+        return j->hold_left;
+    default: {
+        double dt = j->compute_left > 0 ? j->compute_left : INFINITY;
+        if (j->fixed_left > 0) {
+            if (j->fixed_left < dt)
+                dt = j->fixed_left;
+        } else if (j->comm_left > 0) {
+            if (j->x > 0 && j->comm_left / j->x < dt)
+                dt = j->comm_left / j->x;
+        } else if (j->compute_left <= 0) {
+            dt = 0;
+        }
+        return dt;
+    }
+    }
+}
+
+/* ---- the component's heap of its jobs' next events (ties by position,
+ * so runs are reproducible) */
+
+static int earlier(const sim_t *s, const sim_comp_t *c, int a, int b)
+{
+    double ta = s->jobs[c->jobs[a]].next_t, tb = s->jobs[c->jobs[b]].next_t;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_put(const sim_t *s, sim_comp_t *c, int i, int q)
+{
+    c->heap[i] = q;
+    s->jobs[c->jobs[q]].hpos = i;
+}
+
+static void sift_down(sim_t *s, sim_comp_t *c, int i, int q)
+{
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= c->n)
+            break;
+        if (k + 1 < c->n && earlier(s, c, c->heap[k + 1], c->heap[k]))
+            k++;
+        if (!earlier(s, c, c->heap[k], q))
+            break;
+        heap_put(s, c, i, c->heap[k]);
+        i = k;
+    }
+    heap_put(s, c, i, q);
+}
+
+/* After job q's next_t changed. */
+static void heap_fix(sim_t *s, sim_comp_t *c, int q)
+{
+    int i = s->jobs[c->jobs[q]].hpos;
+    while (i > 0 && earlier(s, c, q, c->heap[(i - 1) / 2])) {
+        heap_put(s, c, i, c->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    sift_down(s, c, i, q);
+}
+
+static void set_next(sim_t *s, sim_comp_t *c, int q)
+{
+    sim_job_t *j = &s->jobs[c->jobs[q]];
+    j->next_t = j->t + job_dt(j);
+    heap_fix(s, c, q);
+}
+
+void sim_comp_heap_init(sim_t *s, sim_comp_t *c)
+{
+    for (int q = 0; q < c->n; q++) {
+        sim_job_t *j = &s->jobs[c->jobs[q]];
+        j->cpos = q;
+        j->next_t = j->t + job_dt(j);
+        heap_put(s, c, q, q);
+    }
+    for (int i = c->n / 2 - 1; i >= 0; i--)
+        sift_down(s, c, i, c->heap[i]);
+}
+
+void sim_comp_schedule(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    c->gen++;
+    double t = c->n > 0 ? s->jobs[c->jobs[c->heap[0]]].next_t : INFINITY;
+    if (isfinite(t) && sim_heap_push(&s->heap, t, EV_COMP, ci, c->gen) != 0)
+        s->failed = 1;
+}
+
+/* ---- one job */
+
+/* Moves the job's state dt on, to time t = j->t + dt. */
+static void advance(sim_t *s, sim_job_t *j, double dt, double t)
+{
+    if (!(dt > 0) || j->state != JOB_RUNNING)
+        return;
+    if (j->phase == PH_HOLD) {
+        j->hold_left -= dt;
+    } else {
+        if (j->compute_left > 0) {
+            j->compute_left -= dt;
+            j->busy += dt;
+            if (sim_bins_add(s, j->t, t, dt * j->spec->gpus, 0) != 0)
+                s->failed = 1;
+        }
+        if (j->phase == PH_COMM && j->fixed_left > 0) {
+            j->fixed_left -= dt;
+        } else if (j->phase == PH_COMM && j->comm_left > 0 && j->x > 0) {
+            double d = j->x * dt;
+            j->comm_left -= d;
+            j->units += d;
+            if (s->link_check)
+                for (int k = 0; k < j->dec.nlinks; k++)
+                    s->link_check[j->dec.links[k]] += d * j->dec.mbytes[k];
+        }
+    }
+    j->t = t;
+}
+
+void sim_job_bring(sim_t *s, sim_job_t *j, double t)
+{
+    advance(s, j, t - j->t, t);
+}
+
+static void start_comm(sim_job_t *j)
+{
+    j->phase = PH_COMM;
+    j->compute_left = j->spec->overlap * j->spec->compute_s;
+    j->fixed_left = j->fixed_s;
+    j->comm_left = j->net ? 1 : 0;
+    j->begun += j->net;
+}
+
+static void snapshot(sim_t *s, int ci);
+
+/* An iteration of job q is over: count it; the job leaves after its last. */
+static void iteration_end(sim_t *s, int ci, int q)
+{
+    sim_comp_t *c = &s->comps[ci];
+    sim_job_t *j = &s->jobs[c->jobs[q]];
+    j->iters += 1;
+    if (j->spec->iterations > 0 && j->iters >= (double)j->spec->iterations - 1e-6) {
+        j->state = JOB_DONE;
+        j->end = j->t;
+        s->departed[s->ndeparted++] = c->jobs[q];
+        return;
+    }
+    j->phase = PH_COMPUTE;
+    j->compute_left = (1 - j->spec->overlap) * j->spec->compute_s;
+    if (!s->cfg.fast_forward || c->catching_up || s->ndeparted > 0)
+        return;
+    if (c->anchor < 0) {          /* the first job to finish an iteration */
+        c->anchor = q;
+        c->since_reset = c->snaps = 0;
+    }
+    if (q == c->anchor)
+        snapshot(s, ci);
+}
+
+/* Job q's due state changes; returns whether it started or stopped
+ * transferring (its rate is then stale, and its neighbours' too). */
+static int transitions(sim_t *s, int ci, int q)
+{
+    sim_job_t *j = &s->jobs[s->comps[ci].jobs[q]];
+    while (j->state == JOB_RUNNING) {
+        if (j->phase == PH_COMPUTE && j->compute_left <= EPS) {
+            j->compute_left = 0;
+            if (j->hold > 0) {
+                j->phase = PH_HOLD;
+                j->hold_left = j->hold;
+                j->hold = 0;
+            } else {
+                start_comm(j);
+            }
+        } else if (j->phase == PH_HOLD && j->hold_left <= EPS) {
+            j->hold_left = 0;
+            start_comm(j);
+        } else if (j->phase == PH_COMM) {
+            if (j->fixed_left <= EPS)
+                j->fixed_left = 0;
+            if (j->comm_left <= EPS)
+                j->comm_left = 0;
+            if (j->compute_left <= EPS)
+                j->compute_left = 0;
+            if (j->fixed_left > 0 || j->comm_left > 0 || j->compute_left > 0)
+                break;
+            iteration_end(s, ci, q);
+        } else {
+            break;
+        }
+    }
+    return sim_transferring(j) != j->xfer;
+}
+
+/* The component's next event: one job's state change. */
+static void process(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    int q = c->heap[0];
+    sim_job_t *j = &s->jobs[c->jobs[q]];
+    double t = j->next_t;
+    c->now = t;
+    /* by its own remaining amounts, not t - j->t: the change that is due
+     * then lands on exactly zero whatever the magnitude of t */
+    advance(s, j, job_dt(j), t);
+    s->sum.events++;
+    c->events_since_snap++;
+    if (transitions(s, ci, q)) {
+        c = &s->comps[ci];
+        int n = sim_rates(s, c, &q, 1, t);
+        for (int i = 0; i < n; i++)
+            set_next(s, c, c->set[i]);
+    } else {
+        set_next(s, &s->comps[ci], q);
+    }
+    c = &s->comps[ci];
+    /* an anchor that stopped finishing iterations (starved) hands over */
+    if (c->events_since_snap > 1000 + 100 * (uint64_t)c->n) {
+        c->anchor = -1;
+        c->events_since_snap = 0;
+    }
+}
+
+void sim_comp_step(sim_t *s, int ci)
+{
+    process(s, ci);
+    if (!s->comps[ci].frozen)
+        sim_comp_schedule(s, ci);
+}
+
+/* ---- fast-forward */
+
+static double *snap_at(const sim_comp_t *c, int k)
+{
+    return c->snap + (size_t)k * (size_t)(1 + c->n * SNAP_VALS);
+}
+
+static void bring_all(sim_t *s, sim_comp_t *c, double t)
+{
+    for (int q = 0; q < c->n; q++)
+        sim_job_bring(s, &s->jobs[c->jobs[q]], t);
+}
+
+static void record(const sim_t *s, const sim_comp_t *c, double *v)
+{
+    v[0] = c->now;
+    for (int q = 0; q < c->n; q++) {
+        const sim_job_t *j = &s->jobs[c->jobs[q]];
+        double *p = v + 1 + q * SNAP_VALS;
+        p[0] = j->phase;
+        p[1] = j->compute_left;
+        p[2] = j->hold_left;
+        p[3] = j->fixed_left;
+        p[4] = j->comm_left;
+        p[5] = j->hold;
+        p[6] = j->busy;
+        p[7] = j->units;
+        p[8] = j->begun;
+    }
+}
+
+static int same_state(const sim_comp_t *c, const double *a, const double *b, double tol)
+{
+    for (int q = 0; q < c->n; q++) {
+        const double *x = a + 1 + q * SNAP_VALS, *y = b + 1 + q * SNAP_VALS;
+        if (x[0] != y[0] || fabs(x[1] - y[1]) > tol || fabs(x[2] - y[2]) > tol ||
+            fabs(x[3] - y[3]) > tol || fabs(x[4] - y[4]) > 1e-9 || fabs(x[5] - y[5]) > tol)
+            return 0;
+    }
+    return 1;
+}
+
+/* Freeze with `base` (an earlier snapshot) one period back from `cur`. */
+static void freeze(sim_t *s, int ci, const double *base, const double *cur, int exact)
+{
+    sim_comp_t *c = &s->comps[ci];
+    double period = cur[0] - base[0];
+    if (!(period > 0))
+        return;
+    double m_max = 1e18;
+    for (int q = 0; q < c->n; q++) {
+        const sim_job_t *j = &s->jobs[c->jobs[q]];
+        const double *x = cur + 1 + q * SNAP_VALS, *y = base + 1 + q * SNAP_VALS;
+        double *d = c->delta + 3 * q;
+        d[0] = x[6] - y[6];
+        d[1] = x[7] - y[7];
+        /* averaged periods credit what was delivered as sent, so in-flight
+         * bytes at the window's ends do not pile up */
+        d[2] = exact ? x[8] - y[8] : d[1];
+        double di = d[0] / j->spec->compute_s;
+        if (j->spec->iterations > 0 && di > 1e-12) {
+            /* keep two periods and two iterations to step through at the end */
+            double m = floor(((double)j->spec->iterations - j->iters - 2 * di - 2) / di);
+            if (m < m_max)
+                m_max = m;
+        }
+    }
+    if (m_max < 1)
+        return;
+    c->frozen = 1;
+    c->freeze_t = c->now;
+    c->period = period;
+    c->thaw_m = m_max;
+    c->gen++;
+    if (m_max < 1e17 && sim_heap_push(&s->heap, c->now + m_max * period, EV_THAW, ci, c->gen))
+        s->failed = 1;
+}
+
+static void snapshot(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    c->events_since_snap = 0;
+    bring_all(s, c, c->now);
+    double *cur = snap_at(c, SIM_SNAPS);         /* the scratch slot */
+    record(s, c, cur);
+    const sim_job_t *a = &s->jobs[c->jobs[c->anchor]];
+    double tol = 1e-9 * (1 + a->alone_period);
+    int stored = c->snaps < SIM_SNAPS ? c->snaps : SIM_SNAPS;
+    for (int k = 1; k <= stored; k++) {          /* most recent first */
+        const double *old = snap_at(c, (c->snaps - k) % SIM_SNAPS);
+        if (same_state(c, cur, old, tol)) {
+            freeze(s, ci, old, cur, 1);
+            return;
+        }
+    }
+    memcpy(snap_at(c, c->snaps % SIM_SNAPS), cur,
+           (size_t)(1 + c->n * SNAP_VALS) * sizeof(double));
+    c->snaps++;
+    c->since_reset++;
+    /* averaged: from the first snapshot (the one taken after a warm-up
+     * iteration) to now */
+    if (c->since_reset >= SNAP_APPROX && SNAP_APPROX <= SIM_SNAPS)
+        freeze(s, ci, snap_at(c, (c->snaps - SNAP_APPROX) % SIM_SNAPS), cur, 0);
+}
+
+/* Credit m whole periods of a frozen component and move its clock on. */
+static void jump(sim_t *s, sim_comp_t *c, double m)
+{
+    if (!(m > 0))
+        return;
+    double shift = m * c->period, busy_gpu_s = 0;
+    for (int q = 0; q < c->n; q++) {
+        sim_job_t *j = &s->jobs[c->jobs[q]];
+        const double *d = c->delta + 3 * q;
+        double iters = m * d[0] / j->spec->compute_s;
+        j->busy += m * d[0];
+        j->units += m * d[1];
+        j->begun += m * d[2];
+        j->iters += iters;
+        j->t += shift;
+        j->next_t += shift;
+        s->sum.iterations_skipped += iters;
+        busy_gpu_s += m * d[0] * j->spec->gpus;
+        if (s->link_check)
+            for (int k = 0; k < j->dec.nlinks; k++)
+                s->link_check[j->dec.links[k]] += m * d[1] * j->dec.mbytes[k];
+    }
+    if (sim_bins_add(s, c->freeze_t, c->freeze_t + shift, busy_gpu_s, 0) != 0)
+        s->failed = 1;
+    c->freeze_t += shift;
+    c->now = c->freeze_t;
+    c->thaw_m -= m;
+}
+
+static void unfreeze(sim_comp_t *c)
+{
+    c->frozen = 0;
+    c->snaps = c->since_reset = 0;
+    c->events_since_snap = 0;
+}
+
+void sim_comp_thaw(sim_t *s, int ci)
+{
+    sim_comp_t *c = &s->comps[ci];
+    jump(s, c, c->thaw_m);
+    unfreeze(c);
+    sim_comp_schedule(s, ci);
+}
+
+void sim_comp_materialize(sim_t *s, int ci, double t)
+{
+    sim_comp_t *c = &s->comps[ci];
+    if (c->frozen) {
+        double m = floor((t - c->freeze_t) / c->period);
+        jump(s, c, m < c->thaw_m ? m : c->thaw_m);
+        unfreeze(c);
+        c->catching_up = 1;      /* less than a period: step through it */
+        while (c->n > 0 && s->jobs[c->jobs[c->heap[0]]].next_t < t) {
+            process(s, ci);
+            c = &s->comps[ci];
+        }
+        c->catching_up = 0;
+    }
+    bring_all(s, c, t);
+    if (t > c->now)
+        c->now = t;
+    unfreeze(c);
+    sim_comp_schedule(s, ci);
+}
