@@ -36,6 +36,9 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->slot_mark);
     free(c->live);
     free(c->slot_full);
+    free(c->slot_cnt);
+    free(c->touched);
+    free(c->jcap);
     free(c->job_mark);
     free(c->set);
     free(c->done);
@@ -87,7 +90,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     }
     sim_comp_t *c = &s->comps[ci];
     size_t sn = (size_t)n, se = (size_t)nslots, sw = (size_t)nw;
-    size_t snap = (size_t)(SIM_SNAPS + 1) * (1 + sn * (size_t)sim_comp_snapshot_vals());
+    size_t snap = (size_t)(SIM_SNAPS + 2) * (1 + sn * (size_t)sim_comp_snapshot_vals());
     int bad = 0;
     c->alive = 1;
     c->n = n;
@@ -109,6 +112,9 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->slot_mark = grab(se * sizeof(int), &bad);
     c->live = grab(se * sizeof(int), &bad);
     c->slot_full = grab(se * sizeof(int), &bad);
+    c->slot_cnt = grab(se * sizeof(int), &bad);
+    c->touched = grab(se * sizeof(int), &bad);
+    c->jcap = grab(sn * sizeof(double), &bad);
     c->su_off = grab((se + 1) * sizeof(int), &bad);
     c->sa = grab(se * sizeof(int), &bad);
     c->slot = grab(sw * sizeof(int), &bad);

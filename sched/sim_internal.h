@@ -88,6 +88,7 @@ typedef struct {
     int net;                     /* has network traffic */
     double bytes_iter;           /* into the network per iteration */
     double flow_bytes;           /* its largest flow: the ring moves at its pace */
+    sim_decision_t ecmp;         /* its ECMP paths (they depend on nothing else) */
     sim_decision_t dec;          /* in force */
     sim_decision_t next;         /* the policy's new decision, until applied */
     double shift;                /* a new one-time delay (CASSINI), until applied */
@@ -100,6 +101,9 @@ typedef struct {
     double t;                    /* its state is as of this time (updated lazily) */
     double next_t;               /* its next state change */
     int cpos, hpos;              /* position in its component and in its heap */
+    /* its iteration ends in the averaging window of its component */
+    double win_first, win_last;
+    int win_count;
     double iters, busy;          /* completed iterations; GPU-busy s per GPU */
     double units;                /* comm phases delivered (integral of x) */
     double units_flushed;        /* units already added to link_bytes */
@@ -114,7 +118,7 @@ static inline int sim_transferring(const sim_job_t *j)
 }
 
 /* ---- components (sim_comp.c) */
-#define SIM_SNAPS 12             /* anchor iterations remembered */
+#define SIM_SNAPS 64             /* anchor iterations remembered */
 
 typedef struct {
     int alive;
@@ -136,15 +140,17 @@ typedef struct {
     /* water-filling of a set of jobs: scratch */
     double *slot_rem, *slot_sum, *rate;
     int *slot_mark, *job_mark, *set, mark;
-    int *live, *slot_full;
+    int *live, *slot_full, *slot_cnt, *touched;
+    double *jcap;
     int *done;
     double now;                  /* the time it has been simulated to */
     uint64_t gen;                /* heap entries of older generations are stale */
     /* steady-state detection: snapshots at the anchor's iteration ends */
     int anchor;                  /* index into jobs, -1: the next job to finish one */
-    int snaps, since_reset, catching_up;
-    uint64_t events_since_snap;
-    double *snap;                /* (SIM_SNAPS + 1) x (1 + n * values) */
+    int snaps, since_reset, catching_up, window;
+    uint64_t events_since_snap, events_since_reset;
+    double *snap;                /* SIM_SNAPS stored, the current, the window's start:
+                                    (SIM_SNAPS + 2) x (1 + n * values) */
     int frozen;
     double freeze_t, period;
     double thaw_m;               /* periods left before a job nears its end */
@@ -205,7 +211,7 @@ typedef struct {
     int done;
     int *departed;               /* jobs that just finished their last iteration */
     int ndeparted;
-    char *touch_flag;            /* jobs a policy must revisit (CASSINI) */
+    char *fresh;                 /* jobs started since the last policy run */
     char *err;
     size_t errlen;
     int failed;
@@ -238,14 +244,14 @@ crux_status_t sim_policy_run(sim_t *s);
 /* sim_plan.c: libcrux_sched plans of the running jobs */
 crux_sched_plan_t *sim_plan_build(sim_t *s, const int *jobs, int n);
 crux_status_t sim_plan_extract(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
+crux_status_t sim_decision_copy(sim_decision_t *to, const sim_decision_t *from);
 crux_status_t sim_job_profile(sim_t *s, sim_job_t *j);
 /* group[i]: the root of job i among the jobs linked by shared links */
 void sim_share_groups(sim_t *s, const int *jobs, int n, int *group);
 /* the baselines (plan job i is jobs[i]) */
 crux_status_t sim_sincronia_levels(sim_t *s, const int *jobs, int n);
 crux_status_t sim_taccl_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
-crux_status_t sim_cassini_shifts(sim_t *s, const crux_sched_plan_t *plan, const int *jobs,
-                                 int n);
+crux_status_t sim_cassini_shifts(sim_t *s, const int *jobs, int n);
 
 /* sim_stats.c */
 int sim_check_links(sim_t *s);

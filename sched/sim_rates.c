@@ -85,12 +85,14 @@ static void list_transferring(sim_comp_t *c, int q, int on)
     }
 }
 
-/* Progressive filling of set members [a, b), all of one level.  Each
- * round finds the fill level r where the next slot saturates or cap binds
- * (one division per slot in play), then freezes the jobs it limits. */
+/* Progressive filling of set members [a, b), all of one level.  A slot
+ * that only one of them uses is just a cap on that job (what the levels
+ * above left of it over the job's weight), so the rounds look at shared
+ * slots only: each finds the fill level r where the next shared slot
+ * saturates or a cap binds, then freezes the jobs it limits. */
 static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
 {
-    int active = 0, ns = 0;
+    int active = 0, ntouched = 0, ns = 0;
     for (int i = a; i < b; i++) {
         int q = c->set[i];
         c->rate[q] = 0;
@@ -100,27 +102,40 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
         active++;
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
-            if (c->slot_sum[e] == 0)
-                c->live[ns++] = e;           /* slots in play, once each */
+            if (c->slot_cnt[e]++ == 0)
+                c->touched[ntouched++] = e;
             c->slot_sum[e] += c->w[k];
         }
+    }
+    for (int x = 0; x < ntouched; x++) {
+        int e = c->touched[x];
+        c->slot_full[e] = 0;
+        if (c->slot_cnt[e] > 1)
+            c->live[ns++] = e;
+    }
+    for (int i = a; i < b; i++) {
+        int q = c->set[i];
+        if (c->done[q])
+            continue;
+        c->jcap[q] = c->rcap[q];
+        for (int k = c->off[q]; k < c->off[q + 1]; k++)
+            if (c->slot_cnt[c->slot[k]] == 1 && c->slot_rem[c->slot[k]] < c->jcap[q] * c->w[k])
+                c->jcap[q] = c->slot_rem[c->slot[k]] / c->w[k];
     }
     while (active > 0) {
         double r = INFINITY;
         for (int i = a; i < b; i++)
-            if (!c->done[c->set[i]] && c->rcap[c->set[i]] < r)
-                r = c->rcap[c->set[i]];
+            if (!c->done[c->set[i]] && c->jcap[c->set[i]] < r)
+                r = c->jcap[c->set[i]];
         for (int x = 0; x < ns; x++) {
             int e = c->live[x];
             if (c->slot_sum[e] > 1e-12 && c->slot_rem[e] < r * c->slot_sum[e])
                 r = c->slot_rem[e] / c->slot_sum[e];
         }
-        if (!(r > 0))
+        if (!(r > 0) || !isfinite(r))       /* infinite cannot happen: all have caps */
             r = 0;
-        if (!isfinite(r))
-            r = 0;                           /* cannot happen: every job has a cap */
         double lim = r * (1 + 1e-12);
-        for (int x = 0; x < ns; x++) {       /* saturated slots */
+        for (int x = 0; x < ns; x++) {       /* saturated shared slots */
             int e = c->live[x];
             c->slot_full[e] = c->slot_sum[e] > 1e-12 && c->slot_rem[e] <= lim * c->slot_sum[e];
         }
@@ -128,7 +143,7 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             int q = c->set[i];
             if (c->done[q])
                 continue;
-            int bound = c->rcap[q] <= lim;
+            int bound = c->jcap[q] <= lim;
             for (int k = c->off[q]; k < c->off[q + 1] && !bound; k++)
                 bound = c->slot_full[c->slot[k]];
             if (!bound)
@@ -145,8 +160,10 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             }
         }
     }
-    for (int x = 0; x < ns; x++)             /* the next level starts from 0 */
-        c->slot_sum[c->live[x]] = 0;
+    for (int x = 0; x < ntouched; x++) {     /* the next level starts afresh */
+        c->slot_sum[c->touched[x]] = 0;
+        c->slot_cnt[c->touched[x]] = 0;
+    }
 }
 
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)

@@ -9,17 +9,18 @@
  * the transferring jobs connected to it (sim_rates.c).
  *
  * Fast-forward.  At every iteration end of an anchor job (the one with the
- * longest iteration alone) the state of every job of the component is
- * recorded.  When it equals a recorded one (phases and remaining amounts
- * within 1e-9), the component is periodic: the same interval repeats until
- * something outside changes it, so whole periods are credited at once
- * (busy time, bytes, iterations) and the clock jumps.  When no state
- * recurs within SNAP_APPROX anchor iterations (jobs whose periods drift
- * against each other), the anchor iterations since the first snapshot are
- * taken as the period and credited the same way: averages over that window
- * stand for the steady state (iterations follow from busy time, so a job's
- * count never drifts by more than its iteration in progress).  A frozen
- * component thaws when a job nears its last iteration, or is brought up to
+ * median iteration time alone) the state of every job of the component is
+ * recorded.  When it equals one of the last SIM_SNAPS recorded (phases and
+ * remaining amounts within 1e-9), the component is periodic: the same
+ * interval repeats until something outside changes it, so whole periods
+ * are credited at once (busy time, bytes, iterations) and the clock jumps.
+ * Jobs whose periods drift against each other never recur exactly; after
+ * SIM_SNAPS anchor iterations, or a budget of events that grows with the
+ * component, the window since the first anchor iteration (the warm-up) is
+ * taken as the period: each job is credited at its mean iteration time
+ * over the iterations it completed in the window (at its busy share of the
+ * window when it completed fewer than two).  A frozen component thaws when
+ * a job nears its last iteration, or is brought up to
  * date when a global event (arrival, departure) touches it. */
 #include <math.h>
 #include <stdlib.h>
@@ -29,7 +30,14 @@
 
 #define EPS 1e-12                /* remaining amounts this small are done */
 #define SNAP_VALS 9              /* values per job in a snapshot */
-#define SNAP_APPROX 5            /* anchor iterations before an averaged period */
+#define WARMUP 1                 /* anchor iterations before the window opens */
+
+/* Events a component may take to recur before its window is averaged:
+ * about a dozen iterations per job, at least a few hundred events. */
+static uint64_t event_budget(const sim_comp_t *c)
+{
+    return 400 + 48 * (uint64_t)c->n;
+}
 
 int sim_comp_snapshot_vals(void)
 {
@@ -194,9 +202,14 @@ static void iteration_end(sim_t *s, int ci, int q)
     j->compute_left = (1 - j->spec->overlap) * j->spec->compute_s;
     if (!s->cfg.fast_forward || c->catching_up || s->ndeparted > 0)
         return;
+    if (c->window) {
+        if (j->win_count++ == 0)
+            j->win_first = j->t;
+        j->win_last = j->t;
+    }
     if (c->anchor < 0) {          /* the first job to finish an iteration */
         c->anchor = q;
-        c->since_reset = c->snaps = 0;
+        c->since_reset = c->snaps = c->window = 0;
     }
     if (q == c->anchor)
         snapshot(s, ci);
@@ -250,6 +263,7 @@ static void process(sim_t *s, int ci)
     advance(s, j, job_dt(j), t);
     s->sum.events++;
     c->events_since_snap++;
+    c->events_since_reset++;
     if (transitions(s, ci, q)) {
         c = &s->comps[ci];
         int n = sim_rates(s, c, &q, 1, t);
@@ -315,6 +329,32 @@ static int same_state(const sim_comp_t *c, const double *a, const double *b, dou
     return 1;
 }
 
+/* Per period, what each job does: from two snapshots one exact period
+ * apart, or averaged over the window (base = its start). */
+static void deltas(sim_t *s, sim_comp_t *c, const double *base, const double *cur, int exact)
+{
+    double period = cur[0] - base[0];
+    for (int q = 0; q < c->n; q++) {
+        const sim_job_t *j = &s->jobs[c->jobs[q]];
+        const double *x = cur + 1 + q * SNAP_VALS, *y = base + 1 + q * SNAP_VALS;
+        double *d = c->delta + 3 * q;
+        if (exact) {
+            d[0] = x[6] - y[6];
+            d[1] = x[7] - y[7];
+            d[2] = x[8] - y[8];
+        } else if (j->win_count >= 2 && j->win_last > j->win_first) {
+            double iters = (j->win_count - 1) / (j->win_last - j->win_first) * period;
+            d[0] = iters * j->spec->compute_s;
+            d[1] = d[2] = iters * j->net;
+        } else {
+            /* averaged periods credit what was delivered as sent, so
+             * in-flight bytes at the window's ends do not pile up */
+            d[0] = x[6] - y[6];
+            d[1] = d[2] = x[7] - y[7];
+        }
+    }
+}
+
 /* Freeze with `base` (an earlier snapshot) one period back from `cur`. */
 static void freeze(sim_t *s, int ci, const double *base, const double *cur, int exact)
 {
@@ -322,17 +362,11 @@ static void freeze(sim_t *s, int ci, const double *base, const double *cur, int 
     double period = cur[0] - base[0];
     if (!(period > 0))
         return;
+    deltas(s, c, base, cur, exact);
     double m_max = 1e18;
     for (int q = 0; q < c->n; q++) {
         const sim_job_t *j = &s->jobs[c->jobs[q]];
-        const double *x = cur + 1 + q * SNAP_VALS, *y = base + 1 + q * SNAP_VALS;
-        double *d = c->delta + 3 * q;
-        d[0] = x[6] - y[6];
-        d[1] = x[7] - y[7];
-        /* averaged periods credit what was delivered as sent, so in-flight
-         * bytes at the window's ends do not pile up */
-        d[2] = exact ? x[8] - y[8] : d[1];
-        double di = d[0] / j->spec->compute_s;
+        double di = c->delta[3 * q] / j->spec->compute_s;
         if (j->spec->iterations > 0 && di > 1e-12) {
             /* keep two periods and two iterations to step through at the end */
             double m = floor(((double)j->spec->iterations - j->iters - 2 * di - 2) / di);
@@ -351,10 +385,37 @@ static void freeze(sim_t *s, int ci, const double *base, const double *cur, int 
         s->failed = 1;
 }
 
+static void open_window(sim_t *s, sim_comp_t *c, const double *cur, int anchor)
+{
+    memcpy(snap_at(c, SIM_SNAPS + 1), cur, (size_t)(1 + c->n * SNAP_VALS) * sizeof(double));
+    for (int q = 0; q < c->n; q++)
+        s->jobs[c->jobs[q]].win_count = 0;
+    sim_job_t *a = &s->jobs[c->jobs[anchor]];
+    a->win_count = 1;            /* its iteration that ends now opens it */
+    a->win_first = a->win_last = a->t;
+    c->window = 1;
+}
+
+/* Whether a one-time delay (CASSINI) is still to come or under way: no
+ * period may contain it, or every skipped period would repeat it. */
+static int holding(const sim_t *s, const sim_comp_t *c)
+{
+    for (int q = 0; q < c->n; q++) {
+        const sim_job_t *j = &s->jobs[c->jobs[q]];
+        if (j->hold > 0 || j->phase == PH_HOLD)
+            return 1;
+    }
+    return 0;
+}
+
 static void snapshot(sim_t *s, int ci)
 {
     sim_comp_t *c = &s->comps[ci];
     c->events_since_snap = 0;
+    if (holding(s, c)) {
+        c->snaps = c->since_reset = c->window = 0;
+        return;
+    }
     bring_all(s, c, c->now);
     double *cur = snap_at(c, SIM_SNAPS);         /* the scratch slot */
     record(s, c, cur);
@@ -371,11 +432,11 @@ static void snapshot(sim_t *s, int ci)
     memcpy(snap_at(c, c->snaps % SIM_SNAPS), cur,
            (size_t)(1 + c->n * SNAP_VALS) * sizeof(double));
     c->snaps++;
-    c->since_reset++;
-    /* averaged: from the first snapshot (the one taken after a warm-up
-     * iteration) to now */
-    if (c->since_reset >= SNAP_APPROX && SNAP_APPROX <= SIM_SNAPS)
-        freeze(s, ci, snap_at(c, (c->snaps - SNAP_APPROX) % SIM_SNAPS), cur, 0);
+    if (++c->since_reset == WARMUP)
+        open_window(s, c, cur, c->anchor);
+    else if (c->since_reset > WARMUP + 1 &&
+             (c->since_reset >= SIM_SNAPS || c->events_since_reset >= event_budget(c)))
+        freeze(s, ci, snap_at(c, SIM_SNAPS + 1), cur, 0);
 }
 
 /* Credit m whole periods of a frozen component and move its clock on. */
@@ -410,8 +471,8 @@ static void jump(sim_t *s, sim_comp_t *c, double m)
 static void unfreeze(sim_comp_t *c)
 {
     c->frozen = 0;
-    c->snaps = c->since_reset = 0;
-    c->events_since_snap = 0;
+    c->snaps = c->since_reset = c->window = 0;
+    c->events_since_snap = c->events_since_reset = 0;
 }
 
 void sim_comp_thaw(sim_t *s, int ci)
