@@ -105,6 +105,9 @@ crux_status_t crux_sim_workload_read(crux_sim_workload_t *w, const crux_sched_cl
                                      const char *path, char *err, size_t errlen);
 crux_status_t crux_sim_workload_write(const crux_sim_workload_t *w,
                                       const crux_sched_cluster_t *cluster, FILE *out);
+/* A placement in the CSV format ("h0;h1:0-3"); the length it needs. */
+int crux_sim_placement_format(const crux_sched_cluster_t *cluster,
+                              const crux_sched_place_t *placement, int n, char *buf, size_t len);
 
 /* The model mix of the generator (sim_models.c documents each figure). */
 typedef struct {
@@ -199,7 +202,11 @@ typedef struct {
     double slowdown;             /* run time over iterations x alone period */
     int level;                   /* at its last replan */
     int shared;                  /* ever contended with another job */
+    const crux_sched_place_t *placement;   /* where it ran (NULL: never started) */
+    int nplacement;
 } crux_sim_job_result_t;
+/* In workload order; id and model point into the workload: valid while it
+ * lives. */
 int crux_sim_result_jobs(const crux_sim_result_t *r);
 crux_status_t crux_sim_result_job(const crux_sim_result_t *r, int index,
                                   crux_sim_job_result_t *out);

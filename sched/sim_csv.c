@@ -12,6 +12,7 @@
  * HOST (all its GPUs) or HOST:RANGES with RANGES like 0-3+6 (GPU indices). */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,26 +285,60 @@ static void put_double(FILE *out, double v)
     fputs(buf, out);
 }
 
-static void put_placement(FILE *out, const crux_sched_cluster_t *c, const crux_sim_job_t *j)
+/* Appends to buf at *at, truncating but counting the length needed. */
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
 {
-    for (int i = 0; i < j->nplacement; i++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*at < len ? buf + *at : NULL, *at < len ? len - *at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *at += (size_t)n;
+}
+
+int crux_sim_placement_format(const crux_sched_cluster_t *c, const crux_sched_place_t *p, int n,
+                              char *buf, size_t len)
+{
+    size_t at = 0;
+    if (len > 0)
+        buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
         crux_sched_host_info_t hi;
-        crux_sched_host_info(c, j->placement[i].host, &hi);
-        fprintf(out, "%s%s", i ? ";" : "", hi.name);
-        uint64_t m = j->placement[i].gpus;
+        crux_sched_host_info(c, p[i].host, &hi);
+        put(buf, len, &at, "%s%s", i ? ";" : "", hi.name);
+        uint64_t m = p[i].gpus;
         if (m == 0 || m == sim_all_gpus(hi.gpus))
             continue;
-        fputc(':', out);
+        put(buf, len, &at, ":");
         for (int g = 0, first = 1; g < 64; g++) {
             if (!(m >> g & 1))
                 continue;
             int e = g;
             while (e + 1 < 64 && (m >> (e + 1) & 1))
                 e++;
-            fprintf(out, e > g ? "%s%d-%d" : "%s%d", first ? "" : "+", g, e);
+            put(buf, len, &at, e > g ? "%s%d-%d" : "%s%d", first ? "" : "+", g, e);
             first = 0;
             g = e;
         }
+    }
+    return (int)at;
+}
+
+static void put_placement(FILE *out, const crux_sched_cluster_t *c, const crux_sim_job_t *j)
+{
+    char small[512];
+    int need = crux_sim_placement_format(c, j->placement, j->nplacement, small, sizeof(small));
+    if ((size_t)need < sizeof(small)) {
+        fputs(small, out);
+        return;
+    }
+    char *big = malloc((size_t)need + 1);
+    if (big != NULL) {
+        crux_sim_placement_format(c, j->placement, j->nplacement, big, (size_t)need + 1);
+        fputs(big, out);
+        free(big);
     }
 }
 

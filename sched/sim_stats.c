@@ -10,6 +10,7 @@ struct crux_sim_result {
     crux_sim_summary_t sum;
     int njobs;
     crux_sim_job_result_t *jobs;
+    crux_sched_place_t *places;          /* every job's placement, in order */
     int nbins;
     crux_sim_bin_t *bins;
     int nlinks;
@@ -122,7 +123,11 @@ crux_sim_result_t *sim_result_make(const sim_t *s)
     r->jobs = calloc((size_t)(s->njobs ? s->njobs : 1), sizeof(*r->jobs));
     r->bins = calloc((size_t)(s->nbins ? s->nbins : 1), sizeof(*r->bins));
     r->link_bytes = malloc((size_t)(s->nlinks ? s->nlinks : 1) * sizeof(double));
-    if (!r->jobs || !r->bins || !r->link_bytes) {
+    size_t nplace = 1;
+    for (int i = 0; i < s->njobs; i++)
+        nplace += (size_t)s->jobs[i].nplace;
+    r->places = malloc(nplace * sizeof(*r->places));
+    if (!r->jobs || !r->bins || !r->link_bytes || !r->places) {
         crux_sim_result_free(r);
         return NULL;
     }
@@ -132,9 +137,10 @@ crux_sim_result_t *sim_result_make(const sim_t *s)
                                        s->bin_held[k] };
     if (s->nbins > 0 && r->bins[s->nbins - 1].end_s > s->sum.end_s)
         r->bins[s->nbins - 1].end_s = s->sum.end_s;
+    crux_sched_place_t *pl = r->places;
     for (int i = 0; i < s->njobs; i++) {
         const sim_job_t *j = &s->jobs[i];
-        crux_sim_job_result_t *o = &r->jobs[i];
+        crux_sim_job_result_t *o = &r->jobs[s->order[i]];     /* workload order */
         int started = j->state == JOB_RUNNING || j->state == JOB_DONE;
         double end = j->state == JOB_DONE ? j->end : s->sum.end_s;
         *o = (crux_sim_job_result_t){
@@ -145,8 +151,12 @@ crux_sim_result_t *sim_result_make(const sim_t *s)
             .jct_s = j->state == JOB_DONE ? j->end - j->spec->arrival_s : -1,
             .slowdown = started && j->iters > 0 ? (end - j->start) / (j->iters * j->alone_period)
                                                 : 0,
-            .level = started ? j->dec.level : -1, .shared = j->shared
+            .level = started ? j->dec.level : -1, .shared = j->shared,
+            .placement = j->nplace > 0 ? pl : NULL, .nplacement = j->nplace
         };
+        if (j->nplace > 0)
+            memcpy(pl, j->place, (size_t)j->nplace * sizeof(*pl));
+        pl += j->nplace;
     }
     return r;
 }
@@ -156,6 +166,7 @@ void crux_sim_result_free(crux_sim_result_t *r)
     if (r == NULL)
         return;
     free(r->jobs);
+    free(r->places);
     free(r->bins);
     free(r->link_bytes);
     free(r);

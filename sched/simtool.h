@@ -20,7 +20,8 @@ int simtool_workload(const crux_sched_cluster_t *c, const char *csv, const crux_
 int simtool_out_dir(const char *dir);
 int simtool_write_summary(const char *dir, int first, const char *policy, const char *placement,
                           const crux_sim_result_t *r);
-int simtool_write_jobs(const char *dir, const char *policy, const crux_sim_result_t *r);
+int simtool_write_jobs(const char *dir, const char *policy, const crux_sched_cluster_t *c,
+                       const crux_sim_result_t *r);
 int simtool_write_util(const char *dir, const char *policy, const crux_sim_result_t *r,
                        int cluster_gpus);
 int simtool_write_links(const char *dir, const char *policy, const crux_sched_cluster_t *c,

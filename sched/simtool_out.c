@@ -107,22 +107,37 @@ int simtool_write_summary(const char *dir, int first, const char *policy, const 
     return close_out(f, path);
 }
 
-int simtool_write_jobs(const char *dir, const char *policy, const crux_sim_result_t *r)
+int simtool_write_jobs(const char *dir, const char *policy, const crux_sched_cluster_t *c,
+                       const crux_sim_result_t *r)
 {
     char path[4096];
     FILE *f = open_out(dir, "jobs", policy, "w", path, sizeof(path));
     if (f == NULL)
         return -1;
     fputs("id,model,gpus,hosts,arrival_s,start_s,end_s,iterations,busy_s,alone_period_s,jct_s,"
-          "slowdown,level,shared\n", f);
-    for (int i = 0; i < crux_sim_result_jobs(r); i++) {
+          "slowdown,level,shared,placement\n", f);
+    size_t cap = 256;
+    char *place = malloc(cap);
+    for (int i = 0; i < crux_sim_result_jobs(r) && place != NULL; i++) {
         crux_sim_job_result_t j;
         crux_sim_result_job(r, i, &j);
-        fprintf(f, "%s,%s,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,%.6f,%.3f,%.6f,%d,%d\n", j.id,
+        size_t need = (size_t)crux_sim_placement_format(c, j.placement, j.nplacement, place, cap);
+        if (need >= cap) {
+            char *bigger = realloc(place, need + 1);
+            if (bigger == NULL)
+                break;
+            place = bigger;
+            cap = need + 1;
+            crux_sim_placement_format(c, j.placement, j.nplacement, place, cap);
+        }
+        fprintf(f, "%s,%s,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,%.6f,%.3f,%.6f,%d,%d,%s\n", j.id,
                 j.model ? j.model : "", j.gpus, j.hosts, j.arrival_s, j.start_s, j.end_s,
                 j.iterations, j.busy_s, j.alone_period_s, j.jct_s, j.slowdown, j.level,
-                j.shared);
+                j.shared, place);
     }
+    if (place == NULL)
+        fprintf(stderr, "%s:0: out of memory\n", path);
+    free(place);
     return close_out(f, path);
 }
 

@@ -277,7 +277,7 @@ static int run_one(const run_opts_t *o, int k, const crux_sched_cluster_t *c,
     int rc = SIMTOOL_OK;
     if (o->out != NULL &&
         (simtool_write_summary(o->out, k == 0, name, crux_sim_placement_name(cfg.placement), r) ||
-         simtool_write_jobs(o->out, name, r) ||
+         simtool_write_jobs(o->out, name, c, r) ||
          simtool_write_util(o->out, name, r, cluster_gpus(c)) ||
          simtool_write_links(o->out, name, c, r)))
         rc = SIMTOOL_RUNTIME;
