@@ -41,6 +41,7 @@ static void sim_free(sim_t *s)
 {
     for (int i = 0; i < s->njobs; i++) {
         free(s->jobs[i].place);
+        decision_free(&s->jobs[i].ecmp);
         decision_free(&s->jobs[i].dec);
         decision_free(&s->jobs[i].next);
     }
@@ -54,7 +55,7 @@ static void sim_free(sim_t *s)
     free(s->waiting);
     free(s->running);
     free(s->departed);
-    free(s->touch_flag);
+    free(s->fresh);
     free(s->place_buf);
     free(s->link_bw);
     free(s->link_users);
@@ -109,13 +110,13 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
     s->waiting = malloc(nj * sizeof(int));
     s->running = malloc(nj * sizeof(int));
     s->departed = malloc(nj * sizeof(int));
-    s->touch_flag = calloc(nj, 1);
+    s->fresh = calloc(nj, 1);
     s->place_buf = malloc(((size_t)crux_sched_cluster_hosts(c) + 1) * sizeof(crux_sched_place_t));
     arrival_t *order = malloc(nj * sizeof(arrival_t));
     s->order = malloc(nj * sizeof(int));
     if (!s->link_bw || !s->link_users || !s->link_stamp || !s->link_slot || !s->link_mark ||
         !s->link_demand || !s->link_bytes || (cfg->check && !s->link_check) || !s->jobs ||
-        !s->waiting || !s->running || !s->departed || !s->touch_flag || !s->place_buf ||
+        !s->waiting || !s->running || !s->departed || !s->fresh || !s->place_buf ||
         !order || !s->order || sim_alloc_init(&s->alloc, c, cfg->seed) != CRUX_OK) {
         free(order);
         sim_err(err, len, "out of memory");
@@ -209,7 +210,7 @@ static int try_start(sim_t *s, int jid)
     credit_held(s, s->now);
     s->held_gpus += sp->gpus;
     running_insert(s, jid);
-    s->touch_flag[jid] = 1;
+    s->fresh[jid] = 1;
     if (sp->iterations <= 0 &&
         sim_heap_push(&s->heap, s->now + sp->duration_s, EV_END, jid, 0) != 0)
         return -1;
@@ -240,11 +241,6 @@ static void depart(sim_t *s, int jid)
     credit_held(s, s->now);
     s->held_gpus -= j->spec->gpus;
     running_remove(s, jid);
-    if (j->comp >= 0 && s->comps[j->comp].alive) {   /* its neighbours lose it */
-        const sim_comp_t *c = &s->comps[j->comp];
-        for (int q = 0; q < c->n; q++)
-            s->touch_flag[c->jobs[q]] = 1;
-    }
 }
 
 static int replan(sim_t *s)
@@ -257,7 +253,7 @@ static int replan(sim_t *s)
     }
     s->sum.replans++;
     for (int i = 0; i < s->njobs; i++)
-        s->touch_flag[i] = 0;
+        s->fresh[i] = 0;
     return 0;
 }
 
@@ -424,7 +420,7 @@ crux_status_t crux_sim_decide(const crux_sched_cluster_t *c, const crux_sim_work
         j->state = JOB_RUNNING;
         st = sim_job_profile(&s, j);
         s.running[s.nrunning++] = i;
-        s.touch_flag[i] = 1;
+        s.fresh[i] = 1;
     }
     if (st == CRUX_OK)
         st = sim_policy_run(&s);

@@ -46,25 +46,37 @@ static int decision_fit(sim_decision_t *d, int n)
     return 0;
 }
 
+static crux_status_t decision_set(sim_decision_t *d, const int *links, const double *bytes,
+                                  int n)
+{
+    if (decision_fit(d, n) != 0)
+        return CRUX_ERR_NO_MEMORY;
+    d->nlinks = n;
+    memcpy(d->links, links, (size_t)n * sizeof(int));
+    memcpy(d->mbytes, bytes, (size_t)n * sizeof(double));
+    return CRUX_OK;
+}
+
+crux_status_t sim_decision_copy(sim_decision_t *to, const sim_decision_t *from)
+{
+    return decision_set(to, from->links, from->mbytes, from->nlinks);
+}
+
 /* The plan's paths into each job's next decision (plan job i is jobs[i]). */
 crux_status_t sim_plan_extract(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n)
 {
     for (int i = 0; i < n; i++) {
-        sim_decision_t *d = &s->jobs[jobs[i]].next;
         const int *links;
         const double *bytes;
         int nl = crux_sched_plan_job_links(plan, i, &links, &bytes);
-        if (decision_fit(d, nl) != 0)
+        if (decision_set(&s->jobs[jobs[i]].next, links, bytes, nl) != CRUX_OK)
             return CRUX_ERR_NO_MEMORY;
-        d->nlinks = nl;
-        memcpy(d->links, links, (size_t)nl * sizeof(int));
-        memcpy(d->mbytes, bytes, (size_t)nl * sizeof(double));
     }
     return CRUX_OK;
 }
 
-/* A job's traffic and its iteration alone: on its placement, no other job,
- * on its least congested paths. */
+/* A job's traffic, its iteration alone (on its placement, no other job,
+ * on its least congested paths) and its ECMP paths. */
 crux_status_t sim_job_profile(sim_t *s, sim_job_t *j)
 {
     crux_sched_plan_t *plan = crux_sched_plan_new(s->c);
@@ -98,8 +110,16 @@ crux_status_t sim_job_profile(sim_t *s, sim_job_t *j)
     crux_sched_timing_t t = { j->work, j->spec->compute_s, j->fixed_s + r.comm_s,
                               j->spec->overlap };
     j->alone_period = crux_sched_period(&t);
+    /* ECMP hashes (job id, flow): the same paths in any plan */
+    st = crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_ECMP, 1);
+    if (st == CRUX_OK) {
+        const int *links;
+        const double *bytes;
+        int nl = crux_sched_plan_job_links(plan, 0, &links, &bytes);
+        st = decision_set(&j->ecmp, links, bytes, nl);
+    }
     crux_sched_plan_free(plan);
-    return CRUX_OK;
+    return st;
 }
 
 static int uf_find(int *uf, int x)

@@ -122,20 +122,34 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
     }
 }
 
+/* The policies that route by ECMP and need no priorities from a plan. */
+static int ecmp_only(crux_sim_policy_t p)
+{
+    return p == CRUX_SIM_NONE || p == CRUX_SIM_SINCRONIA || p == CRUX_SIM_CASSINI ||
+           p == CRUX_SIM_FIXED;
+}
+
 crux_status_t sim_policy_run(sim_t *s)
 {
     const int *jobs = s->running;
     int n = s->nrunning;
-    crux_sched_plan_t *plan = sim_plan_build(s, jobs, n);
-    if (plan == NULL)
-        return CRUX_ERR_NO_MEMORY;
-    crux_status_t st = choose_paths(s, plan, n);
-    if (st == CRUX_OK)
-        st = sim_plan_extract(s, plan, jobs, n);
+    crux_status_t st = CRUX_OK;
+    crux_sched_plan_t *plan = NULL;
+    if (ecmp_only(s->cfg.policy)) {
+        for (int i = 0; i < n && st == CRUX_OK; i++)
+            st = sim_decision_copy(&s->jobs[jobs[i]].next, &s->jobs[jobs[i]].ecmp);
+    } else {
+        plan = sim_plan_build(s, jobs, n);
+        if (plan == NULL)
+            return CRUX_ERR_NO_MEMORY;
+        st = choose_paths(s, plan, n);
+        if (st == CRUX_OK)
+            st = sim_plan_extract(s, plan, jobs, n);
+    }
     if (st == CRUX_OK)
         st = choose_levels(s, plan, jobs, n);
     if (st == CRUX_OK && s->cfg.policy == CRUX_SIM_CASSINI)
-        st = sim_cassini_shifts(s, plan, jobs, n);
+        st = sim_cassini_shifts(s, jobs, n);
     crux_sched_plan_free(plan);
     if (st != CRUX_OK && s->err && s->err[0] == '\0')
         sim_err(s->err, s->errlen, "policy %s failed: %s", crux_sim_policy_name(s->cfg.policy),
