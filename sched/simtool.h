@@ -27,8 +27,10 @@ int simtool_write_util(const char *dir, const char *policy, const crux_sim_resul
 int simtool_write_links(const char *dir, const char *policy, const crux_sched_cluster_t *c,
                         const crux_sim_result_t *r);
 
-/* Mean slowdown and JCT percentiles (0..1) of the jobs done. */
+/* Mean slowdown and JCT percentiles (0..1) of the jobs done; the share of
+ * the jobs started that ever contended with another. */
 double simtool_mean_slowdown(const crux_sim_result_t *r);
+double simtool_contended_share(const crux_sim_result_t *r);
 double simtool_jct_quantile(const crux_sim_result_t *r, double q);
 
 /* A progress bar on stderr, for crux_sim_config_t.progress. */

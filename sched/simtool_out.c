@@ -67,6 +67,18 @@ double simtool_jct_quantile(const crux_sim_result_t *r, double q)
     return out;
 }
 
+double simtool_contended_share(const crux_sim_result_t *r)
+{
+    int started = 0, shared = 0;
+    for (int i = 0; i < crux_sim_result_jobs(r); i++) {
+        crux_sim_job_result_t j;
+        crux_sim_result_job(r, i, &j);
+        started += j.start_s >= 0;
+        shared += j.shared;
+    }
+    return started ? (double)shared / started : 0;
+}
+
 double simtool_mean_slowdown(const crux_sim_result_t *r)
 {
     double sum = 0;
@@ -95,15 +107,16 @@ int simtool_write_summary(const char *dir, int first, const char *policy, const 
         fputs("policy,placement,jobs,jobs_done,end_s,utilization,cluster_utilization,"
               "busy_gpu_s,held_gpu_s,mean_slowdown,jct_p50_s,jct_p90_s,jct_p99_s,bytes_sent,"
               "bytes_delivered,events,replans,iterations,iterations_skipped,wall_s,cpu_s,"
-              "events_per_cpu_s\n", f);
+              "events_per_cpu_s,contended_jobs\n", f);
     fprintf(f, "%s,%s,%d,%d,%.3f,%.6f,%.6f,%.6g,%.6g,%.6f,%.1f,%.1f,%.1f,%.6g,%.6g,%llu,%llu,"
-               "%.0f,%.0f,%.3f,%.3f,%.0f\n",
+               "%.0f,%.0f,%.3f,%.3f,%.0f,%.4f\n",
             policy, placement, m.jobs, m.jobs_done, m.end_s, m.utilization,
             m.cluster_utilization, m.busy_gpu_s, m.held_gpu_s, simtool_mean_slowdown(r),
             simtool_jct_quantile(r, 0.5), simtool_jct_quantile(r, 0.9),
             simtool_jct_quantile(r, 0.99), m.bytes_sent, m.bytes_delivered,
             (unsigned long long)m.events, (unsigned long long)m.replans, m.iterations,
-            m.iterations_skipped, m.wall_s, m.cpu_s, m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0);
+            m.iterations_skipped, m.wall_s, m.cpu_s, m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0,
+            simtool_contended_share(r));
     return close_out(f, path);
 }
 

@@ -1,0 +1,135 @@
+#!/bin/sh
+# Crux against Sincronia, TACCL* and CASSINI on crux-sim: the Lingjun
+# three-layer Clos, a two-layer Clos and the double-sided topology, each
+# with a generated two-week workload of 5,000 jobs, placed packed (fewest
+# ToRs) and at random.  Writes into OUT (default bench/out/sim):
+#   table.csv, table.md            average GPU utilisation per topology,
+#                                  placement and policy; Crux-full's gain
+#   <topo>-<placement>/            crux-sim's CSV files of each run
+#   util-time-<topo>-<placement>.png, util-bars.png, jct-cdf-<topo>-<placement>.png
+# Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
+# Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
+# ("packed random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
+# cut to their first days, "topology-placement:days ..." ("lingjun-random:3":
+# random placement on Lingjun makes one contention component of most of
+# its 6,776 GPUs, about 40 CPU-minutes per policy for two weeks).
+# Every run is niced: the build machine is shared.
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$src/bench/out/sim}
+build=${2:-$src/build}
+sim=$build/sched/crux-sim
+[ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
+JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
+PLACEMENTS=${PLACEMENTS:-packed random}
+SHORT=${SHORT-lingjun-random:3}
+TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
+POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full"
+mkdir -p "$out"
+
+# The clusters (the crux-sched cluster format).  Lingjun: its topo.csv,
+# 847 hosts, ToRs 2:1 oversubscribed.  Two-layer Clos at the size of the
+# paper's simulation (2,048 GPUs), ToRs 2:1 oversubscribed.  Double-sided:
+# the builder's defaults, the paper's 6 ToRs, 12 aggregation switches and
+# 32 cores (2,112 GPUs).
+cluster() {
+  case $1 in
+    lingjun) printf '{"type": "lingjun", "topo_csv": "%s/tests/data/traces/lingjun-2023-topo.csv"}\n' "$src" ;;
+    clos2) echo '{"type": "clos2", "tors": 16, "aggs": 8, "hosts_per_tor": 16, "links_per_agg": 2}' ;;
+    double-sided) echo '{"type": "double-sided"}' ;;
+  esac
+}
+
+for topo in $TOPOLOGIES; do
+  cluster "$topo" >"$out/$topo.json"
+  "$sim" gen --cluster "$out/$topo.json" --jobs "$JOBS" --days "$DAYS" --load "$LOAD" \
+    --seed "$SEED" --out "$out/$topo-workload.csv"
+  for place in $PLACEMENTS; do
+    until=""
+    for cut in $SHORT; do
+      if [ "${cut%:*}" = "$topo-$place" ]; then
+        until="--until $(awk -v d="${cut#*:}" 'BEGIN { print d * 86400 }')"
+      fi
+    done
+    echo "== $topo, $place placement: $JOBS jobs over $DAYS days ${until:+(first ${until#--until } s)}"
+    nice -n 19 "$sim" run --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
+      --policy all --placement "$place" --seed "$SEED" --bin 3600 $until --out "$out/$topo-$place"
+  done
+done
+
+# The table: average utilisation (and on the first day), Crux-full's gain
+# over each policy in points and relative.
+first_day() {   # utilisation over [0, 86400) from a util CSV
+  awk -F, 'NR > 1 && $2 <= 86400 { b += $3; h += $4 } END { printf "%.4f", (h > 0 ? b / h : 0) }' "$1"
+}
+echo "topology,placement,policy,utilization,cluster_utilization,first_day,mean_slowdown,jct_p50_s,crux_full_gain_points,crux_full_gain_rel,events,cpu_s,contended_jobs,simulated_days" >"$out/table.csv"
+for topo in $TOPOLOGIES; do
+  for place in $PLACEMENTS; do
+    dir=$out/$topo-$place
+    full=$(awk -F, '$1 == "crux-full" { print $6 }' "$dir/summary.csv")
+    for p in $POLICIES; do
+      awk -F, -v t="$topo" -v pl="$place" -v p="$p" -v full="$full" -v day="$(first_day "$dir/util-$p.csv")" \
+        '$1 == p { printf "%s,%s,%s,%.4f,%.4f,%s,%.3f,%.0f,%.2f,%.2f%%,%s,%s,%.3f,%.1f\n", t, pl, p, $6, $7,
+                   day, $10, $11, 100 * (full - $6), 100 * (full / $6 - 1), $16, $21, $23, $5 / 86400 }' \
+        "$dir/summary.csv"
+    done
+  done
+done >>"$out/table.csv"
+{
+  echo "| topology | placement | days | jobs contending | policy | GPU util | first day | mean slowdown | Crux-full gain |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  awk -F, 'NR > 1 { printf "| %s | %s | %.0f | %.0f%% | %s | %.2f%% | %.2f%% | %.3f | %s |\n", $1, $2, $14,
+                    100 * $13, $3, 100 * $4, 100 * $6, $7,
+                    $3 == "crux-full" ? "" : sprintf("%+.2f pt (%s)", $9, $10) }' "$out/table.csv"
+} >"$out/table.md"
+cat "$out/table.md"
+
+# Plots (gnuplot): utilisation over time per policy, average utilisation
+# per policy and topology, JCT CDFs.
+command -v gnuplot >/dev/null || { echo "gnuplot not found: no plots" >&2; exit 0; }
+for topo in $TOPOLOGIES; do
+  for place in $PLACEMENTS; do
+    dir=$out/$topo-$place
+    plot="" cdf=""
+    for p in $POLICIES; do
+      plot="$plot${plot:+, }'$dir/util-$p.csv' using (\$1/86400):5 with lines title '$p'"
+      awk -F, 'NR > 1 && $11 >= 0 { print $11 / 3600 }' "$dir/jobs-$p.csv" | sort -g |
+        awk '{ v[NR] = $1 } END { for (i = 1; i <= NR; i++) print v[i], i / NR }' >"$dir/jct-cdf-$p.dat"
+      cdf="$cdf${cdf:+, }'$dir/jct-cdf-$p.dat' using 1:2 with lines title '$p'"
+    done
+    gnuplot <<EOF
+set terminal pngcairo size 900,420 font ',10'
+set datafile separator ','
+set output '$out/util-time-$topo-$place.png'
+set title 'GPU utilisation over time (hourly): $topo, $place placement'
+set xlabel 'day'; set ylabel 'busy / held GPU time'; set key bottom right
+set yrange [0:1.02]
+plot $plot
+set datafile separator whitespace
+set output '$out/jct-cdf-$topo-$place.png'
+set title 'JCT CDF: $topo, $place placement'
+set xlabel 'job completion time (hours, log)'; set ylabel 'fraction of jobs'; set logscale x
+set yrange [0:1]
+plot $cdf
+EOF
+  done
+done
+# bars: one group per topology and placement, one bar per policy
+awk -F, 'NR > 1 { key = $1 " " $2; if (!(key in seen)) { seen[key] = ++n; name[n] = key }
+                  u[key, $3] = $4 }
+         END { printf "case"; split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full", P, " ")
+               for (k = 1; k <= 7; k++) printf ",%s", P[k]; print ""
+               for (i = 1; i <= n; i++) { printf "%s", name[i]
+                 for (k = 1; k <= 7; k++) printf ",%s", u[name[i], P[k]]; print "" } }' \
+  "$out/table.csv" >"$out/util-bars.dat"
+gnuplot <<EOF
+set terminal pngcairo size 1000,420 font ',10'
+set output '$out/util-bars.png'
+set datafile separator ','
+set title 'Average GPU utilisation per policy'
+set style data histogram; set style histogram clustered gap 1; set style fill solid 0.8 border -1
+set ylabel 'busy / held GPU time'; set yrange [0.5:1.02]; set key outside right
+set xtics rotate by -20
+plot for [k=2:8] '$out/util-bars.dat' using k:xtic(1) title columnheader(k)
+EOF
+echo "plots in $out"
