@@ -222,8 +222,13 @@ static int start_waiting(sim_t *s)
     int kept = 0;
     for (int k = 0; k < s->nwaiting; k++) {
         int rc = try_start(s, s->waiting[k]);
-        if (rc < 0)
+        if (rc < 0) {
+            if (s->err && s->err[0] == '\0')
+                sim_err(s->err, s->errlen, "job %s: cannot start: out of memory",
+                        s->jobs[s->waiting[k]].spec->id);
+            s->failed = 1;
             return -1;
+        }
         if (rc == 0)
             s->waiting[kept++] = s->waiting[k];
     }
@@ -252,8 +257,8 @@ static int replan(sim_t *s)
         return -1;
     }
     s->sum.replans++;
-    for (int i = 0; i < s->njobs; i++)
-        s->fresh[i] = 0;
+    for (int k = 0; k < s->nrunning; k++)     /* every fresh job is running */
+        s->fresh[s->running[k]] = 0;
     return 0;
 }
 
@@ -347,8 +352,10 @@ static void loop(sim_t *s)
     }
 }
 
-/* The end of the run: everything brought up to `end` and totalled. */
-static int finish(sim_t *s, double end)
+/* The end of the run: everything brought up to `end` and totalled.  A
+ * failed run is out of memory; a broken invariant (cfg.check) is
+ * CRUX_ERR_INVALID. */
+static crux_status_t finish(sim_t *s, double end)
 {
     for (int ci = 0; ci < s->ncomps; ci++)
         if (s->comps[ci].alive)
@@ -357,10 +364,15 @@ static int finish(sim_t *s, double end)
     for (int i = 0; i < s->njobs; i++)
         if (s->jobs[i].state == JOB_RUNNING)
             sim_flush_links(s, &s->jobs[i]);
-    if (s->failed || (s->link_check && sim_check_links(s) != 0))
-        return -1;
+    if (s->failed) {
+        if (s->err && s->err[0] == '\0')
+            sim_err(s->err, s->errlen, "out of memory");
+        return CRUX_ERR_NO_MEMORY;
+    }
+    if (s->link_check && sim_check_links(s) != 0)
+        return CRUX_ERR_INVALID;
     sim_summarize(s, end);
-    return 0;
+    return CRUX_OK;
 }
 
 crux_status_t crux_sim_run(const crux_sched_cluster_t *c, const crux_sim_workload_t *w,
@@ -379,9 +391,7 @@ crux_status_t crux_sim_run(const crux_sched_cluster_t *c, const crux_sim_workloa
     crux_status_t st = sim_init(&s, c, w, cfg, err, len);
     if (st == CRUX_OK) {
         loop(&s);
-        double end = cfg->until_s > 0 ? cfg->until_s : s.now;
-        if (finish(&s, end) != 0)
-            st = s.err && s.err[0] ? CRUX_ERR_INVALID : CRUX_ERR_NO_MEMORY;
+        st = finish(&s, cfg->until_s > 0 ? cfg->until_s : s.now);
     }
     if (st == CRUX_OK) {
         clock_gettime(CLOCK_MONOTONIC, &t1);

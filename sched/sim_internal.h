@@ -5,8 +5,9 @@
  * running jobs that can slow each other down: jobs joined by contended
  * links, i.e. links whose users could together send more than the link
  * carries.  Components evolve independently between global events
- * (arrivals, departures), each with its own clock, so one state change
- * costs the size of its component, not of the cluster. */
+ * (arrivals, departures), each with its own clock and its own heap of its
+ * jobs' next state changes, so a state change costs the jobs it can reach,
+ * not the cluster. */
 #ifndef CRUX_SIM_INTERNAL_H
 #define CRUX_SIM_INTERNAL_H
 
@@ -100,7 +101,7 @@ typedef struct {
     int xfer;                    /* transferring when x was last computed */
     double t;                    /* its state is as of this time (updated lazily) */
     double next_t;               /* its next state change */
-    int cpos, hpos;              /* position in its component and in its heap */
+    int hpos;                    /* position in its component's heap */
     /* its iteration ends in the averaging window of its component */
     double win_first, win_last;
     int win_count;
@@ -208,7 +209,6 @@ typedef struct {
     int nbins, cap_bins;
     double *bin_busy, *bin_held;
     crux_sim_summary_t sum;
-    int done;
     int *departed;               /* jobs that just finished their last iteration */
     int ndeparted;
     char *fresh;                 /* jobs started since the last policy run */

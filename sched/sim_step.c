@@ -123,7 +123,6 @@ void sim_comp_heap_init(sim_t *s, sim_comp_t *c)
 {
     for (int q = 0; q < c->n; q++) {
         sim_job_t *j = &s->jobs[c->jobs[q]];
-        j->cpos = q;
         j->next_t = j->t + job_dt(j);
         heap_put(s, c, q, q);
     }
