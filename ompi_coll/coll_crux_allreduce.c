@@ -45,13 +45,12 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     if (count == 0) {
         return OMPI_SUCCESS;
     }
-    if (c->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
-        coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    }
-    size_t bytes = (size_t)count * crux_dtype_size(cdtype);
+    /* Small messages first: the fallback must cost next to nothing. */
     crux_allreduce_alg_t alg = forced_algorithm();
-    if (alg == CRUX_ALLREDUCE_AUTO && bytes < c->allreduce_min_bytes) {
+    size_t bytes = (size_t)count * dtype->super.size;
+    if ((alg == CRUX_ALLREDUCE_AUTO && bytes < c->allreduce_min_bytes) ||
+        c->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
+        coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_coll_group_t *group = coll_crux_get_group(m);

@@ -88,14 +88,14 @@ static int crux_register(void)
         &c->allreduce_algorithm);
     OBJ_RELEASE(algs);
 
-    c->allreduce_min_bytes = 2048;
+    c->allreduce_min_bytes = 8192;
     reg_size("allreduce_min_bytes", "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)", OPAL_INFO_LVL_5,
              &c->allreduce_min_bytes);
 
     c->cma_min_bytes = defaults.cma_min_bytes;
     reg_size("cma_min_bytes", "Allreduce messages of at least this many bytes use single-copy "
-             "cma rather than shared-memory staging (auto only)", OPAL_INFO_LVL_5,
+             "cma rather than shared-memory staging (auto only; 0: never)", OPAL_INFO_LVL_5,
              &c->cma_min_bytes);
 
     c->stage_size = defaults.stage_size;

@@ -1,8 +1,9 @@
 /* Staged flat Allreduce: no system calls, only loads and stores to shared
  * memory and flags.
  *
- * Each member's staging area mirrors the part of the buffer being reduced
- * (a "round": the whole buffer when it fits, else successive slices).  A
+ * Each member's staging area holds two banks; a bank mirrors the part of the
+ * buffer being reduced (a "round": the whole buffer when it fits, else
+ * successive slices), and successive rounds and calls alternate banks.  A
  * member copies its input for every other member's shard into the matching
  * place of its own stage; the owner of a shard reduces the staged copies
  * and its own input, in rank order, into the shard's place in its stage;
@@ -11,8 +12,9 @@
  * chunk overlaps the reduction and copy-out of earlier ones across members.
  *
  * User buffers are only touched by their owner, so a call returns as soon as
- * its own result is complete; a member only waits, before writing its stage
- * again, for the peers to have finished reading it in the previous call. */
+ * its own result is complete; a member only waits, before writing a bank
+ * again, for the peers to have finished reading it two rounds ago, so one
+ * round's copy-out overlaps the next round's copy-in. */
 #include <string.h>
 
 #include "ompi_coll/crux_allreduce_algs.h"
@@ -24,6 +26,7 @@ typedef struct {
     const uint8_t     *src;       /* this member's input */
     uint8_t           *dst;       /* this member's result */
     crux_reduce_fn_t   reduce;
+    uint8_t          **bank;      /* [size] every member's bank for this round */
     const void       **inputs;    /* [size] scratch array of chunk pointers */
     unsigned           copied;    /* copy-in steps done */
     unsigned           reduced;   /* chunks of the own shard reduced */
@@ -38,11 +41,11 @@ static void copy_in(staged_round_t *s)
         int p = (g->rank + i) % g->size;
         if (s->copied < crux_shard_chunks(s->cut, p)) {
             size_t at = crux_chunk_offset(s->cut, p, s->copied);
-            memcpy(g->stage[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
+            memcpy(s->bank[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
         }
     }
     s->copied++;
-    crux_store(&g->ctrl[g->rank]->staged, CRUX_PROGRESS(g->seq, s->copied));
+    CRUX_PUBLISH(g, staged, CRUX_PROGRESS(g->seq, s->copied));
 }
 
 static int inputs_ready(staged_round_t *s)
@@ -62,13 +65,12 @@ static void reduce_chunk(staged_round_t *s)
     size_t at = crux_chunk_offset(s->cut, g->rank, s->reduced);
     size_t bytes = crux_chunk_bytes(s->cut, g->rank, s->reduced);
     for (int q = 0; q < g->size; q++) {
-        s->inputs[q] = (q == g->rank ? s->src : g->stage[q]) + at;
+        s->inputs[q] = (q == g->rank ? s->src : s->bank[q]) + at;
     }
-    crux_reduce_chain(s->reduce, g->stage[g->rank] + at, s->inputs, g->size, bytes,
+    crux_reduce_chain(s->reduce, s->bank[g->rank] + at, s->dst + at, s->inputs, g->size, bytes,
                       s->cut->esize);
-    memcpy(s->dst + at, g->stage[g->rank] + at, bytes);
     s->reduced++;
-    crux_store(&g->ctrl[g->rank]->reduced, CRUX_PROGRESS(g->seq, s->reduced));
+    CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->reduced));
 }
 
 /* Copy out every reduced chunk of member p's shard not yet copied. */
@@ -85,7 +87,7 @@ static int copy_out(staged_round_t *s, int p)
     size_t at = crux_chunk_offset(s->cut, p, first);
     size_t end = crux_chunk_offset(s->cut, p, s->out[p] - 1) +
                  crux_chunk_bytes(s->cut, p, s->out[p] - 1);
-    memcpy(s->dst + at, g->stage[p] + at, end - at);
+    memcpy(s->dst + at, s->bank[p] + at, end - at);
     return 1;
 }
 
@@ -130,9 +132,9 @@ static int round_done(const staged_round_t *s, unsigned steps)
 static crux_status_t staged_round(staged_round_t *s)
 {
     crux_coll_group_t *g = s->g;
-    /* The peers must be done reading this stage from the previous call. */
+    /* The peers must be done reading this bank from two rounds ago. */
     for (int p = 0; p < g->size; p++) {
-        crux_status_t st = p == g->rank ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq - 1);
+        crux_status_t st = p == g->rank || g->seq < 3 ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq - 2);
         if (st != CRUX_OK) {
             return st;
         }
@@ -158,7 +160,7 @@ static crux_status_t staged_round(staged_round_t *s)
             }
         }
     }
-    crux_store(&g->ctrl[g->rank]->done, g->seq);
+    CRUX_PUBLISH(g, done, g->seq);
     return CRUX_OK;
 }
 
@@ -166,19 +168,24 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void
                                     size_t count, size_t esize, crux_reduce_fn_t reduce)
 {
     const void *inputs[g->size];
+    uint8_t *bank[g->size];
     unsigned out[g->size];
     const uint8_t *src = sbuf != NULL ? sbuf : rbuf;
-    size_t per_round = g->config.stage_size / esize;
+    size_t bank_size = g->config.stage_size / 2;
+    size_t per_round = bank_size / esize;
 
     for (size_t first = 0; first < count; first += per_round) {
         size_t n = count - first < per_round ? count - first : per_round;
         crux_cut_t cut = crux_cut(n, esize, g->config.chunk_size, g->size);
         memset(out, 0, sizeof(out));
+        g->seq++;
+        for (int p = 0; p < g->size; p++) {
+            bank[p] = g->stage[p] + (g->seq % 2) * bank_size;
+        }
         staged_round_t s = {
-            .g = g, .cut = &cut, .reduce = reduce, .inputs = inputs, .out = out,
+            .g = g, .cut = &cut, .reduce = reduce, .bank = bank, .inputs = inputs, .out = out,
             .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
         };
-        g->seq++;
         crux_status_t status = staged_round(&s);
         if (status != CRUX_OK) {
             crux_abandon(g);

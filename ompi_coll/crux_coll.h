@@ -39,16 +39,16 @@ typedef struct {
     size_t stage_size;      /* bytes of staging segment per member */
     size_t chunk_size;      /* pipeline segment of the staged algorithm */
     size_t cma_chunk_size;  /* pipeline segment of the single-copy algorithm */
-    size_t cma_min_bytes;   /* AUTO uses single copy from this message size up */
+    size_t cma_min_bytes;   /* AUTO uses single copy from this size up; 0: never */
     int    local_procs;     /* processes on this node (0: the group size) */
     crux_tl_config_t tl;
 } crux_coll_config_t;
 
 #define CRUX_COLL_CONFIG_DEFAULT {           \
     .stage_size     = 4u << 20,               \
-    .chunk_size     = 64u << 10,              \
+    .chunk_size     = 256u << 10,             \
     .cma_chunk_size = 256u << 10,             \
-    .cma_min_bytes  = 4u << 20,               \
+    .cma_min_bytes  = 0,                      \
     .local_procs    = 0,                      \
     .tl             = CRUX_TL_CONFIG_DEFAULT, \
 }
@@ -70,7 +70,7 @@ int crux_coll_group_has_cma(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 typedef enum {
-    CRUX_ALLREDUCE_AUTO,    /* staged below cma_min_bytes, else single copy */
+    CRUX_ALLREDUCE_AUTO,    /* single copy from cma_min_bytes up (if set), else staged */
     CRUX_ALLREDUCE_STAGED,  /* copy into shared segments, reduce, copy out */
     CRUX_ALLREDUCE_CMA,     /* single-copy get from the peers' own buffers */
 } crux_allreduce_alg_t;

@@ -70,7 +70,7 @@ static crux_status_t alloc_arrays(crux_coll_group_t *g)
     g->rsegs   = calloc(n, sizeof(*g->rsegs));
     g->eps     = calloc(n, sizeof(*g->eps));
     g->pids    = calloc(n, sizeof(*g->pids));
-    g->scratch = malloc(n * g->config.cma_chunk_size);
+    g->scratch = malloc(n * g->config.cma_chunk_size);   /* one landing slot per peer */
     return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch
                ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 }

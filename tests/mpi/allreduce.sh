@@ -21,8 +21,11 @@ for alg in staged cma; do
     expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
   done
 done
-run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 \
-  --mca coll_crux_cma_min_bytes 1000000000 -- $prog counts bits
+run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 -- \
+  $prog counts bits
+run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" -- $prog counts
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: cma" "[np=3 auto with cma] auto switched to cma"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with cma] auto used staging below"
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
 run_mpi 2 "fallback forced" --mca coll_crux_allreduce_algorithm fallback -- $prog counts fallback
 run_mpi 4 "many" --mca coll crux -- $prog many
