@@ -3,11 +3,14 @@
  * micro-benchmarks time a call (warm-up, many iterations, the slowest rank's
  * average), and report medians and ratios.
  *
- * Each selection is a communicator duplicated with Open MPI's
- * "ompi_comm_coll_preference" info key:
- *   crux   the normal selection, crux included (crux wins by priority)
- *   tuned  "^crux": what Open MPI picks without crux (coll/tuned)
- *   han    "han,^crux": coll/han first, without crux
+ * Each selection is a communicator duplicated with an info key:
+ *   crux      the normal selection, crux included (crux wins by priority)
+ *   tuned     ompi_comm_coll_preference "^crux": what Open MPI picks without
+ *             crux (coll/tuned)
+ *   han       ompi_comm_coll_preference "han,^crux": coll/han first
+ *   fallback  crux_allreduce_algorithm "fallback": crux hands every call to
+ *             the module it would fall back to; the baseline under
+ *             `mpirun --mca coll crux`, where crux itself loads coll/tuned
  * so every selection runs in the same processes, on the same memory, in
  * turn, and machine noise hits them alike. */
 #include <getopt.h>
@@ -21,14 +24,15 @@
 
 typedef struct {
     const char *name;
-    const char *preference;   /* NULL: default selection */
+    const char *key, *value;   /* info key; NULL: default selection */
     MPI_Comm    comm;
 } variant_t;
 
 static const variant_t known[] = {
-    { "crux", NULL, MPI_COMM_NULL },
-    { "tuned", "^crux", MPI_COMM_NULL },
-    { "han", "han,^crux", MPI_COMM_NULL },
+    { "crux", NULL, NULL, MPI_COMM_NULL },
+    { "tuned", "ompi_comm_coll_preference", "^crux", MPI_COMM_NULL },
+    { "han", "ompi_comm_coll_preference", "han,^crux", MPI_COMM_NULL },
+    { "fallback", "crux_allreduce_algorithm", "fallback", MPI_COMM_NULL },
 };
 
 typedef struct {
@@ -51,8 +55,8 @@ static void usage(const char *argv0)
                 "  --min, --max   message sizes in bytes, powers of two (default 4 to 64M;\n"
                 "                 K, M, G suffixes accepted)\n"
                 "  --reps N       alternations per size; medians are reported (default 7)\n"
-                "  --compare LIST comma-separated selections among crux, tuned, han\n"
-                "                 (default crux,tuned); ratios are against the first\n"
+                "  --compare LIST comma-separated selections among crux, tuned, han and\n"
+                "                 fallback (default crux,tuned); ratios are against the first\n"
                 "  --in-place     use MPI_IN_PLACE\n"
                 "  --csv          machine-readable output\n", argv0);
     }
@@ -216,9 +220,9 @@ int main(int argc, char **argv)
     }
     for (int v = 0; v < o.nvariants; v++) {
         MPI_Info info = MPI_INFO_NULL;
-        if (o.variants[v].preference != NULL) {
+        if (o.variants[v].key != NULL) {
             MPI_Info_create(&info);
-            MPI_Info_set(info, "ompi_comm_coll_preference", o.variants[v].preference);
+            MPI_Info_set(info, o.variants[v].key, o.variants[v].value);
         }
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &o.variants[v].comm);
         if (info != MPI_INFO_NULL) {

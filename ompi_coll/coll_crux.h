@@ -71,6 +71,7 @@ typedef struct {
     mca_coll_base_module_t             *previous_allgather_module;
 
     ompi_communicator_t *comm;
+    int                  allreduce_algorithm;   /* coll_crux_alg_param_t */
     crux_group_state_t   group_state;
     crux_coll_group_t   *group;
     unsigned             logged_choices;   /* bit per algorithm, for verbose 2 */
@@ -90,6 +91,10 @@ void coll_crux_fill_close(void);
 
 /* the group behind a communicator; NULL when it cannot be had */
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
+
+/* The algorithm a communicator asked for with the info key
+ * "crux_allreduce_algorithm", else the MCA parameter's. */
+int coll_crux_comm_algorithm(ompi_communicator_t *comm);
 
 /* datatype and op translation: 0 on success, -1 when crux has no kernel */
 int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out);

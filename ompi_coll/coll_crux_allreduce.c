@@ -15,9 +15,9 @@ static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt
                                  m->previous_allreduce_module);
 }
 
-static crux_allreduce_alg_t forced_algorithm(void)
+static crux_allreduce_alg_t forced_algorithm(const mca_coll_crux_module_t *m)
 {
-    switch (mca_coll_crux_component.allreduce_algorithm) {
+    switch (m->allreduce_algorithm) {
     case CRUX_ALG_STAGED: return CRUX_ALLREDUCE_STAGED;
     case CRUX_ALG_CMA:    return CRUX_ALLREDUCE_CMA;
     default:              return CRUX_ALLREDUCE_AUTO;
@@ -46,10 +46,10 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
         return OMPI_SUCCESS;
     }
     /* Small messages first: the fallback must cost next to nothing. */
-    crux_allreduce_alg_t alg = forced_algorithm();
+    crux_allreduce_alg_t alg = forced_algorithm(m);
     size_t bytes = (size_t)count * dtype->super.size;
     if ((alg == CRUX_ALLREDUCE_AUTO && bytes < c->allreduce_min_bytes) ||
-        c->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
+        m->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
         coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

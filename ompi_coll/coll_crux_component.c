@@ -10,6 +10,7 @@
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/util/info.h"
 #include "opal/util/show_help.h"
 
 #include "ompi_coll/coll_crux.h"
@@ -42,6 +43,24 @@ static const mca_base_var_enum_value_t allreduce_algorithms[] = {
     { CRUX_ALG_FALLBACK, "fallback" },
     { 0, NULL },
 };
+
+int coll_crux_comm_algorithm(ompi_communicator_t *comm)
+{
+    char value[32];
+    int flag = 0;
+    if (comm->super.s_info != NULL &&
+        opal_info_get(comm->super.s_info, "crux_allreduce_algorithm", sizeof(value) - 1, value,
+                      &flag) == OPAL_SUCCESS && flag) {
+        for (const mca_base_var_enum_value_t *v = allreduce_algorithms; v->string; v++) {
+            if (strcmp(v->string, value) == 0) {
+                return v->value;
+            }
+        }
+        CRUX_VERBOSE(1, "communicator %s: unknown crux_allreduce_algorithm \"%s\" ignored",
+                     comm->c_name, value);
+    }
+    return mca_coll_crux_component.allreduce_algorithm;
+}
 
 static void reg_int(const char *name, const char *help, int level, int *storage)
 {
@@ -120,7 +139,7 @@ static int crux_register(void)
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments",
                OPAL_INFO_LVL_6, &c->shm_mds);
 
-    c->fill_components = "tuned,basic,libnbc";
+    c->fill_components = "self,tuned,basic,libnbc";
     reg_string("fill_components", "Stock coll components crux takes the collectives it does "
                "not implement from, in order, when no other component provides them",
                OPAL_INFO_LVL_6, &c->fill_components);

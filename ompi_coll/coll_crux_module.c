@@ -14,6 +14,7 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->previous_allgather        = NULL;
     m->previous_allgather_module = NULL;
     m->comm                      = NULL;
+    m->allreduce_algorithm       = CRUX_ALG_AUTO;
     m->group_state               = CRUX_GROUP_UNTRIED;
     m->group                     = NULL;
     m->logged_choices            = 0;
@@ -53,6 +54,7 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     /* Alone, crux must leave no collective slot empty. */
     coll_crux_fill_comm(comm);
     m->comm = comm;
+    m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;
     }

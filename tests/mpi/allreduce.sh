@@ -29,6 +29,10 @@ expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with 
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
 run_mpi 2 "fallback forced" --mca coll_crux_allreduce_algorithm fallback -- $prog counts fallback
 run_mpi 4 "many" --mca coll crux -- $prog many
+run_mpi 3 "info keys" --mca coll_crux_verbose 2 -- $prog info
+expect_stderr "unknown crux_allreduce_algorithm \"no-such-algorithm\" ignored" \
+  "[np=3 info keys] an unknown algorithm name is reported"
+expect_stderr "DUP FROM 0: cma" "[np=3 info keys] the info key selected cma"
 
 # No shared memory for crux: every communicator falls back, says why once.
 run_mpi 2 "no shared memory" --mca coll_crux_shm_mds no-such-md --mca coll_crux_verbose 1 -- $prog counts
