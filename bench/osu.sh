@@ -2,8 +2,9 @@
 # Run an installed OSU micro-benchmarks suite with crux.
 #
 #   bench/osu.sh validate OSU_DIR [NP...]   every blocking and nonblocking
-#       collective benchmark with -c (validation) under `mpirun --mca coll
-#       crux`; osu_allreduce also for each type the suite knows and in place.
+#       collective benchmark with -c (validation, where the benchmark has it)
+#       under `mpirun --mca coll crux`, for each type the benchmark knows (-T),
+#       and in place (-l) where it can.
 #       A run that fails is rerun without crux (--mca coll ^crux): if it fails
 #       there too, the suite's own validation is at fault and the run is
 #       reported as SKIP.  Prints one line per run and "N passed, N failed";
@@ -30,17 +31,27 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 [ -n "${CRUX_COMPONENT_DIR:-}" ] &&
   export OMPI_MCA_mca_base_component_path="$CRUX_COMPONENT_DIR:SYS_DEFAULT"
 
-# The suite's type names for -T, from its help text (7.x: mpi_char, ...).
-osu_types() {
-  "$coll/osu_allreduce" -h 2>&1 | sed -n 's/.*-T, --type *\[\([^]]*\)\].*/\1/p' | tr ',' ' ' |
-    sed 's/\ball\b//'
+# The argument sets to validate a benchmark with, one per line, from its help
+# text: each type it knows for -T (7.x: mpi_char, mpi_int, mpi_float), each
+# also in place when it has -l.
+osu_variants() {
+  local help types t
+  help=$("$1" -h 2>&1)
+  types=$(sed -n 's/.*-T, --type *\[\([^]]*\)\].*/\1/p' <<<"$help" | tr ',' ' ' | sed 's/\ball\b//')
+  [ -n "$types" ] || { echo "-"; return; }
+  for t in $types; do
+    echo "-T $t"
+    grep -q -- "--in-place" <<<"$help" && echo "-T $t -l"
+  done
 }
 
 # validated_run NP COLL-SELECTION BENCH ARGS...: 0 when every size passed
 validated_run() {
-  local np=$1 sel=$2 out
-  shift 2
-  out=$(timeout 600 mpirun -np "$np" --mca coll "$sel" "$@" -c -m 1:4194304 -i 20 -x 5 2>&1)
+  local np=$1 sel=$2 bench=$3 out check=""
+  shift 3
+  "$bench" -h 2>&1 | grep -q -- "--validation" && check=-c
+  out=$(timeout 600 mpirun -np "$np" --mca coll "$sel" "$bench" "$@" $check -m 1:4194304 \
+        -i 20 -x 5 2>&1)
   [ $? -eq 0 ] || return 1
   # benchmarks without data (barriers) print no validation column
   grep -q "Validation" <<<"$out" || return 0
@@ -53,16 +64,16 @@ validate() {
     for bench in "$coll"/osu_*; do
       name=$(basename "$bench")
       case $name in *neighbor*) continue ;; esac   # need a process topology
-      for args in "" $([ "$name" = osu_allreduce ] && for t in $(osu_types); do
-                          echo "-T$t" "-T$t,-l"; done); do
-        if validated_run "$np" crux "$bench" ${args//,/ }; then
-          pass=$((pass + 1)); echo "PASS: np=$np $name ${args//,/ }"
-        elif ! validated_run "$np" ^crux "$bench" ${args//,/ }; then
-          skip=$((skip + 1)); echo "SKIP: np=$np $name ${args//,/ } (fails without crux too)"
+      while read -r args; do
+        [ "$args" = "-" ] && args=""
+        if validated_run "$np" crux "$bench" $args; then
+          pass=$((pass + 1)); echo "PASS: np=$np $name $args"
+        elif ! validated_run "$np" ^crux "$bench" $args; then
+          skip=$((skip + 1)); echo "SKIP: np=$np $name $args (fails without crux too)"
         else
-          fail=$((fail + 1)); echo "FAIL: np=$np $name ${args//,/ }"
+          fail=$((fail + 1)); echo "FAIL: np=$np $name $args"
         fi
-      done
+      done < <(osu_variants "$bench")
     done
   done
   echo "$skip skipped (the suite's validation fails with Open MPI alone)"

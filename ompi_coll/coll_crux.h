@@ -45,6 +45,7 @@ typedef struct {
     size_t stage_size;
     size_t chunk_size;
     size_t cma_chunk_size;
+    size_t stream_min_bytes;        /* results this large bypass the cache */
     bool   use_cma;
     char  *shm_mds;
     char  *fill_components;

@@ -129,6 +129,11 @@ static int crux_register(void)
     reg_size("cma_chunk_size", "Pipeline chunk of the single-copy Allreduce, in bytes",
              OPAL_INFO_LVL_6, &c->cma_chunk_size);
 
+    c->stream_min_bytes = defaults.stream_min_bytes;
+    reg_size("stream_min_bytes", "Allreduce results of at least this many bytes are written with "
+             "non-temporal stores, bypassing the cache (0: never)", OPAL_INFO_LVL_6,
+             &c->stream_min_bytes);
+
     c->use_cma = true;
     (void)mca_base_component_var_register(&c->super.collm_version, "use_cma",
         "Use the UCT cma transport for single-copy transfers when it works",

@@ -32,6 +32,7 @@ static crux_coll_config_t component_config(void)
     config.chunk_size     = c->chunk_size;
     config.cma_chunk_size = c->cma_chunk_size;
     config.cma_min_bytes  = c->cma_min_bytes;
+    config.stream_min_bytes = c->stream_min_bytes;
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;

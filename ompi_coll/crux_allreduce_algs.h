@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "ompi_coll/crux_copy.h"
 #include "ompi_coll/crux_group_internal.h"
 
 crux_status_t crux_allreduce_staged(crux_coll_group_t *group, const void *sbuf, void *rbuf,
@@ -17,11 +18,13 @@ crux_status_t crux_allreduce_cma(crux_coll_group_t *group, const void *sbuf, voi
 /* result = x[0] op x[1] op ... op x[n-1], left to right (rank order), over
  * 'bytes', block by block so the partial result of a block stays in L1
  * across the n-1 passes.  The result goes to 'out' and, when not NULL, is
- * copied to 'copy' while still in cache.  'out' may be x[0] or x[1] but no
- * other input; with out == NULL each block is formed in a scratch block and
- * only copied, which is what a destination overlapping a later input needs. */
+ * copied to 'copy' while still in cache (with streaming stores if 'stream').
+ * 'out' may be x[0] or x[1] but no other input; with out == NULL each block
+ * is formed in a scratch block and only copied, which is what a destination
+ * overlapping a later input needs. */
 static inline void crux_reduce_chain(crux_reduce_fn_t reduce, void *out, void *copy,
-                                     const void *const *x, int n, size_t bytes, size_t esize)
+                                     const void *const *x, int n, size_t bytes, size_t esize,
+                                     int stream)
 {
     _Alignas(64) unsigned char scratch[CRUX_REDUCE_BLOCK];
     for (size_t at = 0; at < bytes; at += CRUX_REDUCE_BLOCK) {
@@ -32,7 +35,9 @@ static inline void crux_reduce_chain(crux_reduce_fn_t reduce, void *out, void *c
         for (int i = 2; i < n; i++) {
             reduce(o, o, (const unsigned char *)x[i] + at, count);
         }
-        if (copy != NULL) {
+        if (copy != NULL && stream) {
+            crux_copy_stream((unsigned char *)copy + at, o, len);
+        } else if (copy != NULL) {
             memcpy((unsigned char *)copy + at, o, len);
         }
     }

@@ -76,9 +76,11 @@ static crux_status_t reduce_chunk(cma_call_t *c)
     /* In place, a member past rank 1 must not overwrite its own input before
      * the chain reads it: then each block is formed aside and copied. */
     if (c->src != c->dst || g->rank < 2) {
-        crux_reduce_chain(c->reduce, c->dst + at, NULL, c->inputs, g->size, bytes, c->cut->esize);
+        crux_reduce_chain(c->reduce, c->dst + at, NULL, c->inputs, g->size, bytes, c->cut->esize,
+                          0);
     } else {
-        crux_reduce_chain(c->reduce, NULL, c->dst + at, c->inputs, g->size, bytes, c->cut->esize);
+        crux_reduce_chain(c->reduce, NULL, c->dst + at, c->inputs, g->size, bytes, c->cut->esize,
+                          0);
     }
     c->reduced++;
     CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, c->reduced));

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ompi_coll/crux_allreduce_algs.h"
+#include "ompi_coll/crux_copy.h"
 #include "ompi_coll/crux_shard.h"
 
 typedef struct {
@@ -26,6 +27,7 @@ typedef struct {
     const uint8_t     *src;       /* this member's input */
     uint8_t           *dst;       /* this member's result */
     crux_reduce_fn_t   reduce;
+    int                stream;    /* write results with streaming stores */
     uint8_t          **bank;      /* [size] every member's bank for this round */
     const void       **inputs;    /* [size] scratch array of chunk pointers */
     unsigned           copied;    /* copy-in steps done */
@@ -68,7 +70,7 @@ static void reduce_chunk(staged_round_t *s)
         s->inputs[q] = (q == g->rank ? s->src : s->bank[q]) + at;
     }
     crux_reduce_chain(s->reduce, s->bank[g->rank] + at, s->dst + at, s->inputs, g->size, bytes,
-                      s->cut->esize);
+                      s->cut->esize, s->stream);
     s->reduced++;
     CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->reduced));
 }
@@ -87,7 +89,11 @@ static int copy_out(staged_round_t *s, int p)
     size_t at = crux_chunk_offset(s->cut, p, first);
     size_t end = crux_chunk_offset(s->cut, p, s->out[p] - 1) +
                  crux_chunk_bytes(s->cut, p, s->out[p] - 1);
-    memcpy(s->dst + at, s->bank[p] + at, end - at);
+    if (s->stream) {
+        crux_copy_stream(s->dst + at, s->bank[p] + at, end - at);
+    } else {
+        memcpy(s->dst + at, s->bank[p] + at, end - at);
+    }
     return 1;
 }
 
@@ -173,6 +179,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void
     const uint8_t *src = sbuf != NULL ? sbuf : rbuf;
     size_t bank_size = g->config.stage_size / 2;
     size_t per_round = bank_size / esize;
+    int stream = g->config.stream_min_bytes > 0 && count * esize >= g->config.stream_min_bytes;
 
     for (size_t first = 0; first < count; first += per_round) {
         size_t n = count - first < per_round ? count - first : per_round;
@@ -183,7 +190,8 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void
             bank[p] = g->stage[p] + (g->seq % 2) * bank_size;
         }
         staged_round_t s = {
-            .g = g, .cut = &cut, .reduce = reduce, .bank = bank, .inputs = inputs, .out = out,
+            .g = g, .cut = &cut, .reduce = reduce, .stream = stream, .bank = bank,
+            .inputs = inputs, .out = out,
             .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
         };
         crux_status_t status = staged_round(&s);
@@ -191,6 +199,9 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void
             crux_abandon(g);
             return status;
         }
+    }
+    if (stream) {
+        crux_copy_fence();   /* the caller reads the result next */
     }
     return CRUX_OK;
 }

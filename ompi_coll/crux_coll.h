@@ -40,6 +40,7 @@ typedef struct {
     size_t chunk_size;      /* pipeline segment of the staged algorithm */
     size_t cma_chunk_size;  /* pipeline segment of the single-copy algorithm */
     size_t cma_min_bytes;   /* AUTO uses single copy from this size up; 0: never */
+    size_t stream_min_bytes;/* results of messages this large bypass the cache; 0: never */
     int    local_procs;     /* processes on this node (0: the group size) */
     crux_tl_config_t tl;
 } crux_coll_config_t;
@@ -49,6 +50,7 @@ typedef struct {
     .chunk_size     = 256u << 10,             \
     .cma_chunk_size = 256u << 10,             \
     .cma_min_bytes  = 0,                      \
+    .stream_min_bytes = 8u << 20,             \
     .local_procs    = 0,                      \
     .tl             = CRUX_TL_CONFIG_DEFAULT, \
 }
