@@ -5,6 +5,8 @@
  *   coll_crux_module.c     per-communicator module, fallback bookkeeping
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll group of a communicator, lazily
+ *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
+ *                          step of the hierarchical Allreduce
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce
  * Whatever crux does not handle goes to the module that was selected before
@@ -27,10 +29,14 @@ BEGIN_C_DECLS
 
 /* What coll_crux_allreduce_algorithm can force. */
 typedef enum {
-    CRUX_ALG_AUTO     = 0,
-    CRUX_ALG_STAGED   = 1,
-    CRUX_ALG_CMA      = 2,
-    CRUX_ALG_FALLBACK = 3,   /* always the previous module */
+    CRUX_ALG_AUTO            = 0,
+    CRUX_ALG_STAGED          = 1,   /* flat, shared-memory staging */
+    CRUX_ALG_CMA             = 2,   /* flat, single copy */
+    CRUX_ALG_FALLBACK        = 3,   /* always the previous module */
+    CRUX_ALG_FLAT            = 4,   /* flat, staging or single copy by size */
+    CRUX_ALG_HIER            = 5,   /* three stages, pipelined */
+    CRUX_ALG_HIER_SEQUENTIAL = 6,   /* three stages one after the other */
+    CRUX_ALG_COUNT
 } coll_crux_alg_param_t;
 
 typedef struct {
@@ -46,6 +52,9 @@ typedef struct {
     size_t chunk_size;
     size_t cma_chunk_size;
     size_t stream_min_bytes;        /* results this large bypass the cache */
+    int    group_size;              /* > 0: groups of this many consecutive ranks */
+    size_t hier_min_bytes;          /* auto: hierarchical from this size up */
+    int    hier_depth;              /* chunks in the inter-group step at once */
     bool   use_cma;
     char  *shm_mds;
     char  *fill_components;
@@ -61,6 +70,17 @@ typedef enum {
     CRUX_GROUP_FAILED,    /* could not be set up: this communicator falls back */
 } crux_group_state_t;
 
+/* How a communicator's ranks split into groups (coll_crux_hier.c). */
+typedef struct {
+    crux_group_state_t   state;       /* READY: usable for the hierarchical algorithm */
+    ompi_communicator_t *local_comm;  /* the ranks of this rank's group */
+    ompi_communicator_t *cross_comm;  /* local rank i of every group */
+    crux_coll_group_t   *group;       /* shared memory among local_comm's ranks */
+    bool                 cross_local; /* the cross communicator is on this node */
+    int                  groups;
+    int                  per_group;
+} crux_layout_t;
+
 typedef struct {
     mca_coll_base_module_t super;
 
@@ -73,9 +93,12 @@ typedef struct {
 
     ompi_communicator_t *comm;
     int                  allreduce_algorithm;   /* coll_crux_alg_param_t */
-    crux_group_state_t   group_state;
+    bool                 all_local;             /* every rank on this node */
+    bool                 building;              /* making subcommunicators: fall back */
+    crux_group_state_t   group_state;           /* the flat group, over all ranks */
     crux_coll_group_t   *group;
-    unsigned             logged_choices;   /* bit per algorithm, for verbose 2 */
+    crux_layout_t        layout;
+    uint64_t             logged[CRUX_ALG_COUNT];   /* size classes logged at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
@@ -90,8 +113,25 @@ int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_thre
 int coll_crux_fill_comm(ompi_communicator_t *comm);
 void coll_crux_fill_close(void);
 
+/* libcrux_coll's configuration from the MCA parameters, and group creation
+ * kept apart between threads (UCX's component discovery is process-wide) */
+crux_coll_config_t coll_crux_config(void);
+crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
+                                     crux_coll_group_t **group_p);
+
 /* the group behind a communicator; NULL when it cannot be had */
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
+
+/* the communicator's groups, built on first use; NULL when the hierarchical
+ * algorithm does not apply (one group, groups of one, or uneven groups) */
+const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
+void coll_crux_layout_free(crux_layout_t *layout);
+
+/* the hierarchical Allreduce over the layout */
+int coll_crux_allreduce_hier(mca_coll_crux_module_t *module, const crux_layout_t *layout,
+                             const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
+                             unsigned depth);
 
 /* The algorithm a communicator asked for with the info key
  * "crux_allreduce_algorithm", else the MCA parameter's. */

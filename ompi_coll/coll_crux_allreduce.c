@@ -1,7 +1,8 @@
-/* MPI_Allreduce: translate the arguments, run crux's flat Allreduce on the
- * communicator's group, or hand the call to the previous module when crux
- * cannot do it (user-defined ops, derived datatypes, MINLOC/MAXLOC, small
- * messages, a communicator without shared memory). */
+/* MPI_Allreduce: translate the arguments, choose crux's flat algorithm (one
+ * node) or its hierarchical one (groups across nodes or packages), or hand
+ * the call to the previous module when crux cannot do it (user-defined ops,
+ * derived datatypes, MINLOC/MAXLOC, small messages, uneven groups, a
+ * communicator without shared memory). */
 #include "ompi_config.h"
 
 #include "opal/util/show_help.h"
@@ -15,22 +16,74 @@ static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt
                                  m->previous_allreduce_module);
 }
 
-static crux_allreduce_alg_t forced_algorithm(const mca_coll_crux_module_t *m)
+static const char *alg_name(int alg)
 {
-    switch (m->allreduce_algorithm) {
-    case CRUX_ALG_STAGED: return CRUX_ALLREDUCE_STAGED;
-    case CRUX_ALG_CMA:    return CRUX_ALLREDUCE_CMA;
-    default:              return CRUX_ALLREDUCE_AUTO;
+    static const char *const names[CRUX_ALG_COUNT] = {
+        [CRUX_ALG_AUTO] = "auto", [CRUX_ALG_STAGED] = "staged", [CRUX_ALG_CMA] = "cma",
+        [CRUX_ALG_FALLBACK] = "fallback", [CRUX_ALG_FLAT] = "flat", [CRUX_ALG_HIER] = "hier",
+        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential",
+    };
+    return alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
+}
+
+/* Verbosity 2: each decision once per communicator, algorithm and size
+ * class (a power of two). */
+static void log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, const char *why)
+{
+    unsigned size_class = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
+    if (!(m->logged[alg] & (1ull << size_class))) {
+        m->logged[alg] |= 1ull << size_class;
+        CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes%s%s", m->comm->c_name, alg_name(alg),
+                     bytes, why[0] ? ": " : "", why);
     }
 }
 
-static void log_choice(mca_coll_crux_module_t *m, crux_allreduce_alg_t alg, size_t bytes)
+/* The algorithm for this call: one of STAGED, CMA, HIER, HIER_SEQUENTIAL or
+ * FALLBACK.  Every rank decides alike (same arguments, same layout). */
+static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t **layout,
+                  crux_coll_group_t **group, const char **why)
 {
-    if (!(m->logged_choices & (1u << alg))) {
-        m->logged_choices |= 1u << alg;
-        CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes", m->comm->c_name,
-                     crux_allreduce_alg_name(alg), bytes);
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    int alg = m->allreduce_algorithm;
+    *why = "";
+    if (alg == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) {
+        return CRUX_ALG_FALLBACK;
     }
+    if (alg == CRUX_ALG_AUTO) {
+        /* one node: flat, through shared memory; across nodes: three stages
+         * for large messages, the PML's own algorithms for small ones */
+        alg = m->all_local ? CRUX_ALG_FLAT
+            : bytes >= c->hier_min_bytes ? CRUX_ALG_HIER : CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        *layout = coll_crux_get_layout(m);
+        if (*layout == NULL) {
+            *why = "no usable groups";
+            return CRUX_ALG_FALLBACK;
+        }
+        return alg;
+    }
+    if (alg == CRUX_ALG_FALLBACK) {
+        return alg;
+    }
+    if (!m->all_local) {
+        *why = "the flat algorithm needs every rank on one node";
+        return CRUX_ALG_FALLBACK;
+    }
+    *group = coll_crux_get_group(m);
+    if (*group == NULL) {
+        *why = "no shared memory";
+        return CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_FLAT) {
+        return crux_coll_allreduce_choice(*group, bytes) == CRUX_ALLREDUCE_CMA ? CRUX_ALG_CMA
+                                                                               : CRUX_ALG_STAGED;
+    }
+    if (alg == CRUX_ALG_CMA && !crux_coll_group_has_cma(*group)) {
+        *why = "cma does not work here";
+        return CRUX_ALG_FALLBACK;
+    }
+    return alg;
 }
 
 int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
@@ -46,22 +99,35 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
         return OMPI_SUCCESS;
     }
     /* Small messages first: the fallback must cost next to nothing. */
-    crux_allreduce_alg_t alg = forced_algorithm(m);
     size_t bytes = (size_t)count * dtype->super.size;
-    if ((alg == CRUX_ALLREDUCE_AUTO && bytes < c->allreduce_min_bytes) ||
-        m->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
-        coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
+    if ((m->allreduce_algorithm == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) ||
+        m->allreduce_algorithm == CRUX_ALG_FALLBACK || m->building ||
+        coll_crux_dtype(dtype, &cdtype) != 0 || coll_crux_op(op, &cop) != 0 ||
+        crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    crux_coll_group_t *group = coll_crux_get_group(m);
-    if (group == NULL || (alg == CRUX_ALLREDUCE_CMA && !crux_coll_group_has_cma(group))) {
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    }
-    log_choice(m, alg == CRUX_ALLREDUCE_AUTO ? crux_coll_allreduce_choice(group, bytes) : alg,
-               bytes);
+    const crux_layout_t *layout = NULL;
+    crux_coll_group_t *group = NULL;
+    const char *why;
+    int alg = choose(m, bytes, &layout, &group, &why);
+    log_choice(m, alg, bytes, why);
 
-    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                               (size_t)count, cdtype, cop, alg);
+    crux_status_t status;
+    switch (alg) {
+    case CRUX_ALG_HIER:
+    case CRUX_ALG_HIER_SEQUENTIAL:
+        return coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+                                        alg == CRUX_ALG_HIER ? (unsigned)c->hier_depth : 0);
+    case CRUX_ALG_STAGED:
+    case CRUX_ALG_CMA:
+        status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                     (size_t)count, cdtype, cop,
+                                     alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
+                                                         : CRUX_ALLREDUCE_STAGED);
+        break;
+    default:
+        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+    }
     switch (status) {
     case CRUX_OK:
         return OMPI_SUCCESS;

@@ -41,6 +41,9 @@ static const mca_base_var_enum_value_t allreduce_algorithms[] = {
     { CRUX_ALG_STAGED, "staged" },
     { CRUX_ALG_CMA, "cma" },
     { CRUX_ALG_FALLBACK, "fallback" },
+    { CRUX_ALG_FLAT, "flat" },
+    { CRUX_ALG_HIER, "hier" },
+    { CRUX_ALG_HIER_SEQUENTIAL, "hier-sequential" },
     { 0, NULL },
 };
 
@@ -101,8 +104,10 @@ static int crux_register(void)
     c->allreduce_algorithm = CRUX_ALG_AUTO;
     (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
     (void)mca_base_component_var_register(&c->super.collm_version, "allreduce_algorithm",
-        "Force an Allreduce algorithm: auto (by size), staged (shared-memory staging), "
-        "cma (single copy), fallback (the previously selected module)",
+        "Force an Allreduce algorithm: auto (by layout and size), flat (two stages, by size), "
+        "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
+        "across groups, pipelined), hier-sequential (the three stages one after the other), "
+        "fallback (the previously selected module)",
         MCA_BASE_VAR_TYPE_INT, algs, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->allreduce_algorithm);
     OBJ_RELEASE(algs);
@@ -133,6 +138,20 @@ static int crux_register(void)
     reg_size("stream_min_bytes", "Allreduce results of at least this many bytes are written with "
              "non-temporal stores, bypassing the cache (0: never)", OPAL_INFO_LVL_6,
              &c->stream_min_bytes);
+
+    c->group_size = 0;
+    reg_int("group_size", "Group ranks by rank / N for the hierarchical Allreduce, instead of "
+            "by node and package (0: discover)", OPAL_INFO_LVL_5, &c->group_size);
+
+    c->hier_min_bytes = 65536;
+    reg_size("hier_min_bytes", "Across nodes, Allreduce messages of at least this many bytes use "
+             "the hierarchical algorithm; smaller ones the previous module (auto only)",
+             OPAL_INFO_LVL_5, &c->hier_min_bytes);
+
+    c->hier_depth = 4;
+    reg_int("hier_depth", "Chunks of the hierarchical Allreduce in the inter-group stage at "
+            "once (pipelining; 0: the three stages one after the other)", OPAL_INFO_LVL_6,
+            &c->hier_depth);
 
     c->use_cma = true;
     (void)mca_base_component_var_register(&c->super.collm_version, "use_cma",
@@ -166,10 +185,10 @@ static void add_help_dirs(void)
     }
 }
 
-static bool invalid(const char *name, size_t value, const char *why)
+static bool invalid(const char *name, long long value, const char *why)
 {
     char text[32];
-    snprintf(text, sizeof(text), "%zu", value);
+    snprintf(text, sizeof(text), "%lld", value);
     opal_show_help("help-mpi-coll-crux.txt", "invalid-param", true, name, text, why);
     return true;
 }
@@ -179,12 +198,17 @@ static bool invalid(const char *name, size_t value, const char *why)
 static bool params_invalid(const mca_coll_crux_component_t *c)
 {
     return (c->stage_size < (64u << 10) &&
-            invalid("stage_size", c->stage_size, "must be at least 65536")) ||
-           (c->chunk_size < 64 && invalid("chunk_size", c->chunk_size, "must be at least 64")) ||
+            invalid("stage_size", (long long)c->stage_size, "must be at least 65536")) ||
+           (c->chunk_size < 64 &&
+            invalid("chunk_size", (long long)c->chunk_size, "must be at least 64")) ||
            (c->chunk_size > c->stage_size &&
-            invalid("chunk_size", c->chunk_size, "must not exceed coll_crux_stage_size")) ||
+            invalid("chunk_size", (long long)c->chunk_size, "must not exceed coll_crux_stage_size")) ||
            (c->cma_chunk_size < 4096 &&
-            invalid("cma_chunk_size", c->cma_chunk_size, "must be at least 4096"));
+            invalid("cma_chunk_size", (long long)c->cma_chunk_size, "must be at least 4096")) ||
+           (c->group_size < 0 &&
+            invalid("group_size", c->group_size, "must not be negative")) ||
+           ((c->hier_depth < 0 || c->hier_depth > 64) &&
+            invalid("hier_depth", c->hier_depth, "must be between 0 and 64"));
 }
 
 static int crux_open(void)

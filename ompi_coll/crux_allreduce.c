@@ -49,5 +49,23 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *
     }
     return alg == CRUX_ALLREDUCE_CMA
                ? crux_allreduce_cma(g, sbuf, rbuf, count, esize, reduce)
-               : crux_allreduce_staged(g, sbuf, rbuf, count, esize, reduce);
+               : crux_allreduce_staged(g, NULL, 0, sbuf, rbuf, count, esize, reduce);
+}
+
+crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_inter_t *inter,
+                                       unsigned depth, const void *sbuf, void *rbuf,
+                                       size_t count, crux_dtype_t dtype, crux_op_t op)
+{
+    crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
+    if (reduce == NULL || inter == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    if (count == 0) {
+        return CRUX_OK;
+    }
+    if (sbuf == rbuf) {
+        sbuf = NULL;
+    }
+    return crux_allreduce_staged(g, inter, depth, sbuf, rbuf, count, crux_dtype_size(dtype),
+                                 reduce);
 }

@@ -8,8 +8,11 @@
 #include "ompi_coll/crux_copy.h"
 #include "ompi_coll/crux_group_internal.h"
 
-crux_status_t crux_allreduce_staged(crux_coll_group_t *group, const void *sbuf, void *rbuf,
-                                    size_t count, size_t esize, crux_reduce_fn_t reduce);
+/* Flat with inter == NULL; hierarchical with the caller's inter-group step,
+ * 'depth' chunks in flight (0: the three stages in sequence). */
+crux_status_t crux_allreduce_staged(crux_coll_group_t *group, const crux_coll_inter_t *inter,
+                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                    size_t esize, crux_reduce_fn_t reduce);
 crux_status_t crux_allreduce_cma(crux_coll_group_t *group, const void *sbuf, void *rbuf,
                                  size_t count, size_t esize, crux_reduce_fn_t reduce);
 
@@ -31,7 +34,11 @@ static inline void crux_reduce_chain(crux_reduce_fn_t reduce, void *out, void *c
         size_t len = bytes - at < CRUX_REDUCE_BLOCK ? bytes - at : CRUX_REDUCE_BLOCK;
         size_t count = len / esize;
         unsigned char *o = out != NULL ? (unsigned char *)out + at : scratch;
-        reduce(o, (const unsigned char *)x[0] + at, (const unsigned char *)x[1] + at, count);
+        if (n == 1) {
+            memmove(o, (const unsigned char *)x[0] + at, len);
+        } else {
+            reduce(o, (const unsigned char *)x[0] + at, (const unsigned char *)x[1] + at, count);
+        }
         for (int i = 2; i < n; i++) {
             reduce(o, o, (const unsigned char *)x[i] + at, count);
         }

@@ -87,6 +87,27 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *group, const void *sbuf, vo
                                   size_t count, crux_dtype_t dtype, crux_op_t op,
                                   crux_allreduce_alg_t alg);
 
+/* The inter-group step of a hierarchical Allreduce, provided by the caller:
+ * reduce 'count' elements at 'buf' in place with the members that hold the
+ * same shard in the other groups (rail-aligned: member i of every group).
+ * 'start' begins it and may finish it at once; 'test' sets *done when it has
+ * finished.  Every member starts the same steps in the same order. */
+typedef struct {
+    crux_status_t (*start)(void *arg, void *buf, size_t count, void **request);
+    crux_status_t (*test)(void *arg, void *request, int *done);
+    void *arg;
+} crux_coll_inter_t;
+
+/* Hierarchical three-stage Allreduce: reduce-scatter inside the group, the
+ * inter-group step on each shard, allgather inside the group; every group
+ * must have the same number of members.  Pipelined in chunks, with up to
+ * 'depth' chunks in the inter-group step at once; depth 0 runs the three
+ * stages one after the other over whole shards.  The group's staging always
+ * applies (single copy is for the flat algorithm). */
+crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
+                                       unsigned depth, const void *sbuf, void *rbuf,
+                                       size_t count, crux_dtype_t dtype, crux_op_t op);
+
 /* Which algorithm AUTO picks for a message of 'bytes' (for logging). */
 crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);
 const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg);

@@ -76,6 +76,10 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
 #define CRUX_WAIT(group, peer, field, target) \
     crux_wait((group), (peer), offsetof(crux_ctrl_t, field), (target))
 
+/* Let other processes run while polling something that is not a flag (an
+ * inter-group step): yields when the node is oversubscribed. */
+void crux_yield(crux_coll_group_t *group);
+
 /* Test without waiting. */
 static inline int crux_reached(crux_coll_group_t *group, int peer, size_t offset,
                                uint64_t target)

@@ -66,6 +66,15 @@ static void sleep_on(crux_ctrl_t *peer, const uint64_t *word, uint64_t target)
     __atomic_sub_fetch(&peer->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
+void crux_yield(crux_coll_group_t *group)
+{
+    if (group->spin == 0) {
+        sched_yield();
+    } else {
+        cpu_relax();
+    }
+}
+
 /* A process that exited but was not reaped yet still answers kill(pid, 0);
  * its state in /proc tells it is a zombie. */
 static int process_alive(pid_t pid)
