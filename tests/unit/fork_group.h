@@ -48,7 +48,7 @@ static void fork_group_barrier(fork_group_member_t *m)
     pthread_barrier_wait(&m->shared->barrier);
 }
 
-static crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
+static inline crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
 {
     return (crux_coll_oob_t){ .allgather = fork_group_allgather, .arg = m, .rank = m->rank,
                               .size = m->size };
