@@ -337,8 +337,9 @@ crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force)
                 .index = a->calibrated ? (int32_t)i : -1,
             };
         }
-        mp_store(&pair->mine->calib_done, round);
+        /* cached first, so a pair the sender opens next finds the figures */
         crux_tl_calib_store(pair->engine, measured, count);
+        mp_store(&pair->mine->calib_done, round);
     } else {
         st = wait_word(pair, &pair->theirs->calib_done, round);
         for (unsigned i = 0; st == CRUX_OK && i < pair->nhost; i++) {
