@@ -182,9 +182,14 @@ static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? ":" : "",
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? p->relay[0] : "");
     crux_tl_chan_init(&c->chan, &cuda_ops, p->kind, name);
-    snprintf(c->chan.signature, sizeof(c->chan.signature), "%s:%s>%s%s%s>%s",
-             crux_tl_chan_kind_name(p->kind), dp->src, p->nrelays > 0 ? p->relay[0] : "",
-             p->nrelays > 1 ? ">" : "", p->nrelays > 1 ? p->relay[1] : "", dp->dst);
+    /* "kind:src>relay...>dst": the cache key of the path's figures */
+    char via[40] = "";
+    for (unsigned r = 0; p->kind == CRUX_TL_CHAN_CUDA_PEER && r < p->nrelays; r++) {
+        size_t at = strlen(via);
+        snprintf(via + at, sizeof(via) - at, "%s>", p->relay[r]);
+    }
+    snprintf(c->chan.signature, sizeof(c->chan.signature), "%s:%s>%s%s",
+             crux_tl_chan_kind_name(p->kind), dp->src, via, dp->dst);
     nominal(c, p);
     for (unsigned s = 0; s < SLOTS; s++) {
         c->free_slot[c->nfree++] = s;

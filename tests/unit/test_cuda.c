@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/crux_cuda.h"
 #include "ompi_coll/crux_dev_internal.h"
 #include "tests/unit/fork_group.h"
 
@@ -152,13 +153,14 @@ static crux_tl_engine_t *cuda_engine(crux_tl_context_t **ctx, const char *calib_
     return e;
 }
 
-/* Send sizes over every CUDA channel alone and all together. */
-static int device_transfers(crux_tl_pair_t *pair, int sends, int receives, int device)
+/* Send sizes over each of 'nchan' CUDA channels alone and all together. */
+static int device_transfers(crux_tl_pair_t *pair, int sends, int receives, int device,
+                            uint32_t nchan)
 {
     const size_t sizes[] = { 1, 4097, (1u << 20) + 3, (64u << 20) + 1 };
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        for (uint32_t c = 0; c <= 2; c++) {
-            crux_tl_xfer_params_t params = { .channels = c < 2 ? 1u << c : 0 };
+        for (uint32_t c = 0; c <= nchan; c++) {
+            crux_tl_xfer_params_t params = { .channels = c < nchan ? 1u << c : 0 };
             void *src = sends ? device_pattern(device, sizes[s], (unsigned)(s + c)) : NULL;
             void *dst = receives ? device_pattern(device, sizes[s], 0xff) : NULL;
             crux_tl_xfer_t *x = NULL, *y = NULL;
@@ -173,7 +175,7 @@ static int device_transfers(crux_tl_pair_t *pair, int sends, int receives, int d
                 fprintf(stderr, "# %zu bytes over %#x: wrong data\n", sizes[s], params.channels);
                 return 2;
             }
-            if (y != NULL && c == 2 && sizes[s] > (16u << 20)) {
+            if (y != NULL && c == nchan && sizes[s] > (16u << 20)) {
                 fprintf(stderr, "# %zu bytes: %u stripes, %.2f GB/s\n", sizes[s],
                         crux_tl_xfer_stats(y)->nstripes, sizes[s] / crux_tl_xfer_stats(y)->elapsed / 1e9);
             }
@@ -192,11 +194,48 @@ static int t_engine_loopback(void)
     crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
     crux_tl_pair_t *pair;
     if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) FAIL(1);
-    int rc = device_transfers(pair, 1, 1, 0);
+    int rc = device_transfers(pair, 1, 1, 0, 2);
     crux_tl_pair_disconnect(pair);
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
     return rc;
+}
+
+/* A path staged through a second GPU, next to the direct and host ones. */
+static int t_engine_relay(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    char gpu0[16], gpu1[16];
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_gpu_path_t paths[3] = {
+        { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 100e9 },
+        { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 50e9, .nrelays = 1 },
+        { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
+    };
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
+        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0) FAIL(1);
+    memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
+    if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) FAIL(2);
+    int rc = device_transfers(pair, 1, 1, 0, 3);
+    crux_tl_chan_attr_t attrs[4];
+    if (rc == 0 && (crux_tl_pair_channels(pair, attrs, 4) != 3 || attrs[1].hops != 2 ||
+                    attrs[1].kind != CRUX_TL_CHAN_CUDA_PEER)) {
+        rc = 3;
+    }
+    /* paths of a device pair in use cannot change */
+    if (rc == 0 && crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 2) != CRUX_ERR_INVALID) {
+        rc = 4;
+    }
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+#else
+    return 1;   /* a build without CUDA sees no GPU: never run */
+#endif
 }
 
 static int two_process_body(fork_group_member_t *m, void *arg)
@@ -212,7 +251,7 @@ static int two_process_body(fork_group_member_t *m, void *arg)
         return 10;
     }
     fork_group_barrier(m);
-    int rc = device_transfers(pair, m->rank == 0, m->rank == 1, device);
+    int rc = device_transfers(pair, m->rank == 0, m->rank == 1, device, 2);
     fork_group_barrier(m);
     crux_tl_pair_disconnect(pair);
     crux_tl_engine_destroy(e);
@@ -322,24 +361,26 @@ static int t_no_driver(void)
 static const struct {
     const char *name;
     int (*fn)(void);
-    int needs_gpu;
+    int gpus;   /* needed */
 } tests[] = {
     { "device pointers are detected", t_detection, 1 },
     { "every device kernel matches the CPU kernel bit for bit", t_kernels, 1 },
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
+    { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
 
+/* fn's result (an exit status) from a child process; 1 if it crashed. */
 static int in_child(int (*fn)(void))
 {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        _exit(fn() == 0 ? 0 : 1);
+        _exit(fn());
     }
     int status;
     return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -347,17 +388,18 @@ static int in_child(int (*fn)(void))
 
 static int count_gpus(void)
 {
-    return crux_dev_count() > 0 ? 0 : 1;
+    return crux_dev_count() < 100 ? crux_dev_count() : 100;
 }
 
 int main(void)
 {
     int ntests = (int)(sizeof(tests) / sizeof(tests[0]));
-    int gpu = in_child(count_gpus) == 0;
+    int gpus = in_child(count_gpus);
     printf("1..%d\n", ntests);
     for (int i = 0; i < ntests; i++) {
-        if (tests[i].needs_gpu && !gpu) {
-            printf("ok %d - %s # SKIP no GPU\n", i + 1, tests[i].name);
+        if (tests[i].gpus > gpus) {
+            printf("ok %d - %s # SKIP %s\n", i + 1, tests[i].name,
+                   gpus == 0 ? "no GPU" : "needs 2 GPUs");
         } else {
             printf("%sok %d - %s\n", in_child(tests[i].fn) == 0 ? "" : "not ", i + 1, tests[i].name);
         }
