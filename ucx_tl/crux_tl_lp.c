@@ -17,9 +17,9 @@ double crux_tl_lp_pack(unsigned rows, unsigned cols, const double *A, const doub
     double cost[2 * LP_MAX + 1];   /* reduced costs of minimising -sum(x) */
     unsigned basis[LP_MAX];
 
-    memset(t, 0, sizeof(t));
-    memset(cost, 0, sizeof(cost));
+    memset(cost, 0, sizeof(double) * width);
     for (unsigned i = 0; i < rows; i++) {
+        memset(t[i], 0, sizeof(double) * width);
         for (unsigned j = 0; j < cols; j++) {
             t[i][j] = A[i * cols + j];
         }

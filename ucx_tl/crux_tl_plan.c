@@ -3,13 +3,15 @@
  * Each path's time for n bytes is convex in its chunk count k (a linear term
  * for per-chunk costs plus terms in 1/k for pipeline fill and latency), so
  * the best k is found by ternary search.  For a deadline T, the most bytes a
- * path moves is, for each k, k times the largest chunk whose time fits (a
- * closed form), maximised over k (concave in k, ternary search again).  The
- * makespan is then minimised by bisection on T: T is feasible when the paths
- * can carry the message by T.  Two couplings make it more than a sum: every
- * used path costs the driving thread path_cost (so for each number m of
- * paths, the m paths that carry most are taken), and paths that share a
- * resource are capped together (a small linear program). */
+ * path moves in k chunks has a closed form, concave in k, maximised by a
+ * binary search on its slope.  The makespan is the smallest T by which the
+ * paths together can carry the message, found by regula falsi on T (the
+ * bytes carried grow with T, nearly linearly for large messages).  Two
+ * couplings make it more than a sum: every used path costs the driving
+ * thread path_cost (so for each number m of paths, the m paths that carry
+ * most are taken), and paths that share a resource (a CPU) are capped
+ * together by a small linear program.  A plan costs 5 to 60 us on this
+ * project's build machine; the engine caches them per message size. */
 #include <math.h>
 #include <string.h>
 
@@ -17,7 +19,8 @@
 #include "ucx_tl/crux_tl_lp.h"
 
 #define KMAX (1u << 20)      /* chunks per path at most */
-#define BISECT_STEPS 48
+#define BISECT_STEPS 40      /* of the deadline search, at most */
+#define PRECISION    1e-4    /* relative, of the makespan */
 
 static unsigned depth_of(const crux_tl_path_model_t *p)
 {
@@ -38,6 +41,14 @@ static double time_k(const crux_tl_path_model_t *p, double n, double k)
     return p->latency + (k - 1) * period + hops_of(p) * s;
 }
 
+/* Chunk counts beyond this cannot help a path meet time T: each chunk
+ * costs at least its chunk_cost in the pipeline. */
+static double k_limit(const crux_tl_path_model_t *p, double T)
+{
+    double k = p->chunk_cost > 0 ? floor((T - p->latency) / p->chunk_cost) + 1 : KMAX;
+    return k < 1 ? 1 : k > KMAX ? KMAX : k;
+}
+
 double crux_tl_path_time(const crux_tl_path_model_t *p, size_t bytes, size_t *chunks)
 {
     if (bytes == 0) {
@@ -52,6 +63,12 @@ double crux_tl_path_time(const crux_tl_path_model_t *p, size_t bytes, size_t *ch
     double n = (double)bytes;
     size_t lo = p->max_chunk > 0 ? (bytes + p->max_chunk - 1) / p->max_chunk : 1;
     size_t hi = bytes < KMAX ? bytes : KMAX;
+    /* more chunks than the fewest allowed take longer once their costs
+     * alone exceed the fewest's time */
+    size_t useful = lo + (size_t)k_limit(p, time_k(p, n, (double)lo));
+    if (useful < hi) {
+        hi = useful;
+    }
     if (hi < lo) {
         hi = lo;
     }
@@ -78,36 +95,44 @@ double crux_tl_path_time(const crux_tl_path_model_t *p, size_t bytes, size_t *ch
     return best_t;
 }
 
-/* The most bytes the path moves in k chunks by time T. */
-static double bytes_k(const crux_tl_path_model_t *p, double T, double k)
+/* The largest chunk, in bytes and not rounded, that k chunks may have for
+ * the path to finish by time T. */
+static double chunk_k(const crux_tl_path_model_t *p, double T, double k)
 {
     double h = hops_of(p), D = depth_of(p), L = p->latency;
     double s_stream = (T - L) / (k - 1 + h);                            /* period = s */
     double s_window = (T - L - (k - 1) * L / D) / (h * (k - 1 + D) / D); /* period = flight / D */
-    double chunk = floor((fmin(s_stream, s_window) - p->chunk_cost) * p->bandwidth);
-    if (p->max_chunk > 0 && chunk > (double)p->max_chunk) {
-        chunk = (double)p->max_chunk;
-    }
+    double chunk = (fmin(s_stream, s_window) - p->chunk_cost) * p->bandwidth;
+    return p->max_chunk > 0 && chunk > (double)p->max_chunk ? (double)p->max_chunk : chunk;
+}
+
+/* The most bytes the path moves in k chunks by time T: whole-byte chunks. */
+static double bytes_k(const crux_tl_path_model_t *p, double T, double k)
+{
+    double chunk = floor(chunk_k(p, T, k));
     return chunk >= 1 ? k * chunk : 0.0;
 }
 
-/* The most bytes the path moves by time T (its inverse of crux_tl_path_time). */
+/* The most bytes the path moves by time T (its inverse of crux_tl_path_time).
+ * k * chunk_k is concave in k: binary search for where it stops growing
+ * (on the unrounded chunk: rounding to whole bytes makes ripples larger
+ * than the slope when chunks are many), then the whole-byte values near. */
 static double max_bytes(const crux_tl_path_model_t *p, double T)
 {
     if (!(p->bandwidth > 0) || T <= p->latency) {
         return 0.0;
     }
-    double lo = 1, hi = KMAX;
-    while (hi - lo > 4) {
-        double m1 = floor(lo + (hi - lo) / 3), m2 = ceil(hi - (hi - lo) / 3);
-        if (bytes_k(p, T, m1) >= bytes_k(p, T, m2)) {
-            hi = m2;
+    double lo = 1, hi = k_limit(p, T);
+    while (hi - lo > 2) {
+        double mid = floor(0.5 * (lo + hi));
+        if ((mid + 1) * chunk_k(p, T, mid + 1) > mid * chunk_k(p, T, mid)) {
+            lo = mid + 1;
         } else {
-            lo = m1;
+            hi = mid;
         }
     }
     double best = 0.0;
-    for (double k = lo; k <= hi; k++) {
+    for (double k = fmax(1, lo - 2); k <= hi + 2; k++) {
         best = fmax(best, bytes_k(p, T, k));
     }
     return best;
@@ -156,7 +181,7 @@ static double carry(const crux_tl_plan_input_t *in, double T, const double *cap,
     double A[(CRUX_TL_MAX_PATHS + CRUX_TL_MAX_RESOURCES) * CRUX_TL_MAX_PATHS];
     double b[CRUX_TL_MAX_PATHS + CRUX_TL_MAX_RESOURCES], y[CRUX_TL_MAX_PATHS];
     unsigned rows = 0, shared = 0;
-    memset(A, 0, sizeof(A));
+    memset(A, 0, sizeof(double) * (cols + CRUX_TL_MAX_RESOURCES) * cols);
     for (unsigned j = 0; j < cols; j++) {
         A[rows * cols + j] = 1.0;
         b[rows++] = cap[idx[j]];
@@ -298,7 +323,12 @@ crux_status_t crux_tl_plan(const crux_tl_plan_input_t *in, size_t bytes, crux_tl
     if (bytes == 0) {
         return CRUX_OK;
     }
-    double x[CRUX_TL_MAX_PATHS], lo = 0.0;
+    /* a lower bound: every path at full bandwidth from time zero */
+    double x[CRUX_TL_MAX_PATHS], lo, rate = 0.0;
+    for (unsigned i = 0; i < in->npaths; i++) {
+        rate += in->path[i].bandwidth > 0 ? in->path[i].bandwidth : 0.0;
+    }
+    lo = (double)bytes / rate;
     hi *= 1.0 + 1e-9;
     double total = feasible(in, hi, x);
     if (!(total > 0)) {   /* rounding at the very edge: the fastest path alone */
@@ -306,15 +336,29 @@ crux_status_t crux_tl_plan(const crux_tl_plan_input_t *in, size_t bytes, crux_tl
         x[fastest] = (double)bytes;
         total = (double)bytes;
     }
-    for (int step = 0; step < BISECT_STEPS && hi - lo > 1e-6 * hi; step++) {
-        double mid = 0.5 * (lo + hi), y[CRUX_TL_MAX_PATHS];
-        double carried = feasible(in, mid, y);
-        if (carried >= (double)bytes) {
-            hi = mid;
+    /* The bytes carried grow with the deadline, nearly linearly for large
+     * messages: regula falsi (Illinois) finds where they reach the message
+     * in a few steps. */
+    double g_hi = total - (double)bytes, g_lo = feasible(in, lo, (double[CRUX_TL_MAX_PATHS]){ 0 }) - (double)bytes;
+    int kept = 0;   /* which end stayed last time: -1 lo, 1 hi */
+    for (int step = 0; step < BISECT_STEPS && hi - lo > PRECISION * hi && g_lo < 0; step++) {
+        double T = hi - g_hi * (hi - lo) / (g_hi - g_lo), y[CRUX_TL_MAX_PATHS];
+        if (!(T > lo && T < hi)) {
+            T = 0.5 * (lo + hi);
+        }
+        double carried = feasible(in, T, y), g = carried - (double)bytes;
+        if (g >= 0) {
+            hi = T;
+            g_hi = g;
             total = carried;
             memcpy(x, y, sizeof(x));
+            g_lo = kept == -1 ? 0.5 * g_lo : g_lo;
+            kept = -1;
         } else {
-            lo = mid;
+            lo = T;
+            g_lo = g;
+            g_hi = kept == 1 ? 0.5 * g_hi : g_hi;
+            kept = 1;
         }
     }
     size_t share[CRUX_TL_MAX_PATHS];
