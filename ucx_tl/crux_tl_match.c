@@ -132,7 +132,10 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         return CRUX_ERR_UNSUPPORTED;   /* mixed host and device, or no IPC handle */
     }
     for (unsigned j = 0; j < all; j++) {
-        if (x->params.channels == 0 || (x->params.channels & (1u << candidates[j]))) {
+        const crux_tl_chan_t *c = pair->chan[candidates[j]];
+        int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
+                      (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
+        if (kind_on && (x->params.channels == 0 || (x->params.channels & (1u << candidates[j])))) {
             index[n++] = candidates[j];
         }
     }

@@ -140,17 +140,23 @@ static int t_staging(void)
     return 0;
 }
 
-static crux_tl_engine_t *cuda_engine(crux_tl_context_t **ctx, const char *calib_path, int peers)
+static crux_tl_engine_t *cuda_engine_kinds(crux_tl_context_t **ctx, const char *calib_path,
+                                           int peers, unsigned kinds)
 {
     crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
     crux_tl_engine_t *e = NULL;
-    cfg.kinds = CRUX_TL_KINDS_CUDA;
+    cfg.kinds = kinds;
     cfg.max_peers = peers;
     cfg.calib_path = calib_path;
     if (crux_tl_context_open(NULL, ctx) != CRUX_OK || crux_tl_engine_create(*ctx, &cfg, &e) != CRUX_OK) {
         return NULL;
     }
     return e;
+}
+
+static crux_tl_engine_t *cuda_engine(crux_tl_context_t **ctx, const char *calib_path, int peers)
+{
+    return cuda_engine_kinds(ctx, calib_path, peers, CRUX_TL_KINDS_CUDA);
 }
 
 /* Send sizes over each of 'nchan' CUDA channels alone and all together. */
@@ -199,6 +205,32 @@ static int t_engine_loopback(void)
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
     return rc;
+}
+
+/* The engine's kinds decide which CUDA channels a transfer may use. */
+static int t_engine_kinds(void)
+{
+    const size_t bytes = 32u << 20;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine_kinds(&ctx, "", 2, CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST));
+    crux_tl_pair_t *pair;
+    void *src = device_pattern(0, bytes, 9), *dst = device_pattern(0, bytes, 0);
+    crux_tl_xfer_t *x, *y;
+    if (e == NULL || src == NULL || dst == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK ||
+        crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK || crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK ||
+        crux_tl_xfer_wait(y) != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK) FAIL(1);
+    crux_tl_chan_attr_t attrs[4];
+    const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(y);
+    if (!device_holds(dst, bytes, 9) || st->nstripes != 1 || crux_tl_pair_channels(pair, attrs, 4) < 1 ||
+        attrs[st->stripe[0].channel].kind != CRUX_TL_CHAN_CUDA_HOST) FAIL(2);
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return 0;
 }
 
 /* A path staged through a second GPU, next to the direct and host ones. */
@@ -368,6 +400,7 @@ static const struct {
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
+    { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
