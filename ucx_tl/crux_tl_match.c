@@ -142,6 +142,11 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
     if (n == 0) {
         return CRUX_ERR_UNSUPPORTED;
     }
+    for (unsigned j = 0; j < n; j++) {
+        if (pair->chan[index[j]]->attr.kind == CRUX_TL_CHAN_CMA_GET) {
+            x->steal_index = (int)index[j];   /* host_candidates kept it: usable */
+        }
+    }
     crux_status_t status = CRUX_OK;
     const crux_tl_plan_entry_t *e = plan_cached(pair, x, index, n, &status);
     if (e == NULL) {
@@ -164,6 +169,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         run->chunk  = s->chunk;
         run->depth  = s->depth;
         x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT;
+        x->sender_runs += !receiver_acts(run->kind);
         x->stats.stripe[x->nruns].channel = e->index[j];
         x->stats.stripe[x->nruns].chunk   = s->chunk;
         x->stats.stripe[x->nruns].depth   = s->depth;
@@ -187,6 +193,7 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     }
     crux_tl_wire_buf_t sbuf = w->buf;
     x->peer_addr = sbuf.addr;
+    x->steal_index = -1;
     x->t_matched = crux_tl_now();
     crux_status_t status = plan_transfer(pair, x, &sbuf);
     if (status != CRUX_OK) {
@@ -210,6 +217,7 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
             .bytes = x->run[i].bytes, .chunk = x->run[i].chunk,
         };
     }
+    r->claim = CLAIM_OPEN;
     pair->recv_busy[k] = 1;
     mp_store(&r->seq, x->seq + 1);
     x->state = XFER_ACTIVE;

@@ -15,7 +15,13 @@
  *      it also tells the receiver that the sender stopped reading its plan);
  *      the receiver publishes recv_done when every byte has landed (and after
  *      send_done when the sender pushed), and the sender completes on it.
- * A ring entry is reused only when both sides are done with its transfer. */
+ * A ring entry is reused only when both sides are done with its transfer.
+ *
+ * The sender claims the stripes it pushes when it takes the plan.  If it
+ * has not by the time the receiver finished its own stripes and a grace
+ * period passed (it may not be running: oversubscribed nodes), the receiver
+ * claims them instead and pulls them with cma get.  The claim word is the
+ * one word both sides write, with compare-and-swap. */
 #ifndef CRUX_TL_MP_H
 #define CRUX_TL_MP_H
 
@@ -61,7 +67,12 @@ typedef struct {
     uint32_t nstripes;
     crux_tl_wire_buf_t buf;
     crux_tl_wire_stripe_t stripe[CRUX_TL_MAX_PATHS];
+    alignas(64) uint64_t claim;   /* CLAIM_*: who copies the sender's stripes */
 } crux_tl_wire_recv_t;
+
+#define CLAIM_OPEN     0
+#define CLAIM_SENDER   1
+#define CLAIM_RECEIVER 2
 
 typedef struct {
     alignas(64) uint64_t seq;     /* sequence + 1 */
@@ -197,6 +208,8 @@ struct crux_tl_xfer {
     int                 released;
     int                 failed;         /* stop issuing; drain what is in flight */
     int                 peer_pushes;    /* receiver: wait for the sender's send_done */
+    unsigned            sender_runs;    /* receiver: stripes the sender copies (put, shm) */
+    int                 steal_index;    /* receiver: cma-get channel to take them over, -1 none */
     int                 done_published; /* sender: send_done written */
     uint64_t            peer_addr;      /* the other side's buffer */
     void               *peer_mapped;    /* ... usable here (IPC mapping, shared mapping) */

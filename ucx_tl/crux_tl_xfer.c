@@ -119,6 +119,15 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         fail(x, (crux_status_t)w->status);
         return 1;
     }
+    int pushes = 0;
+    for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
+        pushes |= w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT || w->stripe[i].kind == CRUX_TL_CHAN_SHM;
+    }
+    uint64_t open_claim = CLAIM_OPEN;
+    if (pushes && !__atomic_compare_exchange_n((uint64_t *)&w->claim, &open_claim, CLAIM_SENDER, 0,
+                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        return 1;   /* the receiver took our stripes over: nothing to push */
+    }
     for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
         const crux_tl_wire_stripe_t *s = &w->stripe[i];
         if (s->kind != CRUX_TL_CHAN_CMA_PUT && s->kind != CRUX_TL_CHAN_SHM) {
@@ -230,6 +239,43 @@ static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     d->status = status;
     mp_store(&d->seq, x->seq + 1);
     finish(pair, x, status);
+    return 1;
+}
+
+/* The sender has not taken its stripes although ours are done and twice
+ * the predicted time has passed: take them over as cma gets. */
+static unsigned steal(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    if (x->sender_runs == 0 || x->steal_index < 0 || x->failed ||
+        crux_tl_now() - x->t_matched < 2 * x->stats.predicted + 20e-6) {
+        return 0;
+    }
+    for (unsigned i = 0; i < x->nruns; i++) {
+        if (x->run[i].chan != NULL && (x->run[i].inflight > 0 || x->run[i].landed < x->run[i].bytes)) {
+            return 0;
+        }
+    }
+    uint64_t open_claim = CLAIM_OPEN;
+    if (!__atomic_compare_exchange_n(&pair->mine->recv[x->seq % CRUX_TL_RING].claim, &open_claim,
+                                     CLAIM_RECEIVER, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        x->sender_runs = 0;   /* the sender is on it */
+        return 0;
+    }
+    crux_tl_chan_t *get = pair->chan[x->steal_index];
+    for (unsigned i = 0; i < x->nruns; i++) {
+        crux_tl_run_t *run = &x->run[i];
+        if (run->chan == NULL) {   /* a put or shm stripe: nothing of it was copied */
+            run->kind   = CRUX_TL_CHAN_CMA_GET;
+            run->chan   = get;
+            run->index  = (unsigned)x->steal_index;
+            run->depth  = get->attr.max_depth;
+            run->chunk  = run->chunk < get->attr.max_chunk ? run->chunk : get->attr.max_chunk;
+            run->issued = run->landed = run->chunks = 0;
+            x->stats.stripe[i].channel = run->index;
+        }
+    }
+    x->sender_runs = 0;
+    x->peer_pushes = 0;
     return 1;
 }
 
@@ -360,6 +406,7 @@ unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
             events += x->state != XFER_QUEUED;
         }
         if (x->state == XFER_ACTIVE) {
+            events += steal(pair, x);
             events += crux_tl_xfer_issue(pair, x);
         }
     }

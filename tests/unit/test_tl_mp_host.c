@@ -5,7 +5,9 @@
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -225,6 +227,88 @@ START_TEST(test_calibration_and_its_cache)
 }
 END_TEST
 
+/* A sender that publishes its buffer and then does not run for a while (an
+ * oversubscribed node): the receiver takes its stripes over and finishes
+ * without it; then the sender finds nothing left to push. */
+typedef struct {
+    double received, sender_back;
+} steal_times_t;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int sleepy_sender(fork_group_member_t *m, void *argp)
+{
+    steal_times_t *times = argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL) {
+        return 11;
+    }
+    const size_t n = 8u << 20;
+    unsigned char *buf = malloc(n + 1);
+    crux_tl_xfer_t *x;
+    int rc = 0;
+    for (int round = 0; round < 2; round++) {   /* both rounds whatever happens: barriers */
+        int sleepy = round == 0;
+        if (m->rank == 0) {
+            tl_fill(buf, n, (unsigned)round);
+            fork_group_barrier(m);
+            if (crux_tl_send(pair, buf, n, NULL, &x) != CRUX_OK) {
+                return 12;
+            }
+            crux_tl_engine_progress(t.engine);    /* published ... */
+            if (sleepy) {
+                usleep(300000);                    /* ... then away */
+                times->sender_back = now_s();
+            }
+            rc = crux_tl_xfer_wait(x) == CRUX_OK ? rc : 13;
+        } else {
+            tl_prepare_dst(buf, n, (unsigned)round);
+            fork_group_barrier(m);
+            if (crux_tl_recv(pair, buf, n, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK) {
+                return 14;
+            }
+            const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(x);
+            int pulled_all = 1;
+            for (unsigned i = 0; i < st->nstripes; i++) {
+                pulled_all &= st->stripe[i].channel == 0;   /* cma-get */
+            }
+            if (sleepy) {   /* striped, and all of it taken over while the sender slept */
+                times->received = now_s();
+                rc = st->nstripes >= 2 && pulled_all ? rc : 15;
+            }
+            if (tl_landed_once(buf, n, (unsigned)round, x) != 0) {
+                rc = 16;
+            }
+        }
+        crux_tl_xfer_release(x);
+        fork_group_barrier(m);
+    }
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    free(buf);
+    return rc;
+}
+
+START_TEST(test_receiver_takes_over_from_a_sleeping_sender)
+{
+    steal_times_t *times = mmap(NULL, sizeof(*times), PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(times != MAP_FAILED);
+    ck_assert_int_eq(fork_group_run(2, sleepy_sender, times), 0);
+    ck_assert(times->received > 0 && times->received < times->sender_back);
+    munmap(times, sizeof(*times));
+}
+END_TEST
+
 /* A peer that dies mid-transfer: the survivor's transfers fail with
  * CRUX_ERR_PEER instead of waiting forever. */
 static int dies(fork_group_member_t *m, void *argp)
@@ -295,6 +379,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_host_channels_between_two_processes);
     tcase_add_test(tc, test_without_cma_shm_carries_everything);
     tcase_add_test(tc, test_calibration_and_its_cache);
+    tcase_add_test(tc, test_receiver_takes_over_from_a_sleeping_sender);
     tcase_add_test(tc, test_dead_peer_fails_the_transfer);
     tcase_add_test(tc, test_bad_cards_and_configurations);
     suite_add_tcase(s, tc);
