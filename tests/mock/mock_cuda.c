@@ -14,7 +14,10 @@
  * MOCK_CUDA_DEVICES sets the number of devices (default 1). */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +77,26 @@ static map_t *add(uintptr_t base, size_t size, int device, const char *name)
 
 /* --- devices and contexts ------------------------------------------------------ */
 
-CUresult cuInit(unsigned flags) { return CUDA_SUCCESS; }
+/* Device memory of processes that ended without freeing it (tests exit
+ * with _exit) would stay in /dev/shm: the first cuInit of a process
+ * removes the files of processes that are gone. */
+CUresult cuInit(unsigned flags)
+{
+    static int swept;
+    DIR *dir = swept++ == 0 ? opendir("/dev/shm") : NULL;
+    for (struct dirent *d; dir != NULL && (d = readdir(dir)) != NULL;) {
+        int pid;
+        char path[300];
+        if (sscanf(d->d_name, "crux-mock-cuda.%d.", &pid) == 1 && kill(pid, 0) != 0 && errno == ESRCH) {
+            snprintf(path, sizeof(path), "/%s", d->d_name);
+            shm_unlink(path);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return CUDA_SUCCESS;
+}
 
 CUresult cuDeviceGetCount(int *count)
 {
