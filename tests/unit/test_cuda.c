@@ -353,7 +353,7 @@ static int t_device_allreduce(void)
 
 static int t_calibration(void)
 {
-    char path[] = "/tmp/crux-cuda-calib-XXXXXX", line[256];
+    char path[64] = "/tmp/crux-cuda-calib-XXXXXX", line[256];
     int fd = mkstemp(path);
     if (fd < 0) FAIL(1);
     close(fd);
@@ -375,6 +375,8 @@ static int t_calibration(void)
     if (f != NULL) {
         fclose(f);
     }
+    unlink(path);
+    strcat(path, ".lock");   /* the cache's lock file (path has room: mkstemp's name + 5) */
     unlink(path);
     return found == 3 ? 0 : 3;
 }
