@@ -7,6 +7,7 @@
  *   coll_crux_group.c      the libcrux_coll group of a communicator, lazily
  *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
  *                          step of the hierarchical Allreduce
+ *   coll_crux_device.c     Allreduce on CUDA device buffers (libcrux_dev)
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce
  * Whatever crux does not handle goes to the module that was selected before
@@ -98,6 +99,9 @@ typedef struct {
     crux_group_state_t   group_state;           /* the flat group, over all ranks */
     crux_coll_group_t   *group;
     crux_layout_t        layout;
+    crux_group_state_t   dev_state;             /* the device-buffer engine group */
+    struct crux_dev_group *dev_group;
+    struct crux_dev_stage *dev_stage;           /* pinned host buffers for staging */
     uint64_t             logged[CRUX_ALG_COUNT];   /* size classes logged at verbose 2 */
 } mca_coll_crux_module_t;
 
@@ -126,6 +130,12 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
  * algorithm does not apply (one group, groups of one, or uneven groups) */
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
 void coll_crux_layout_free(crux_layout_t *layout);
+
+/* device buffers (coll_crux_device.c) */
+bool coll_crux_is_device(const void *sbuf, const void *rbuf);
+int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, ompi_communicator_t *comm,
+                               mca_coll_crux_module_t *module);
 
 /* the hierarchical Allreduce over the layout */
 int coll_crux_allreduce_hier(mca_coll_crux_module_t *module, const crux_layout_t *layout,

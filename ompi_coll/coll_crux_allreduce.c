@@ -98,6 +98,10 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     if (count == 0) {
         return OMPI_SUCCESS;
     }
+    /* Device memory must never reach a module that is not CUDA-aware. */
+    if (coll_crux_is_device(sbuf, rbuf)) {
+        return coll_crux_allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
+    }
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
     if ((m->allreduce_algorithm == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) ||

@@ -8,6 +8,7 @@
 #include "ompi/group/group.h"
 
 #include "ompi_coll/coll_crux.h"
+#include "ompi_coll/crux_dev.h"
 
 static void crux_module_construct(mca_coll_crux_module_t *m)
 {
@@ -22,6 +23,9 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->group_state               = CRUX_GROUP_UNTRIED;
     m->group                     = NULL;
     memset(&m->layout, 0, sizeof(m->layout));
+    m->dev_state                 = CRUX_GROUP_UNTRIED;
+    m->dev_group                 = NULL;
+    m->dev_stage                 = NULL;
     memset(m->logged, 0, sizeof(m->logged));
 }
 
@@ -29,6 +33,8 @@ static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
     crux_coll_group_destroy(m->group);
     coll_crux_layout_free(&m->layout);
+    crux_dev_group_destroy(m->dev_group);
+    crux_dev_stage_destroy(m->dev_stage);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);
     }
