@@ -37,6 +37,8 @@ typedef enum {
     CRUX_ALG_FLAT            = 4,   /* flat, staging or single copy by size */
     CRUX_ALG_HIER            = 5,   /* three stages, pipelined */
     CRUX_ALG_HIER_SEQUENTIAL = 6,   /* three stages one after the other */
+    CRUX_ALG_DEVICE          = 7,   /* device buffers: GPU kernels over the engine */
+    CRUX_ALG_DEVICE_STAGED   = 8,   /* device buffers staged through host memory */
     CRUX_ALG_COUNT
 } coll_crux_alg_param_t;
 
@@ -130,6 +132,9 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
  * algorithm does not apply (one group, groups of one, or uneven groups) */
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
 void coll_crux_layout_free(crux_layout_t *layout);
+
+/* verbosity 2: each decision once per communicator, algorithm and size class */
+void coll_crux_log_choice(mca_coll_crux_module_t *module, int alg, size_t bytes, const char *why);
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);

@@ -21,14 +21,14 @@ static const char *alg_name(int alg)
     static const char *const names[CRUX_ALG_COUNT] = {
         [CRUX_ALG_AUTO] = "auto", [CRUX_ALG_STAGED] = "staged", [CRUX_ALG_CMA] = "cma",
         [CRUX_ALG_FALLBACK] = "fallback", [CRUX_ALG_FLAT] = "flat", [CRUX_ALG_HIER] = "hier",
-        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential",
+        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential", [CRUX_ALG_DEVICE] = "device",
+        [CRUX_ALG_DEVICE_STAGED] = "device staged through host",
     };
     return alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
 }
 
-/* Verbosity 2: each decision once per communicator, algorithm and size
- * class (a power of two). */
-static void log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, const char *why)
+/* Size classes are powers of two. */
+void coll_crux_log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, const char *why)
 {
     unsigned size_class = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
     if (!(m->logged[alg] & (1ull << size_class))) {
@@ -114,7 +114,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     crux_coll_group_t *group = NULL;
     const char *why;
     int alg = choose(m, bytes, &layout, &group, &why);
-    log_choice(m, alg, bytes, why);
+    coll_crux_log_choice(m, alg, bytes, why);
 
     crux_status_t status;
     switch (alg) {

@@ -90,8 +90,10 @@ int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dat
     crux_dtype_t cdtype;
     crux_op_t cop;
     crux_dev_group_t *g;
+    size_t bytes = (size_t)count * dtype->super.size;
     if (m->all_local && coll_crux_dtype(dtype, &cdtype) == 0 && coll_crux_op(op, &cop) == 0 &&
         crux_dev_reduce_supported(cdtype, cop) && (g = device_group(m)) != NULL) {
+        coll_crux_log_choice(m, CRUX_ALG_DEVICE, bytes, "");
         crux_status_t status = crux_dev_allreduce(g, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
                                                   (size_t)count, cdtype, cop);
         if (status == CRUX_OK) {
@@ -101,5 +103,6 @@ int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dat
             return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
         }
     }
+    coll_crux_log_choice(m, CRUX_ALG_DEVICE_STAGED, bytes, "");
     return staged_through_host(sbuf, rbuf, count, dtype, op, comm, m);
 }
