@@ -11,6 +11,8 @@
  *   fallback  crux_allreduce_algorithm "fallback": crux hands every call to
  *             the module it would fall back to; the baseline under
  *             `mpirun --mca coll crux`, where crux itself loads coll/tuned
+ *   flat, hier, hier-seq   crux_allreduce_algorithm "flat", "hier",
+ *             "hier-sequential": one of crux's algorithms, forced
  * so every selection runs in the same processes, on the same memory, in
  * turn, and machine noise hits them alike. */
 #include <getopt.h>
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VARIANTS 4
+#define MAX_VARIANTS 8
 #define MAX_REPS 101
 
 typedef struct {
@@ -33,6 +35,9 @@ static const variant_t known[] = {
     { "tuned", "ompi_comm_coll_preference", "^crux", MPI_COMM_NULL },
     { "han", "ompi_comm_coll_preference", "han,^crux", MPI_COMM_NULL },
     { "fallback", "crux_allreduce_algorithm", "fallback", MPI_COMM_NULL },
+    { "flat", "crux_allreduce_algorithm", "flat", MPI_COMM_NULL },
+    { "hier", "crux_allreduce_algorithm", "hier", MPI_COMM_NULL },
+    { "hier-seq", "crux_allreduce_algorithm", "hier-sequential", MPI_COMM_NULL },
 };
 
 typedef struct {
@@ -55,10 +60,12 @@ static void usage(const char *argv0)
                 "  --min, --max   message sizes in bytes, powers of two (default 4 to 64M;\n"
                 "                 K, M, G suffixes accepted)\n"
                 "  --reps N       alternations per size; medians are reported (default 7)\n"
-                "  --compare LIST comma-separated selections among crux, tuned, han and\n"
-                "                 fallback (default crux,tuned); ratios are against the first\n"
+                "  --compare LIST comma-separated selections among crux, tuned, han,\n"
+                "                 fallback, flat, hier and hier-seq (default crux,tuned);\n"
+                "                 ratios are against the first\n"
                 "  --in-place     use MPI_IN_PLACE\n"
-                "  --csv          machine-readable output\n", argv0);
+                "  --csv          machine-readable output, with bus bandwidth (GB/s,\n"
+                "                 algbw * 2(n-1)/n as nccl-tests define it)\n", argv0);
     }
 }
 
@@ -161,6 +168,9 @@ static void print_header(const options_t *o)
         for (int v = 0; v < o->nvariants; v++) {
             printf(",%s_us", o->variants[v].name);
         }
+        for (int v = 0; v < o->nvariants; v++) {
+            printf(",%s_busbw", o->variants[v].name);
+        }
         for (int v = 1; v < o->nvariants; v++) {
             printf(",%s_over_%s", o->variants[v].name, o->variants[0].name);
         }
@@ -190,6 +200,9 @@ static void print_row(const options_t *o, size_t bytes, const double *us)
         printf("%d,%zu", nranks, bytes);
         for (int v = 0; v < o->nvariants; v++) {
             printf(",%.3f", us[v]);
+        }
+        for (int v = 0; v < o->nvariants; v++) {   /* bytes per us = MB/s; /1000: GB/s */
+            printf(",%.4f", (double)bytes / us[v] / 1000.0 * 2.0 * (nranks - 1) / nranks);
         }
         for (int v = 1; v < o->nvariants; v++) {
             printf(",%.3f", us[v] / us[0]);

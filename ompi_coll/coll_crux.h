@@ -8,6 +8,9 @@
  *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
  *                          step of the hierarchical Allreduce
  *   coll_crux_device.c     Allreduce on CUDA device buffers (libcrux_dev)
+ *   coll_crux_job.c        the job's priority level, network settings and
+ *                          intra-host arbitration (crux-sched's priority file)
+ *   coll_crux_profile.c    the job's communication profile for crux-sched
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce
  * Whatever crux does not handle goes to the module that was selected before
@@ -25,6 +28,7 @@
 #include "opal/util/output.h"
 
 #include "ompi_coll/crux_coll.h"
+#include "sched/crux_arb.h"
 
 BEGIN_C_DECLS
 
@@ -55,6 +59,13 @@ typedef struct {
     size_t chunk_size;
     size_t cma_chunk_size;
     size_t stream_min_bytes;        /* results this large bypass the cache */
+    char  *job_id;                  /* the job's id in the priority file */
+    char  *priority_file;
+    int    priority_poll_ms;
+    int    arb_max_wait_us;         /* longest wait for a higher-level job */
+    char  *arb_path;
+    char  *profile_dir;
+    int    profile_interval_s;
     int    group_size;              /* > 0: groups of this many consecutive ranks */
     size_t hier_min_bytes;          /* auto: hierarchical from this size up */
     int    hier_depth;              /* chunks in the inter-group step at once */
@@ -63,6 +74,8 @@ typedef struct {
     char  *fill_components;
 
     int    output;                  /* opal_output stream for verbose messages */
+    int    service_level;           /* the job level's network settings (-1: none) */
+    int    traffic_class;
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
@@ -133,8 +146,31 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
 void coll_crux_layout_free(crux_layout_t *layout);
 
+/* the job (coll_crux_job.c): enter before crux moves an Allreduce's data,
+ * exit after; between them this process holds the host's arbitration at
+ * the job's level */
+typedef struct {
+    bool              held;
+    crux_arb_ticket_t arb;
+} coll_crux_ticket_t;
+void coll_crux_job_init(void);
+const char *coll_crux_job_id(void);
+void coll_crux_job_enter(coll_crux_ticket_t *ticket);
+void coll_crux_job_exit(coll_crux_ticket_t *ticket);
+void coll_crux_job_finalize(void);
+
+/* the profile (coll_crux_profile.c): only the job's leader records */
+double coll_crux_now(void);
+bool coll_crux_profiling(void);
+void coll_crux_profile_record(size_t bytes, double start, double end);
+
 /* verbosity 2: each decision once per communicator, algorithm and size class */
 void coll_crux_log_choice(mca_coll_crux_module_t *module, int alg, size_t bytes, const char *why);
+
+/* MPI_Allreduce on host buffers (what device buffers are staged through) */
+int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_crux_module_t *module);
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);

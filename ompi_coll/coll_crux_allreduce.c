@@ -86,21 +86,48 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
     return alg;
 }
 
-int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module)
+/* Run the chosen algorithm between the job's enter and exit. */
+static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
+               crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
+               ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
 {
-    mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
+    coll_crux_ticket_t ticket;
+    coll_crux_job_enter(&ticket);
+    int rc;
+    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+                                      alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
+                                                           : 0);
+        coll_crux_job_exit(&ticket);
+        return rc;
+    }
+    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                               (size_t)count, cdtype, cop,
+                                               alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
+                                                                   : CRUX_ALLREDUCE_STAGED);
+    coll_crux_job_exit(&ticket);
+    switch (status) {
+    case CRUX_OK:
+        return OMPI_SUCCESS;
+    case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
+        return fallback(sbuf, rbuf, count, dtype, op, m->comm, m);
+    default:
+        opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true,
+                       ompi_comm_rank(m->comm), m->comm->c_name, crux_status_string(status));
+        return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+    }
+}
+
+int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_crux_module_t *m)
+{
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     crux_dtype_t cdtype;
     crux_op_t cop;
 
     if (count == 0) {
         return OMPI_SUCCESS;
-    }
-    /* Device memory must never reach a module that is not CUDA-aware. */
-    if (coll_crux_is_device(sbuf, rbuf)) {
-        return coll_crux_allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
     }
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
@@ -115,31 +142,32 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     const char *why;
     int alg = choose(m, bytes, &layout, &group, &why);
     coll_crux_log_choice(m, alg, bytes, why);
+    if (alg == CRUX_ALG_FALLBACK) {
+        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+    }
+    return run(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop);
+}
 
-    crux_status_t status;
-    switch (alg) {
-    case CRUX_ALG_HIER:
-    case CRUX_ALG_HIER_SEQUENTIAL:
-        return coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
-                                        alg == CRUX_ALG_HIER ? (unsigned)c->hier_depth : 0);
-    case CRUX_ALG_STAGED:
-    case CRUX_ALG_CMA:
-        status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                     (size_t)count, cdtype, cop,
-                                     alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
-                                                         : CRUX_ALLREDUCE_STAGED);
-        break;
-    default:
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+/* Device memory must never reach a module that is not CUDA-aware. */
+static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                     struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m)
+{
+    if (count != 0 && coll_crux_is_device(sbuf, rbuf)) {
+        return coll_crux_allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    switch (status) {
-    case CRUX_OK:
-        return OMPI_SUCCESS;
-    case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    default:
-        opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true,
-                       ompi_comm_rank(comm), comm->c_name, crux_status_string(status));
-        return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+    return coll_crux_allreduce_host(sbuf, rbuf, count, dtype, op, comm, m);
+}
+
+int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
+    if (!coll_crux_profiling()) {
+        return allreduce(sbuf, rbuf, count, dtype, op, comm, m);
     }
+    double start = coll_crux_now();
+    int rc = allreduce(sbuf, rbuf, count, dtype, op, comm, m);
+    coll_crux_profile_record((size_t)count * dtype->super.size, start, coll_crux_now());
+    return rc;
 }

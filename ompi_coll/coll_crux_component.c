@@ -34,6 +34,8 @@ mca_coll_crux_component_t mca_coll_crux_component = {
         .collm_comm_query = mca_coll_crux_comm_query,
     },
     .output = -1,
+    .service_level = -1,
+    .traffic_class = -1,
 };
 
 static const mca_base_var_enum_value_t allreduce_algorithms[] = {
@@ -139,6 +141,36 @@ static int crux_register(void)
              "non-temporal stores, bypassing the cache (0: never)", OPAL_INFO_LVL_6,
              &c->stream_min_bytes);
 
+    c->job_id = "";
+    reg_string("job_id", "This job's id in the priority file (default: CRUX_JOB_ID, then the batch "
+               "system's job id: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID, then "
+               "mpirun's)", OPAL_INFO_LVL_4, &c->job_id);
+
+    c->priority_file = "";
+    reg_string("priority_file", "The priority file crux-sched writes (default: "
+               "CRUX_PRIORITY_FILE; none: no levels, no arbitration)", OPAL_INFO_LVL_4,
+               &c->priority_file);
+
+    c->priority_poll_ms = 1000;
+    reg_int("priority_poll_ms", "How often, at most, crux looks at the priority file again "
+            "(milliseconds)", OPAL_INFO_LVL_6, &c->priority_poll_ms);
+
+    c->arb_max_wait_us = 20000;
+    reg_int("arb_max_wait_us", "Longest wait of a transfer for a higher-level job on this host "
+            "(microseconds), so nothing starves", OPAL_INFO_LVL_6, &c->arb_max_wait_us);
+
+    c->arb_path = "";
+    reg_string("arb_path", "The host's arbitration table (default: CRUX_ARB_PATH, else "
+               "/dev/shm/crux-arb-<uid>)", OPAL_INFO_LVL_6, &c->arb_path);
+
+    c->profile_dir = "";
+    reg_string("profile_dir", "Where the job's leader writes its communication profile for "
+               "crux-sched (none: no profile)", OPAL_INFO_LVL_4, &c->profile_dir);
+
+    c->profile_interval_s = 10;
+    reg_int("profile_interval_s", "Seconds between two profiles", OPAL_INFO_LVL_6,
+            &c->profile_interval_s);
+
     c->group_size = 0;
     reg_int("group_size", "Group ranks by rank / N for the hierarchical Allreduce, instead of "
             "by node and package (0: discover)", OPAL_INFO_LVL_5, &c->group_size);
@@ -208,7 +240,13 @@ static bool params_invalid(const mca_coll_crux_component_t *c)
            (c->group_size < 0 &&
             invalid("group_size", c->group_size, "must not be negative")) ||
            ((c->hier_depth < 0 || c->hier_depth > 64) &&
-            invalid("hier_depth", c->hier_depth, "must be between 0 and 64"));
+            invalid("hier_depth", c->hier_depth, "must be between 0 and 64")) ||
+           (c->priority_poll_ms < 0 &&
+            invalid("priority_poll_ms", c->priority_poll_ms, "must not be negative")) ||
+           (c->arb_max_wait_us < 0 &&
+            invalid("arb_max_wait_us", c->arb_max_wait_us, "must not be negative")) ||
+           (c->profile_interval_s < 1 &&
+            invalid("profile_interval_s", c->profile_interval_s, "must be at least 1"));
 }
 
 static int crux_open(void)
@@ -225,6 +263,7 @@ static int crux_open(void)
 
 static int crux_close(void)
 {
+    coll_crux_job_finalize();
     coll_crux_fill_close();
     if (mca_coll_crux_component.output >= 0) {
         opal_output_close(mca_coll_crux_component.output);

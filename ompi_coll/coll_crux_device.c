@@ -35,8 +35,7 @@ static crux_dev_group_t *device_group(mca_coll_crux_module_t *m)
             .rank = ompi_comm_rank(m->comm), .size = ompi_comm_size(m->comm),
         };
         crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
-        config.tl.shm_mds = mca_coll_crux_component.shm_mds;
-        config.tl.use_cma = mca_coll_crux_component.use_cma;
+        config.tl = coll_crux_config().tl;
         crux_status_t status = crux_dev_group_create(&oob, &config, &m->dev_group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {
@@ -76,7 +75,7 @@ static int staged_through_host(const void *sbuf, void *rbuf, int count, ompi_dat
         crux_dev_copy(in, (const char *)(sbuf == MPI_IN_PLACE ? rbuf : sbuf) + lb, bytes) != CRUX_OK) {
         return OMPI_ERROR;
     }
-    int rc = mca_coll_crux_allreduce(in - lb, out - lb, count, dtype, op, comm, &m->super);
+    int rc = coll_crux_allreduce_host(in - lb, out - lb, count, dtype, op, comm, m);
     if (rc == OMPI_SUCCESS && crux_dev_copy((char *)rbuf + lb, out, bytes) != CRUX_OK) {
         rc = OMPI_ERROR;
     }
@@ -94,8 +93,11 @@ int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dat
     if (m->all_local && coll_crux_dtype(dtype, &cdtype) == 0 && coll_crux_op(op, &cop) == 0 &&
         crux_dev_reduce_supported(cdtype, cop) && (g = device_group(m)) != NULL) {
         coll_crux_log_choice(m, CRUX_ALG_DEVICE, bytes, "");
+        coll_crux_ticket_t ticket;
+        coll_crux_job_enter(&ticket);
         crux_status_t status = crux_dev_allreduce(g, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
                                                   (size_t)count, cdtype, cop);
+        coll_crux_job_exit(&ticket);
         if (status == CRUX_OK) {
             return OMPI_SUCCESS;
         }

@@ -36,6 +36,8 @@ crux_coll_config_t coll_crux_config(void)
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;
+    config.tl.service_level = c->service_level;
+    config.tl.traffic_class = c->traffic_class;
     return config;
 }
 

@@ -64,6 +64,7 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
 
     /* Alone, crux must leave no collective slot empty. */
     coll_crux_fill_comm(comm);
+    coll_crux_job_init();   /* the job's level, before any transport opens */
     m->comm = comm;
     m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);

@@ -39,9 +39,16 @@ typedef struct {
     const char *shm_mds;
     /* Open the cma transport (0: segments only). */
     int         use_cma;
+    /* The job's network settings from the scheduler's priority level (-1:
+     * unset): set on every interface crux opens whose transport has them
+     * (UCT's "SL" and "TRAFFIC_CLASS", as on InfiniBand and RoCE); the
+     * intranode transports have none. */
+    int         service_level;
+    int         traffic_class;
 } crux_tl_config_t;
 
-#define CRUX_TL_CONFIG_DEFAULT { .shm_mds = "posix,sysv", .use_cma = 1 }
+#define CRUX_TL_CONFIG_DEFAULT \
+    { .shm_mds = "posix,sysv", .use_cma = 1, .service_level = -1, .traffic_class = -1 }
 
 /* Open a context.  Fails with CRUX_ERR_NO_RESOURCE when none of the shared
  * memory domains can be opened, or when use_cma is set and cma is missing or
