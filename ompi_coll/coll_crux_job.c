@@ -140,7 +140,7 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
         __atomic_add_fetch(&job.transfers, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&job.waits, (uint64_t)t.waited, __ATOMIC_RELAXED);
         __atomic_add_fetch(&job.timeouts, (uint64_t)t.timed_out, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&job.wait_ns, t.wait_ns, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&job.wait_ns, t.waited ? t.wait_ns : 0, __ATOMIC_RELAXED);
     }
 }
 
