@@ -11,8 +11,8 @@
  *   fallback  crux_allreduce_algorithm "fallback": crux hands every call to
  *             the module it would fall back to; the baseline under
  *             `mpirun --mca coll crux`, where crux itself loads coll/tuned
- *   flat, hier, hier-seq   crux_allreduce_algorithm "flat", "hier",
- *             "hier-sequential": one of crux's algorithms, forced
+ *   flat, hier, hier-seq, engine   crux_allreduce_algorithm "flat", "hier",
+ *             "hier-sequential", "engine": one of crux's algorithms, forced
  * so every selection runs in the same processes, on the same memory, in
  * turn, and machine noise hits them alike. */
 #include <getopt.h>
@@ -38,6 +38,7 @@ static const variant_t known[] = {
     { "flat", "crux_allreduce_algorithm", "flat", MPI_COMM_NULL },
     { "hier", "crux_allreduce_algorithm", "hier", MPI_COMM_NULL },
     { "hier-seq", "crux_allreduce_algorithm", "hier-sequential", MPI_COMM_NULL },
+    { "engine", "crux_allreduce_algorithm", "engine", MPI_COMM_NULL },
 };
 
 typedef struct {
@@ -61,7 +62,8 @@ static void usage(const char *argv0)
                 "                 K, M, G suffixes accepted)\n"
                 "  --reps N       alternations per size; medians are reported (default 7)\n"
                 "  --compare LIST comma-separated selections among crux, tuned, han,\n"
-                "                 fallback, flat, hier and hier-seq (default crux,tuned);\n"
+                "                 fallback, flat, hier, hier-seq and engine (default\n"
+                "                 crux,tuned);\n"
                 "                 ratios are against the first\n"
                 "  --in-place     use MPI_IN_PLACE\n"
                 "  --csv          machine-readable output, with bus bandwidth (GB/s,\n"

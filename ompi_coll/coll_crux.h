@@ -43,6 +43,7 @@ typedef enum {
     CRUX_ALG_HIER_SEQUENTIAL = 6,   /* three stages one after the other */
     CRUX_ALG_DEVICE          = 7,   /* device buffers: GPU kernels over the engine */
     CRUX_ALG_DEVICE_STAGED   = 8,   /* device buffers staged through host memory */
+    CRUX_ALG_ENGINE          = 9,   /* flat, over the multipath engine (libcrux_dev) */
     CRUX_ALG_COUNT
 } coll_crux_alg_param_t;
 
@@ -174,6 +175,10 @@ int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datat
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);
+/* the flat Allreduce over the multipath engine, for host or device buffers */
+int coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf, void *rbuf,
+                               int count, crux_dtype_t cdtype, crux_op_t cop);
+struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
 int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                                struct ompi_op_t *op, ompi_communicator_t *comm,
                                mca_coll_crux_module_t *module);

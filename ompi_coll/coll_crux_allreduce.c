@@ -22,7 +22,7 @@ static const char *alg_name(int alg)
         [CRUX_ALG_AUTO] = "auto", [CRUX_ALG_STAGED] = "staged", [CRUX_ALG_CMA] = "cma",
         [CRUX_ALG_FALLBACK] = "fallback", [CRUX_ALG_FLAT] = "flat", [CRUX_ALG_HIER] = "hier",
         [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential", [CRUX_ALG_DEVICE] = "device",
-        [CRUX_ALG_DEVICE_STAGED] = "device staged through host",
+        [CRUX_ALG_DEVICE_STAGED] = "device staged through host", [CRUX_ALG_ENGINE] = "engine",
     };
     return alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
 }
@@ -70,6 +70,13 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
         *why = "the flat algorithm needs every rank on one node";
         return CRUX_ALG_FALLBACK;
     }
+    if (alg == CRUX_ALG_ENGINE) {
+        if (coll_crux_engine_group(m) == NULL) {
+            *why = "no multipath engine";
+            return CRUX_ALG_FALLBACK;
+        }
+        return alg;
+    }
     *group = coll_crux_get_group(m);
     if (*group == NULL) {
         *why = "no shared memory";
@@ -91,6 +98,11 @@ static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
                crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
                ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
 {
+    if (alg == CRUX_ALG_ENGINE) {
+        int rc = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
+        return rc == OMPI_ERR_NOT_SUPPORTED ? fallback(sbuf, rbuf, count, dtype, op, m->comm, m)
+                                            : rc;
+    }
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);
     int rc;

@@ -46,6 +46,7 @@ static const mca_base_var_enum_value_t allreduce_algorithms[] = {
     { CRUX_ALG_FLAT, "flat" },
     { CRUX_ALG_HIER, "hier" },
     { CRUX_ALG_HIER_SEQUENTIAL, "hier-sequential" },
+    { CRUX_ALG_ENGINE, "engine" },
     { 0, NULL },
 };
 
@@ -109,7 +110,7 @@ static int crux_register(void)
         "Force an Allreduce algorithm: auto (by layout and size), flat (two stages, by size), "
         "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
         "across groups, pipelined), hier-sequential (the three stages one after the other), "
-        "fallback (the previously selected module)",
+        "engine (flat, over the multipath engine), fallback (the previously selected module)",
         MCA_BASE_VAR_TYPE_INT, algs, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->allreduce_algorithm);
     OBJ_RELEASE(algs);

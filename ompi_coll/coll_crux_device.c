@@ -25,9 +25,9 @@ static int comm_allgather(const void *sbuf, void *rbuf, size_t length, void *arg
                                  m->comm, m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
 }
 
-/* The engine group for device buffers, created on first use; NULL when it
- * cannot be had (then device buffers are staged through the host). */
-static crux_dev_group_t *device_group(mca_coll_crux_module_t *m)
+/* The engine group, created on first use; NULL when it cannot be had (then
+ * device buffers are staged through the host). */
+crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     if (m->dev_state == CRUX_GROUP_UNTRIED) {
         crux_coll_oob_t oob = {
@@ -40,7 +40,7 @@ static crux_dev_group_t *device_group(mca_coll_crux_module_t *m)
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {
             m->dev_group = NULL;
-            CRUX_VERBOSE(1, "communicator %s: no device transport (%s): device buffers are "
+            CRUX_VERBOSE(1, "communicator %s: no multipath engine (%s): device buffers are "
                             "staged through host memory", m->comm->c_name,
                          crux_status_string(status));
         }
@@ -82,27 +82,32 @@ static int staged_through_host(const void *sbuf, void *rbuf, int count, ompi_dat
     return rc;
 }
 
+int coll_crux_allreduce_engine(mca_coll_crux_module_t *m, const void *sbuf, void *rbuf,
+                               int count, crux_dtype_t cdtype, crux_op_t cop)
+{
+    coll_crux_ticket_t ticket;
+    coll_crux_job_enter(&ticket);
+    crux_status_t status = crux_dev_allreduce(m->dev_group, sbuf == MPI_IN_PLACE ? NULL : sbuf,
+                                              rbuf, (size_t)count, cdtype, cop);
+    coll_crux_job_exit(&ticket);
+    return status == CRUX_OK ? OMPI_SUCCESS
+         : status == CRUX_ERR_UNSUPPORTED ? OMPI_ERR_NOT_SUPPORTED
+         : status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+}
+
 int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                                struct ompi_op_t *op, ompi_communicator_t *comm,
                                mca_coll_crux_module_t *m)
 {
     crux_dtype_t cdtype;
     crux_op_t cop;
-    crux_dev_group_t *g;
     size_t bytes = (size_t)count * dtype->super.size;
     if (m->all_local && coll_crux_dtype(dtype, &cdtype) == 0 && coll_crux_op(op, &cop) == 0 &&
-        crux_dev_reduce_supported(cdtype, cop) && (g = device_group(m)) != NULL) {
+        crux_dev_reduce_supported(cdtype, cop) && coll_crux_engine_group(m) != NULL) {
         coll_crux_log_choice(m, CRUX_ALG_DEVICE, bytes, "");
-        coll_crux_ticket_t ticket;
-        coll_crux_job_enter(&ticket);
-        crux_status_t status = crux_dev_allreduce(g, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                                  (size_t)count, cdtype, cop);
-        coll_crux_job_exit(&ticket);
-        if (status == CRUX_OK) {
-            return OMPI_SUCCESS;
-        }
-        if (status != CRUX_ERR_UNSUPPORTED) {
-            return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+        int rc = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
+        if (rc != OMPI_ERR_NOT_SUPPORTED) {
+            return rc;
         }
     }
     coll_crux_log_choice(m, CRUX_ALG_DEVICE_STAGED, bytes, "");

@@ -21,6 +21,11 @@ for alg in staged cma; do
     expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
   done
 done
+for np in 2 3; do
+  run_mpi $np "engine forced" --mca coll_crux_allreduce_algorithm engine "${verbose[@]}" -- \
+    $prog counts bits comms
+  expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: engine" "[np=$np engine forced] the multipath engine ran"
+done
 run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 -- \
   $prog counts bits
 run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" -- $prog counts
