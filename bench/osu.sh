@@ -33,11 +33,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 # The argument sets to validate a benchmark with, one per line, from its help
 # text: each type it knows for -T (7.x: mpi_char, mpi_int, mpi_float), each
-# also in place when it has -l.
+# also in place when it has -l.  Not mpi_char: OSU 7.4 computes the expected
+# sums of chars without their wrap-around, so its check fails with Open MPI
+# alone (see the README).
 osu_variants() {
   local help types t
   help=$("$1" -h 2>&1)
-  types=$(sed -n 's/.*-T, --type *\[\([^]]*\)\].*/\1/p' <<<"$help" | tr ',' ' ' | sed 's/\ball\b//')
+  types=$(sed -n 's/.*-T, --type *\[\([^]]*\)\].*/\1/p' <<<"$help" | tr ',' ' ' |
+          sed 's/\ball\b//; s/\bmpi_char\b//')
   [ -n "$types" ] || { echo "-"; return; }
   for t in $types; do
     echo "-T $t"
@@ -47,11 +50,12 @@ osu_variants() {
 
 # validated_run NP COLL-SELECTION BENCH ARGS...: 0 when every size passed
 validated_run() {
-  local np=$1 sel=$2 bench=$3 out check=""
+  local np=$1 sel=$2 bench=$3 out help opts=(-i 20 -x 5)
   shift 3
-  "$bench" -h 2>&1 | grep -q -- "--validation" && check=-c
-  out=$(timeout 600 mpirun -np "$np" --mca coll "$sel" "$bench" "$@" $check -m 1:4194304 \
-        -i 20 -x 5 2>&1)
+  help=$("$bench" -h 2>&1)
+  grep -q -- "--validation" <<<"$help" && opts+=(-c)
+  grep -q -- "--message-size" <<<"$help" && opts+=(-m 1:4194304)
+  out=$(timeout 600 mpirun -np "$np" --mca coll "$sel" "$bench" "$@" "${opts[@]}" 2>&1 </dev/null)
   [ $? -eq 0 ] || return 1
   # benchmarks without data (barriers) print no validation column
   grep -q "Validation" <<<"$out" || return 0
