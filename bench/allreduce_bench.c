@@ -3,11 +3,16 @@
  * micro-benchmarks time a call (warm-up, many iterations, the slowest rank's
  * average), and report medians and ratios.
  *
- * Each selection is a communicator duplicated with Open MPI's
- * "ompi_comm_coll_preference" info key:
- *   crux   the normal selection, crux included (crux wins by priority)
- *   tuned  "^crux": what Open MPI picks without crux (coll/tuned)
- *   han    "han,^crux": coll/han first, without crux
+ * Each selection is a communicator duplicated with an info key:
+ *   crux      the normal selection, crux included (crux wins by priority)
+ *   tuned     ompi_comm_coll_preference "^crux": what Open MPI picks without
+ *             crux (coll/tuned)
+ *   han       ompi_comm_coll_preference "han,^crux": coll/han first
+ *   fallback  crux_allreduce_algorithm "fallback": crux hands every call to
+ *             the module it would fall back to; the baseline under
+ *             `mpirun --mca coll crux`, where crux itself loads coll/tuned
+ *   flat, hier, hier-seq, engine   crux_allreduce_algorithm "flat", "hier",
+ *             "hier-sequential", "engine": one of crux's algorithms, forced
  * so every selection runs in the same processes, on the same memory, in
  * turn, and machine noise hits them alike. */
 #include <getopt.h>
@@ -16,19 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VARIANTS 4
+#define MAX_VARIANTS 8
 #define MAX_REPS 101
 
 typedef struct {
     const char *name;
-    const char *preference;   /* NULL: default selection */
+    const char *key, *value;   /* info key; NULL: default selection */
     MPI_Comm    comm;
 } variant_t;
 
 static const variant_t known[] = {
-    { "crux", NULL, MPI_COMM_NULL },
-    { "tuned", "^crux", MPI_COMM_NULL },
-    { "han", "han,^crux", MPI_COMM_NULL },
+    { "crux", NULL, NULL, MPI_COMM_NULL },
+    { "tuned", "ompi_comm_coll_preference", "^crux", MPI_COMM_NULL },
+    { "han", "ompi_comm_coll_preference", "han,^crux", MPI_COMM_NULL },
+    { "fallback", "crux_allreduce_algorithm", "fallback", MPI_COMM_NULL },
+    { "flat", "crux_allreduce_algorithm", "flat", MPI_COMM_NULL },
+    { "hier", "crux_allreduce_algorithm", "hier", MPI_COMM_NULL },
+    { "hier-seq", "crux_allreduce_algorithm", "hier-sequential", MPI_COMM_NULL },
+    { "engine", "crux_allreduce_algorithm", "engine", MPI_COMM_NULL },
 };
 
 typedef struct {
@@ -51,10 +61,13 @@ static void usage(const char *argv0)
                 "  --min, --max   message sizes in bytes, powers of two (default 4 to 64M;\n"
                 "                 K, M, G suffixes accepted)\n"
                 "  --reps N       alternations per size; medians are reported (default 7)\n"
-                "  --compare LIST comma-separated selections among crux, tuned, han\n"
-                "                 (default crux,tuned); ratios are against the first\n"
+                "  --compare LIST comma-separated selections among crux, tuned, han,\n"
+                "                 fallback, flat, hier, hier-seq and engine (default\n"
+                "                 crux,tuned);\n"
+                "                 ratios are against the first\n"
                 "  --in-place     use MPI_IN_PLACE\n"
-                "  --csv          machine-readable output\n", argv0);
+                "  --csv          machine-readable output, with bus bandwidth (GB/s,\n"
+                "                 algbw * 2(n-1)/n as nccl-tests define it)\n", argv0);
     }
 }
 
@@ -157,6 +170,9 @@ static void print_header(const options_t *o)
         for (int v = 0; v < o->nvariants; v++) {
             printf(",%s_us", o->variants[v].name);
         }
+        for (int v = 0; v < o->nvariants; v++) {
+            printf(",%s_busbw", o->variants[v].name);
+        }
         for (int v = 1; v < o->nvariants; v++) {
             printf(",%s_over_%s", o->variants[v].name, o->variants[0].name);
         }
@@ -187,6 +203,9 @@ static void print_row(const options_t *o, size_t bytes, const double *us)
         for (int v = 0; v < o->nvariants; v++) {
             printf(",%.3f", us[v]);
         }
+        for (int v = 0; v < o->nvariants; v++) {   /* bytes per us = MB/s; /1000: GB/s */
+            printf(",%.4f", (double)bytes / us[v] / 1000.0 * 2.0 * (nranks - 1) / nranks);
+        }
         for (int v = 1; v < o->nvariants; v++) {
             printf(",%.3f", us[v] / us[0]);
         }
@@ -216,9 +235,9 @@ int main(int argc, char **argv)
     }
     for (int v = 0; v < o.nvariants; v++) {
         MPI_Info info = MPI_INFO_NULL;
-        if (o.variants[v].preference != NULL) {
+        if (o.variants[v].key != NULL) {
             MPI_Info_create(&info);
-            MPI_Info_set(info, "ompi_comm_coll_preference", o.variants[v].preference);
+            MPI_Info_set(info, o.variants[v].key, o.variants[v].value);
         }
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &o.variants[v].comm);
         if (info != MPI_INFO_NULL) {

@@ -5,6 +5,12 @@
  *   coll_crux_module.c     per-communicator module, fallback bookkeeping
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll group of a communicator, lazily
+ *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
+ *                          step of the hierarchical Allreduce
+ *   coll_crux_device.c     Allreduce on CUDA device buffers (libcrux_dev)
+ *   coll_crux_job.c        the job's priority level, network settings and
+ *                          intra-host arbitration (crux-sched's priority file)
+ *   coll_crux_profile.c    the job's communication profile for crux-sched
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce
  * Whatever crux does not handle goes to the module that was selected before
@@ -22,15 +28,23 @@
 #include "opal/util/output.h"
 
 #include "ompi_coll/crux_coll.h"
+#include "sched/crux_arb.h"
 
 BEGIN_C_DECLS
 
 /* What coll_crux_allreduce_algorithm can force. */
 typedef enum {
-    CRUX_ALG_AUTO     = 0,
-    CRUX_ALG_STAGED   = 1,
-    CRUX_ALG_CMA      = 2,
-    CRUX_ALG_FALLBACK = 3,   /* always the previous module */
+    CRUX_ALG_AUTO            = 0,
+    CRUX_ALG_STAGED          = 1,   /* flat, shared-memory staging */
+    CRUX_ALG_CMA             = 2,   /* flat, single copy */
+    CRUX_ALG_FALLBACK        = 3,   /* always the previous module */
+    CRUX_ALG_FLAT            = 4,   /* flat, staging or single copy by size */
+    CRUX_ALG_HIER            = 5,   /* three stages, pipelined */
+    CRUX_ALG_HIER_SEQUENTIAL = 6,   /* three stages one after the other */
+    CRUX_ALG_DEVICE          = 7,   /* device buffers: GPU kernels over the engine */
+    CRUX_ALG_DEVICE_STAGED   = 8,   /* device buffers staged through host memory */
+    CRUX_ALG_ENGINE          = 9,   /* flat, over the multipath engine (libcrux_dev) */
+    CRUX_ALG_COUNT
 } coll_crux_alg_param_t;
 
 typedef struct {
@@ -45,11 +59,24 @@ typedef struct {
     size_t stage_size;
     size_t chunk_size;
     size_t cma_chunk_size;
+    size_t stream_min_bytes;        /* results this large bypass the cache */
+    char  *job_id;                  /* the job's id in the priority file */
+    char  *priority_file;
+    int    priority_poll_ms;
+    int    arb_max_wait_us;         /* longest wait for a higher-level job */
+    char  *arb_path;
+    char  *profile_dir;
+    int    profile_interval_s;
+    int    group_size;              /* > 0: groups of this many consecutive ranks */
+    size_t hier_min_bytes;          /* auto: hierarchical from this size up */
+    int    hier_depth;              /* chunks in the inter-group step at once */
     bool   use_cma;
     char  *shm_mds;
     char  *fill_components;
 
     int    output;                  /* opal_output stream for verbose messages */
+    int    service_level;           /* the job level's network settings (-1: none) */
+    int    traffic_class;
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
@@ -59,6 +86,17 @@ typedef enum {
     CRUX_GROUP_READY,
     CRUX_GROUP_FAILED,    /* could not be set up: this communicator falls back */
 } crux_group_state_t;
+
+/* How a communicator's ranks split into groups (coll_crux_hier.c). */
+typedef struct {
+    crux_group_state_t   state;       /* READY: usable for the hierarchical algorithm */
+    ompi_communicator_t *local_comm;  /* the ranks of this rank's group */
+    ompi_communicator_t *cross_comm;  /* local rank i of every group */
+    crux_coll_group_t   *group;       /* shared memory among local_comm's ranks */
+    bool                 cross_local; /* the cross communicator is on this node */
+    int                  groups;
+    int                  per_group;
+} crux_layout_t;
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -71,9 +109,16 @@ typedef struct {
     mca_coll_base_module_t             *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_group_state_t   group_state;
+    int                  allreduce_algorithm;   /* coll_crux_alg_param_t */
+    bool                 all_local;             /* every rank on this node */
+    bool                 building;              /* making subcommunicators: fall back */
+    crux_group_state_t   group_state;           /* the flat group, over all ranks */
     crux_coll_group_t   *group;
-    unsigned             logged_choices;   /* bit per algorithm, for verbose 2 */
+    crux_layout_t        layout;
+    crux_group_state_t   dev_state;             /* the device-buffer engine group */
+    struct crux_dev_group *dev_group;
+    struct crux_dev_stage *dev_stage;           /* pinned host buffers for staging */
+    uint64_t             logged[CRUX_ALG_COUNT];   /* size classes logged at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
@@ -88,8 +133,65 @@ int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_thre
 int coll_crux_fill_comm(ompi_communicator_t *comm);
 void coll_crux_fill_close(void);
 
+/* libcrux_coll's configuration from the MCA parameters, and group creation
+ * kept apart between threads (UCX's component discovery is process-wide) */
+crux_coll_config_t coll_crux_config(void);
+crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
+                                     crux_coll_group_t **group_p);
+
 /* the group behind a communicator; NULL when it cannot be had */
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
+
+/* the communicator's groups, built on first use; NULL when the hierarchical
+ * algorithm does not apply (one group, groups of one, or uneven groups) */
+const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
+void coll_crux_layout_free(crux_layout_t *layout);
+
+/* the job (coll_crux_job.c): enter before crux moves an Allreduce's data,
+ * exit after; between them this process holds the host's arbitration at
+ * the job's level */
+typedef struct {
+    bool              held;
+    crux_arb_ticket_t arb;
+} coll_crux_ticket_t;
+void coll_crux_job_init(void);
+const char *coll_crux_job_id(void);
+void coll_crux_job_enter(coll_crux_ticket_t *ticket);
+void coll_crux_job_exit(coll_crux_ticket_t *ticket);
+void coll_crux_job_finalize(void);
+
+/* the profile (coll_crux_profile.c): only the job's leader records */
+double coll_crux_now(void);
+bool coll_crux_profiling(void);
+void coll_crux_profile_record(size_t bytes, double start, double end);
+
+/* verbosity 2: each decision once per communicator, algorithm and size class */
+void coll_crux_log_choice(mca_coll_crux_module_t *module, int alg, size_t bytes, const char *why);
+
+/* MPI_Allreduce on host buffers (what device buffers are staged through) */
+int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_crux_module_t *module);
+
+/* device buffers (coll_crux_device.c) */
+bool coll_crux_is_device(const void *sbuf, const void *rbuf);
+/* the flat Allreduce over the multipath engine, for host or device buffers */
+int coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf, void *rbuf,
+                               int count, crux_dtype_t cdtype, crux_op_t cop);
+struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, ompi_communicator_t *comm,
+                               mca_coll_crux_module_t *module);
+
+/* the hierarchical Allreduce over the layout */
+int coll_crux_allreduce_hier(mca_coll_crux_module_t *module, const crux_layout_t *layout,
+                             const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
+                             unsigned depth);
+
+/* The algorithm a communicator asked for with the info key
+ * "crux_allreduce_algorithm", else the MCA parameter's. */
+int coll_crux_comm_algorithm(ompi_communicator_t *comm);
 
 /* datatype and op translation: 0 on success, -1 when crux has no kernel */
 int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out);

@@ -1,7 +1,8 @@
-/* MPI_Allreduce: translate the arguments, run crux's flat Allreduce on the
- * communicator's group, or hand the call to the previous module when crux
- * cannot do it (user-defined ops, derived datatypes, MINLOC/MAXLOC, small
- * messages, a communicator without shared memory). */
+/* MPI_Allreduce: translate the arguments, choose crux's flat algorithm (one
+ * node) or its hierarchical one (groups across nodes or packages), or hand
+ * the call to the previous module when crux cannot do it (user-defined ops,
+ * derived datatypes, MINLOC/MAXLOC, small messages, uneven groups, a
+ * communicator without shared memory). */
 #include "ompi_config.h"
 
 #include "opal/util/show_help.h"
@@ -15,29 +16,124 @@ static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt
                                  m->previous_allreduce_module);
 }
 
-static crux_allreduce_alg_t forced_algorithm(void)
+static const char *alg_name(int alg)
 {
-    switch (mca_coll_crux_component.allreduce_algorithm) {
-    case CRUX_ALG_STAGED: return CRUX_ALLREDUCE_STAGED;
-    case CRUX_ALG_CMA:    return CRUX_ALLREDUCE_CMA;
-    default:              return CRUX_ALLREDUCE_AUTO;
+    static const char *const names[CRUX_ALG_COUNT] = {
+        [CRUX_ALG_AUTO] = "auto", [CRUX_ALG_STAGED] = "staged", [CRUX_ALG_CMA] = "cma",
+        [CRUX_ALG_FALLBACK] = "fallback", [CRUX_ALG_FLAT] = "flat", [CRUX_ALG_HIER] = "hier",
+        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential", [CRUX_ALG_DEVICE] = "device",
+        [CRUX_ALG_DEVICE_STAGED] = "device staged through host", [CRUX_ALG_ENGINE] = "engine",
+    };
+    return alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
+}
+
+/* Size classes are powers of two. */
+void coll_crux_log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, const char *why)
+{
+    unsigned size_class = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
+    if (!(m->logged[alg] & (1ull << size_class))) {
+        m->logged[alg] |= 1ull << size_class;
+        CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes%s%s", m->comm->c_name, alg_name(alg),
+                     bytes, why[0] ? ": " : "", why);
     }
 }
 
-static void log_choice(mca_coll_crux_module_t *m, crux_allreduce_alg_t alg, size_t bytes)
+/* The algorithm for this call: one of STAGED, CMA, HIER, HIER_SEQUENTIAL or
+ * FALLBACK.  Every rank decides alike (same arguments, same layout). */
+static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t **layout,
+                  crux_coll_group_t **group, const char **why)
 {
-    if (!(m->logged_choices & (1u << alg))) {
-        m->logged_choices |= 1u << alg;
-        CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes", m->comm->c_name,
-                     crux_allreduce_alg_name(alg), bytes);
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    int alg = m->allreduce_algorithm;
+    *why = "";
+    if (alg == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) {
+        return CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_AUTO) {
+        /* one node: flat, through shared memory; across nodes: three stages
+         * for large messages, the PML's own algorithms for small ones */
+        alg = m->all_local ? CRUX_ALG_FLAT
+            : bytes >= c->hier_min_bytes ? CRUX_ALG_HIER : CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        *layout = coll_crux_get_layout(m);
+        if (*layout == NULL) {
+            *why = "no usable groups";
+            return CRUX_ALG_FALLBACK;
+        }
+        return alg;
+    }
+    if (alg == CRUX_ALG_FALLBACK) {
+        return alg;
+    }
+    if (!m->all_local) {
+        *why = "the flat algorithm needs every rank on one node";
+        return CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_ENGINE) {
+        if (coll_crux_engine_group(m) == NULL) {
+            *why = "no multipath engine";
+            return CRUX_ALG_FALLBACK;
+        }
+        return alg;
+    }
+    *group = coll_crux_get_group(m);
+    if (*group == NULL) {
+        *why = "no shared memory";
+        return CRUX_ALG_FALLBACK;
+    }
+    if (alg == CRUX_ALG_FLAT) {
+        return crux_coll_allreduce_choice(*group, bytes) == CRUX_ALLREDUCE_CMA ? CRUX_ALG_CMA
+                                                                               : CRUX_ALG_STAGED;
+    }
+    if (alg == CRUX_ALG_CMA && !crux_coll_group_has_cma(*group)) {
+        *why = "cma does not work here";
+        return CRUX_ALG_FALLBACK;
+    }
+    return alg;
+}
+
+/* Run the chosen algorithm between the job's enter and exit. */
+static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
+               crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
+               ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
+{
+    if (alg == CRUX_ALG_ENGINE) {
+        int rc = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
+        return rc == OMPI_ERR_NOT_SUPPORTED ? fallback(sbuf, rbuf, count, dtype, op, m->comm, m)
+                                            : rc;
+    }
+    coll_crux_ticket_t ticket;
+    coll_crux_job_enter(&ticket);
+    int rc;
+    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+                                      alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
+                                                           : 0);
+        coll_crux_job_exit(&ticket);
+        return rc;
+    }
+    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                               (size_t)count, cdtype, cop,
+                                               alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
+                                                                   : CRUX_ALLREDUCE_STAGED);
+    coll_crux_job_exit(&ticket);
+    switch (status) {
+    case CRUX_OK:
+        return OMPI_SUCCESS;
+    case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
+        return fallback(sbuf, rbuf, count, dtype, op, m->comm, m);
+    default:
+        opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true,
+                       ompi_comm_rank(m->comm), m->comm->c_name, crux_status_string(status));
+        return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
     }
 }
 
-int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module)
+int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_crux_module_t *m)
 {
-    mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     crux_dtype_t cdtype;
     crux_op_t cop;
@@ -45,32 +141,45 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     if (count == 0) {
         return OMPI_SUCCESS;
     }
-    if (c->allreduce_algorithm == CRUX_ALG_FALLBACK || coll_crux_dtype(dtype, &cdtype) != 0 ||
-        coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
+    /* Small messages first: the fallback must cost next to nothing. */
+    size_t bytes = (size_t)count * dtype->super.size;
+    if ((m->allreduce_algorithm == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) ||
+        m->allreduce_algorithm == CRUX_ALG_FALLBACK || m->building ||
+        coll_crux_dtype(dtype, &cdtype) != 0 || coll_crux_op(op, &cop) != 0 ||
+        crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    size_t bytes = (size_t)count * crux_dtype_size(cdtype);
-    crux_allreduce_alg_t alg = forced_algorithm();
-    if (alg == CRUX_ALLREDUCE_AUTO && bytes < c->allreduce_min_bytes) {
+    const crux_layout_t *layout = NULL;
+    crux_coll_group_t *group = NULL;
+    const char *why;
+    int alg = choose(m, bytes, &layout, &group, &why);
+    coll_crux_log_choice(m, alg, bytes, why);
+    if (alg == CRUX_ALG_FALLBACK) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    crux_coll_group_t *group = coll_crux_get_group(m);
-    if (group == NULL || (alg == CRUX_ALLREDUCE_CMA && !crux_coll_group_has_cma(group))) {
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    }
-    log_choice(m, alg == CRUX_ALLREDUCE_AUTO ? crux_coll_allreduce_choice(group, bytes) : alg,
-               bytes);
+    return run(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop);
+}
 
-    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                               (size_t)count, cdtype, cop, alg);
-    switch (status) {
-    case CRUX_OK:
-        return OMPI_SUCCESS;
-    case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    default:
-        opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true,
-                       ompi_comm_rank(comm), comm->c_name, crux_status_string(status));
-        return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+/* Device memory must never reach a module that is not CUDA-aware. */
+static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                     struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m)
+{
+    if (count != 0 && coll_crux_is_device(sbuf, rbuf)) {
+        return coll_crux_allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
     }
+    return coll_crux_allreduce_host(sbuf, rbuf, count, dtype, op, comm, m);
+}
+
+int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
+    if (!coll_crux_profiling()) {
+        return allreduce(sbuf, rbuf, count, dtype, op, comm, m);
+    }
+    double start = coll_crux_now();
+    int rc = allreduce(sbuf, rbuf, count, dtype, op, comm, m);
+    coll_crux_profile_record((size_t)count * dtype->super.size, start, coll_crux_now());
+    return rc;
 }

@@ -10,6 +10,7 @@
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/util/info.h"
 #include "opal/util/show_help.h"
 
 #include "ompi_coll/coll_crux.h"
@@ -33,6 +34,8 @@ mca_coll_crux_component_t mca_coll_crux_component = {
         .collm_comm_query = mca_coll_crux_comm_query,
     },
     .output = -1,
+    .service_level = -1,
+    .traffic_class = -1,
 };
 
 static const mca_base_var_enum_value_t allreduce_algorithms[] = {
@@ -40,8 +43,30 @@ static const mca_base_var_enum_value_t allreduce_algorithms[] = {
     { CRUX_ALG_STAGED, "staged" },
     { CRUX_ALG_CMA, "cma" },
     { CRUX_ALG_FALLBACK, "fallback" },
+    { CRUX_ALG_FLAT, "flat" },
+    { CRUX_ALG_HIER, "hier" },
+    { CRUX_ALG_HIER_SEQUENTIAL, "hier-sequential" },
+    { CRUX_ALG_ENGINE, "engine" },
     { 0, NULL },
 };
+
+int coll_crux_comm_algorithm(ompi_communicator_t *comm)
+{
+    char value[32];
+    int flag = 0;
+    if (comm->super.s_info != NULL &&
+        opal_info_get(comm->super.s_info, "crux_allreduce_algorithm", sizeof(value) - 1, value,
+                      &flag) == OPAL_SUCCESS && flag) {
+        for (const mca_base_var_enum_value_t *v = allreduce_algorithms; v->string; v++) {
+            if (strcmp(v->string, value) == 0) {
+                return v->value;
+            }
+        }
+        CRUX_VERBOSE(1, "communicator %s: unknown crux_allreduce_algorithm \"%s\" ignored",
+                     comm->c_name, value);
+    }
+    return mca_coll_crux_component.allreduce_algorithm;
+}
 
 static void reg_int(const char *name, const char *help, int level, int *storage)
 {
@@ -82,20 +107,22 @@ static int crux_register(void)
     c->allreduce_algorithm = CRUX_ALG_AUTO;
     (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
     (void)mca_base_component_var_register(&c->super.collm_version, "allreduce_algorithm",
-        "Force an Allreduce algorithm: auto (by size), staged (shared-memory staging), "
-        "cma (single copy), fallback (the previously selected module)",
+        "Force an Allreduce algorithm: auto (by layout and size), flat (two stages, by size), "
+        "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
+        "across groups, pipelined), hier-sequential (the three stages one after the other), "
+        "engine (flat, over the multipath engine), fallback (the previously selected module)",
         MCA_BASE_VAR_TYPE_INT, algs, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->allreduce_algorithm);
     OBJ_RELEASE(algs);
 
-    c->allreduce_min_bytes = 2048;
+    c->allreduce_min_bytes = 8192;
     reg_size("allreduce_min_bytes", "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)", OPAL_INFO_LVL_5,
              &c->allreduce_min_bytes);
 
     c->cma_min_bytes = defaults.cma_min_bytes;
     reg_size("cma_min_bytes", "Allreduce messages of at least this many bytes use single-copy "
-             "cma rather than shared-memory staging (auto only)", OPAL_INFO_LVL_5,
+             "cma rather than shared-memory staging (auto only; 0: never)", OPAL_INFO_LVL_5,
              &c->cma_min_bytes);
 
     c->stage_size = defaults.stage_size;
@@ -110,6 +137,55 @@ static int crux_register(void)
     reg_size("cma_chunk_size", "Pipeline chunk of the single-copy Allreduce, in bytes",
              OPAL_INFO_LVL_6, &c->cma_chunk_size);
 
+    c->stream_min_bytes = defaults.stream_min_bytes;
+    reg_size("stream_min_bytes", "Allreduce results of at least this many bytes are written with "
+             "non-temporal stores, bypassing the cache (0: never)", OPAL_INFO_LVL_6,
+             &c->stream_min_bytes);
+
+    c->job_id = "";
+    reg_string("job_id", "This job's id in the priority file (default: CRUX_JOB_ID, then the batch "
+               "system's job id: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID, then "
+               "mpirun's)", OPAL_INFO_LVL_4, &c->job_id);
+
+    c->priority_file = "";
+    reg_string("priority_file", "The priority file crux-sched writes (default: "
+               "CRUX_PRIORITY_FILE; none: no levels, no arbitration)", OPAL_INFO_LVL_4,
+               &c->priority_file);
+
+    c->priority_poll_ms = 1000;
+    reg_int("priority_poll_ms", "How often, at most, crux looks at the priority file again "
+            "(milliseconds)", OPAL_INFO_LVL_6, &c->priority_poll_ms);
+
+    c->arb_max_wait_us = 20000;
+    reg_int("arb_max_wait_us", "Longest wait of a transfer for a higher-level job on this host "
+            "(microseconds), so nothing starves", OPAL_INFO_LVL_6, &c->arb_max_wait_us);
+
+    c->arb_path = "";
+    reg_string("arb_path", "The host's arbitration table (default: CRUX_ARB_PATH, else "
+               "/dev/shm/crux-arb-<uid>)", OPAL_INFO_LVL_6, &c->arb_path);
+
+    c->profile_dir = "";
+    reg_string("profile_dir", "Where the job's leader writes its communication profile for "
+               "crux-sched (none: no profile)", OPAL_INFO_LVL_4, &c->profile_dir);
+
+    c->profile_interval_s = 10;
+    reg_int("profile_interval_s", "Seconds between two profiles", OPAL_INFO_LVL_6,
+            &c->profile_interval_s);
+
+    c->group_size = 0;
+    reg_int("group_size", "Group ranks by rank / N for the hierarchical Allreduce, instead of "
+            "by node and package (0: discover)", OPAL_INFO_LVL_5, &c->group_size);
+
+    c->hier_min_bytes = 65536;
+    reg_size("hier_min_bytes", "Across nodes, Allreduce messages of at least this many bytes use "
+             "the hierarchical algorithm; smaller ones the previous module (auto only)",
+             OPAL_INFO_LVL_5, &c->hier_min_bytes);
+
+    c->hier_depth = 4;
+    reg_int("hier_depth", "Chunks of the hierarchical Allreduce in the inter-group stage at "
+            "once (pipelining; 0: the three stages one after the other)", OPAL_INFO_LVL_6,
+            &c->hier_depth);
+
     c->use_cma = true;
     (void)mca_base_component_var_register(&c->super.collm_version, "use_cma",
         "Use the UCT cma transport for single-copy transfers when it works",
@@ -120,7 +196,7 @@ static int crux_register(void)
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments",
                OPAL_INFO_LVL_6, &c->shm_mds);
 
-    c->fill_components = "tuned,basic,libnbc";
+    c->fill_components = "self,tuned,basic,libnbc";
     reg_string("fill_components", "Stock coll components crux takes the collectives it does "
                "not implement from, in order, when no other component provides them",
                OPAL_INFO_LVL_6, &c->fill_components);
@@ -142,10 +218,10 @@ static void add_help_dirs(void)
     }
 }
 
-static bool invalid(const char *name, size_t value, const char *why)
+static bool invalid(const char *name, long long value, const char *why)
 {
     char text[32];
-    snprintf(text, sizeof(text), "%zu", value);
+    snprintf(text, sizeof(text), "%lld", value);
     opal_show_help("help-mpi-coll-crux.txt", "invalid-param", true, name, text, why);
     return true;
 }
@@ -155,12 +231,23 @@ static bool invalid(const char *name, size_t value, const char *why)
 static bool params_invalid(const mca_coll_crux_component_t *c)
 {
     return (c->stage_size < (64u << 10) &&
-            invalid("stage_size", c->stage_size, "must be at least 65536")) ||
-           (c->chunk_size < 64 && invalid("chunk_size", c->chunk_size, "must be at least 64")) ||
+            invalid("stage_size", (long long)c->stage_size, "must be at least 65536")) ||
+           (c->chunk_size < 64 &&
+            invalid("chunk_size", (long long)c->chunk_size, "must be at least 64")) ||
            (c->chunk_size > c->stage_size &&
-            invalid("chunk_size", c->chunk_size, "must not exceed coll_crux_stage_size")) ||
+            invalid("chunk_size", (long long)c->chunk_size, "must not exceed coll_crux_stage_size")) ||
            (c->cma_chunk_size < 4096 &&
-            invalid("cma_chunk_size", c->cma_chunk_size, "must be at least 4096"));
+            invalid("cma_chunk_size", (long long)c->cma_chunk_size, "must be at least 4096")) ||
+           (c->group_size < 0 &&
+            invalid("group_size", c->group_size, "must not be negative")) ||
+           ((c->hier_depth < 0 || c->hier_depth > 64) &&
+            invalid("hier_depth", c->hier_depth, "must be between 0 and 64")) ||
+           (c->priority_poll_ms < 0 &&
+            invalid("priority_poll_ms", c->priority_poll_ms, "must not be negative")) ||
+           (c->arb_max_wait_us < 0 &&
+            invalid("arb_max_wait_us", c->arb_max_wait_us, "must not be negative")) ||
+           (c->profile_interval_s < 1 &&
+            invalid("profile_interval_s", c->profile_interval_s, "must be at least 1"));
 }
 
 static int crux_open(void)
@@ -177,6 +264,7 @@ static int crux_open(void)
 
 static int crux_close(void)
 {
+    coll_crux_job_finalize();
     coll_crux_fill_close();
     if (mca_coll_crux_component.output >= 0) {
         opal_output_close(mca_coll_crux_component.output);

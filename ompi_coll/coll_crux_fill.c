@@ -1,6 +1,7 @@
 /* Stock components that fill the collectives crux does not implement when no
  * other component does (`mpirun --mca coll crux`): Open MPI refuses a
- * communicator with an empty collective slot.  A named component the coll
+ * communicator with an empty collective slot (coll/self first: the general
+ * components assume more than one process).  A named component the coll
  * framework has not loaded is loaded here from Open MPI's own component
  * directory, registered and opened as the framework would; per
  * communicator, each is queried and enabled and gives the slots still

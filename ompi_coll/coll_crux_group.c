@@ -24,7 +24,7 @@ static int oob_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
     return rc == OMPI_SUCCESS ? 0 : -1;
 }
 
-static crux_coll_config_t component_config(void)
+crux_coll_config_t coll_crux_config(void)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
@@ -32,10 +32,22 @@ static crux_coll_config_t component_config(void)
     config.chunk_size     = c->chunk_size;
     config.cma_chunk_size = c->cma_chunk_size;
     config.cma_min_bytes  = c->cma_min_bytes;
+    config.stream_min_bytes = c->stream_min_bytes;
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;
+    config.tl.service_level = c->service_level;
+    config.tl.traffic_class = c->traffic_class;
     return config;
+}
+
+crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
+                                     crux_coll_group_t **group_p)
+{
+    pthread_mutex_lock(&setup_lock);
+    crux_status_t status = crux_coll_group_create(oob, config, group_p);
+    pthread_mutex_unlock(&setup_lock);
+    return status;
 }
 
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
@@ -49,10 +61,8 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
         .rank      = ompi_comm_rank(m->comm),
         .size      = ompi_comm_size(m->comm),
     };
-    crux_coll_config_t config = component_config();
-    pthread_mutex_lock(&setup_lock);
-    crux_status_t status = crux_coll_group_create(&oob, &config, &m->group);
-    pthread_mutex_unlock(&setup_lock);
+    crux_coll_config_t config = coll_crux_config();
+    crux_status_t status = coll_crux_group_create(&oob, &config, &m->group);
     if (status != CRUX_OK) {
         m->group       = NULL;
         m->group_state = CRUX_GROUP_FAILED;

@@ -1,11 +1,14 @@
 /* Per-communicator module: which collectives crux takes, and the previously
  * selected functions it falls back to (retained while saved, as coll/han
  * and coll/ucc do). */
+#include <string.h>
+
 #include "ompi_config.h"
 
 #include "ompi/group/group.h"
 
 #include "ompi_coll/coll_crux.h"
+#include "ompi_coll/crux_dev.h"
 
 static void crux_module_construct(mca_coll_crux_module_t *m)
 {
@@ -14,14 +17,24 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->previous_allgather        = NULL;
     m->previous_allgather_module = NULL;
     m->comm                      = NULL;
+    m->allreduce_algorithm       = CRUX_ALG_AUTO;
+    m->all_local                 = false;
+    m->building                  = false;
     m->group_state               = CRUX_GROUP_UNTRIED;
     m->group                     = NULL;
-    m->logged_choices            = 0;
+    memset(&m->layout, 0, sizeof(m->layout));
+    m->dev_state                 = CRUX_GROUP_UNTRIED;
+    m->dev_group                 = NULL;
+    m->dev_stage                 = NULL;
+    memset(m->logged, 0, sizeof(m->logged));
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
     crux_coll_group_destroy(m->group);
+    coll_crux_layout_free(&m->layout);
+    crux_dev_group_destroy(m->dev_group);
+    crux_dev_stage_destroy(m->dev_stage);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);
     }
@@ -38,12 +51,11 @@ int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threa
     return coll_crux_fill_init_query(enable_progress_threads, enable_mpi_threads);
 }
 
-/* Whether crux's own algorithms apply: an intracommunicator of two or more
- * processes, all on this node. */
+/* Whether crux's own algorithms may apply: an intracommunicator of two or
+ * more processes (flat on one node, hierarchical across nodes). */
 static bool crux_handles(ompi_communicator_t *comm)
 {
-    return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1 &&
-           !ompi_group_have_remote_peers(comm->c_local_group);
+    return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
 static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
@@ -52,7 +64,10 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
 
     /* Alone, crux must leave no collective slot empty. */
     coll_crux_fill_comm(comm);
+    coll_crux_job_init();   /* the job's level, before any transport opens */
     m->comm = comm;
+    m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
+    m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;
     }

@@ -74,15 +74,16 @@ static crux_status_t reduce_chunk(cma_call_t *c)
         return comp.status;
     }
     /* In place, a member past rank 1 must not overwrite its own input before
-     * the chain reads it: accumulate in its own (unused) scratch slot. */
-    int direct = c->src != c->dst || g->rank < 2;
-    uint8_t *acc = direct ? c->dst + at : (uint8_t *)g->scratch + (size_t)g->rank * slot;
-    crux_reduce_chain(c->reduce, acc, c->inputs, g->size, bytes, c->cut->esize);
-    if (!direct) {
-        memcpy(c->dst + at, acc, bytes);
+     * the chain reads it: then each block is formed aside and copied. */
+    if (c->src != c->dst || g->rank < 2) {
+        crux_reduce_chain(c->reduce, c->dst + at, NULL, c->inputs, g->size, bytes, c->cut->esize,
+                          0);
+    } else {
+        crux_reduce_chain(c->reduce, NULL, c->dst + at, c->inputs, g->size, bytes, c->cut->esize,
+                          0);
     }
     c->reduced++;
-    crux_store(&g->ctrl[g->rank]->reduced, CRUX_PROGRESS(g->seq, c->reduced));
+    CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, c->reduced));
     return CRUX_OK;
 }
 
@@ -111,7 +112,7 @@ static crux_status_t cma_call(cma_call_t *c)
     crux_ctrl_t *me = g->ctrl[g->rank];
     me->sbuf = (uintptr_t)c->src;
     me->rbuf = (uintptr_t)c->dst;
-    crux_store(&me->arrive, g->seq);
+    CRUX_PUBLISH(g, arrive, g->seq);
 
     unsigned mine = crux_shard_chunks(c->cut, g->rank);
     for (;;) {
@@ -142,7 +143,7 @@ static crux_status_t cma_call(cma_call_t *c)
         }
     }
     /* Peers may still be reading our buffers. */
-    crux_store(&me->done, g->seq);
+    CRUX_PUBLISH(g, done, g->seq);
     for (int p = 0; p < g->size; p++) {
         crux_status_t st = p == g->rank ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq);
         if (st != CRUX_OK) {

@@ -1,22 +1,35 @@
-/* Staged flat Allreduce: no system calls, only loads and stores to shared
- * memory and flags.
+/* Staged Allreduce: no system calls inside the group, only loads and stores
+ * to shared memory and flags; flat (two stages) or hierarchical (three).
  *
- * Each member's staging area mirrors the part of the buffer being reduced
- * (a "round": the whole buffer when it fits, else successive slices).  A
+ * Each member's staging area holds two banks; a bank mirrors the part of the
+ * buffer being reduced (a "round": the whole buffer when it fits, else
+ * successive slices), and successive rounds and calls alternate banks.  A
  * member copies its input for every other member's shard into the matching
  * place of its own stage; the owner of a shard reduces the staged copies
- * and its own input, in rank order, into the shard's place in its stage;
- * every member copies the reduced shards out.  All three steps go chunk by
- * chunk and a member does whichever step is ready, so the copy-in of one
- * chunk overlaps the reduction and copy-out of earlier ones across members.
+ * and its own input, in rank order; every member copies the reduced shards
+ * out.  All steps go chunk by chunk and a member does whichever step is
+ * ready, so the copy-in of one chunk overlaps the reduction and copy-out of
+ * earlier ones across members.
+ *
+ * Hierarchically, between the reduction and the copy-out, the owner reduces
+ * each chunk of its shard with the members holding the same shard in the
+ * other groups (the caller's inter-group step, crux_coll_inter_t), and only
+ * then puts the chunk in its stage and announces it.  Up to 'depth' chunks
+ * are in that step at once, so the three stages of successive chunks
+ * overlap; with depth 0 the stages run one after the other, over the whole
+ * shard (for comparison).
  *
  * User buffers are only touched by their owner, so a call returns as soon as
- * its own result is complete; a member only waits, before writing its stage
- * again, for the peers to have finished reading it in the previous call. */
+ * its own result is complete; a member only waits, before writing a bank
+ * again, for the peers to have finished reading it two rounds ago, so one
+ * round's copy-out overlaps the next round's copy-in. */
 #include <string.h>
 
 #include "ompi_coll/crux_allreduce_algs.h"
+#include "ompi_coll/crux_copy.h"
 #include "ompi_coll/crux_shard.h"
+
+#define CRUX_MAX_DEPTH 64
 
 typedef struct {
     crux_coll_group_t *g;
@@ -24,10 +37,19 @@ typedef struct {
     const uint8_t     *src;       /* this member's input */
     uint8_t           *dst;       /* this member's result */
     crux_reduce_fn_t   reduce;
+    int                stream;    /* write copied-out results with streaming stores */
+    uint8_t          **bank;      /* [size] every member's bank for this round */
     const void       **inputs;    /* [size] scratch array of chunk pointers */
+    unsigned           mine;      /* chunks of the own shard */
     unsigned           copied;    /* copy-in steps done */
-    unsigned           reduced;   /* chunks of the own shard reduced */
+    unsigned           reduced;   /* chunks of the own shard reduced in the group */
+    unsigned           final;     /* ... and announced to the peers */
     unsigned          *out;       /* [size] chunks of each shard copied out */
+
+    /* hierarchical only */
+    const crux_coll_inter_t *inter;
+    unsigned           depth;     /* inter-group steps in flight at most; 0: sequential */
+    void              *requests[CRUX_MAX_DEPTH];   /* ring, for chunks [final, reduced) */
 } staged_round_t;
 
 /* Copy chunk 'step' of every other member's shard into the own stage. */
@@ -38,11 +60,11 @@ static void copy_in(staged_round_t *s)
         int p = (g->rank + i) % g->size;
         if (s->copied < crux_shard_chunks(s->cut, p)) {
             size_t at = crux_chunk_offset(s->cut, p, s->copied);
-            memcpy(g->stage[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
+            memcpy(s->bank[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
         }
     }
     s->copied++;
-    crux_store(&g->ctrl[g->rank]->staged, CRUX_PROGRESS(g->seq, s->copied));
+    CRUX_PUBLISH(g, staged, CRUX_PROGRESS(g->seq, s->copied));
 }
 
 static int inputs_ready(staged_round_t *s)
@@ -55,23 +77,83 @@ static int inputs_ready(staged_round_t *s)
     return 1;
 }
 
-/* Reduce the next chunk of the own shard into the stage, then into dst. */
-static void reduce_chunk(staged_round_t *s)
+/* Whether the next chunk may be reduced now: its inputs are staged and, in
+ * a pipelined hierarchy, the inter-group step has room. */
+static int can_reduce(staged_round_t *s)
+{
+    if (s->reduced == s->mine) {
+        return 0;
+    }
+    if (s->inter != NULL && s->depth > 0 && s->reduced - s->final >= s->depth) {
+        return 0;
+    }
+    return inputs_ready(s);
+}
+
+static crux_status_t start_inter(staged_round_t *s, unsigned first, unsigned last)
+{
+    size_t at = crux_chunk_offset(s->cut, s->g->rank, first);
+    size_t end = crux_chunk_offset(s->cut, s->g->rank, last - 1) +
+                 crux_chunk_bytes(s->cut, s->g->rank, last - 1);
+    return s->inter->start(s->inter->arg, s->dst + at, (end - at) / s->cut->esize,
+                           &s->requests[first % CRUX_MAX_DEPTH]);
+}
+
+/* Reduce the next chunk of the own shard within the group.  Flat: into the
+ * stage, announced at once, and into dst.  Hierarchical: into dst, where
+ * the inter-group step takes it. */
+static crux_status_t reduce_chunk(staged_round_t *s)
 {
     crux_coll_group_t *g = s->g;
     size_t at = crux_chunk_offset(s->cut, g->rank, s->reduced);
     size_t bytes = crux_chunk_bytes(s->cut, g->rank, s->reduced);
     for (int q = 0; q < g->size; q++) {
-        s->inputs[q] = (q == g->rank ? s->src : g->stage[q]) + at;
+        s->inputs[q] = (q == g->rank ? s->src : s->bank[q]) + at;
     }
-    crux_reduce_chain(s->reduce, g->stage[g->rank] + at, s->inputs, g->size, bytes,
-                      s->cut->esize);
-    memcpy(s->dst + at, g->stage[g->rank] + at, bytes);
     s->reduced++;
-    crux_store(&g->ctrl[g->rank]->reduced, CRUX_PROGRESS(g->seq, s->reduced));
+    if (s->inter == NULL) {
+        crux_reduce_chain(s->reduce, s->bank[g->rank] + at, s->dst + at, s->inputs, g->size,
+                          bytes, s->cut->esize, s->stream);
+        s->final = s->reduced;
+        CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->final));
+        return CRUX_OK;
+    }
+    /* in place, a member past rank 1 must not overwrite its input before the
+     * chain has read it: then blocks are formed aside and copied */
+    int direct = s->src != s->dst || g->rank < 2;
+    crux_reduce_chain(s->reduce, direct ? s->dst + at : NULL, direct ? NULL : s->dst + at,
+                      s->inputs, g->size, bytes, s->cut->esize, 0);
+    if (s->depth > 0) {
+        return start_inter(s, s->reduced - 1, s->reduced);
+    }
+    return s->reduced == s->mine ? start_inter(s, 0, s->mine) : CRUX_OK;
 }
 
-/* Copy out every reduced chunk of member p's shard not yet copied. */
+/* Put finished inter-group steps, oldest first, in the stage and announce
+ * them.  Sets *progressed when one finished. */
+static crux_status_t finish_inter(staged_round_t *s, int *progressed)
+{
+    crux_coll_group_t *g = s->g;
+    unsigned span = s->depth > 0 ? 1 : s->mine;   /* chunks one step covers */
+    while (s->final < s->reduced && (s->depth > 0 || s->reduced == s->mine)) {
+        int done = 0;
+        crux_status_t st = s->inter->test(s->inter->arg, s->requests[s->final % CRUX_MAX_DEPTH],
+                                          &done);
+        if (st != CRUX_OK || !done) {
+            return st;
+        }
+        size_t at = crux_chunk_offset(s->cut, g->rank, s->final);
+        size_t end = crux_chunk_offset(s->cut, g->rank, s->final + span - 1) +
+                     crux_chunk_bytes(s->cut, g->rank, s->final + span - 1);
+        memcpy(s->bank[g->rank] + at, s->dst + at, end - at);
+        s->final += span;
+        CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->final));
+        *progressed = 1;
+    }
+    return CRUX_OK;
+}
+
+/* Copy out every announced chunk of member p's shard not yet copied. */
 static int copy_out(staged_round_t *s, int p)
 {
     crux_coll_group_t *g = s->g;
@@ -85,15 +167,20 @@ static int copy_out(staged_round_t *s, int p)
     size_t at = crux_chunk_offset(s->cut, p, first);
     size_t end = crux_chunk_offset(s->cut, p, s->out[p] - 1) +
                  crux_chunk_bytes(s->cut, p, s->out[p] - 1);
-    memcpy(s->dst + at, g->stage[p] + at, end - at);
+    if (s->stream) {
+        crux_copy_stream(s->dst + at, s->bank[p] + at, end - at);
+    } else {
+        memcpy(s->dst + at, s->bank[p] + at, end - at);
+    }
     return 1;
 }
 
-/* Block on whatever the next step needs. */
+/* Block on whatever the next step needs (only when no inter-group step is in
+ * flight: those need the caller's progress, so the loop keeps polling). */
 static crux_status_t wait_for_next(staged_round_t *s)
 {
     crux_coll_group_t *g = s->g;
-    if (s->reduced < crux_shard_chunks(s->cut, g->rank)) {
+    if (s->reduced < s->mine) {
         for (int q = 0; q < g->size; q++) {
             if (q != g->rank) {
                 crux_status_t st = CRUX_WAIT(g, q, staged, CRUX_PROGRESS(g->seq, s->reduced + 1));
@@ -116,7 +203,7 @@ static crux_status_t wait_for_next(staged_round_t *s)
 static int round_done(const staged_round_t *s, unsigned steps)
 {
     const crux_coll_group_t *g = s->g;
-    if (s->copied < steps || s->reduced < crux_shard_chunks(s->cut, g->rank)) {
+    if (s->copied < steps || s->final < s->mine) {
         return 0;
     }
     for (int p = 0; p < g->size; p++) {
@@ -130,9 +217,9 @@ static int round_done(const staged_round_t *s, unsigned steps)
 static crux_status_t staged_round(staged_round_t *s)
 {
     crux_coll_group_t *g = s->g;
-    /* The peers must be done reading this stage from the previous call. */
+    /* The peers must be done reading this bank from two rounds ago. */
     for (int p = 0; p < g->size; p++) {
-        crux_status_t st = p == g->rank ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq - 1);
+        crux_status_t st = p == g->rank || g->seq < 3 ? CRUX_OK : CRUX_WAIT(g, p, done, g->seq - 2);
         if (st != CRUX_OK) {
             return st;
         }
@@ -140,50 +227,66 @@ static crux_status_t staged_round(staged_round_t *s)
     unsigned steps = crux_shard_chunks(s->cut, 0);   /* shard 0 is the longest */
     while (!round_done(s, steps)) {
         int progressed = 0;
+        crux_status_t st = CRUX_OK;
         if (s->copied < steps) {
             copy_in(s);
             progressed = 1;
         }
-        if (s->reduced < crux_shard_chunks(s->cut, g->rank) && inputs_ready(s)) {
-            reduce_chunk(s);
+        if (can_reduce(s)) {
+            st = reduce_chunk(s);
             progressed = 1;
+        }
+        if (st == CRUX_OK && s->inter != NULL) {
+            st = finish_inter(s, &progressed);
         }
         for (int i = 1; i < g->size; i++) {
             progressed |= copy_out(s, (g->rank + i) % g->size);
         }
-        if (!progressed) {
-            crux_status_t st = wait_for_next(s);
-            if (st != CRUX_OK) {
-                return st;
-            }
+        if (st == CRUX_OK && !progressed) {
+            st = s->final < s->reduced ? (crux_yield(g), CRUX_OK) : wait_for_next(s);
+        }
+        if (st != CRUX_OK) {
+            return st;
         }
     }
-    crux_store(&g->ctrl[g->rank]->done, g->seq);
+    CRUX_PUBLISH(g, done, g->seq);
     return CRUX_OK;
 }
 
-crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const void *sbuf, void *rbuf,
-                                    size_t count, size_t esize, crux_reduce_fn_t reduce)
+crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_t *inter,
+                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                    size_t esize, crux_reduce_fn_t reduce)
 {
     const void *inputs[g->size];
+    uint8_t *bank[g->size];
     unsigned out[g->size];
     const uint8_t *src = sbuf != NULL ? sbuf : rbuf;
-    size_t per_round = g->config.stage_size / esize;
+    size_t bank_size = g->config.stage_size / 2;
+    size_t per_round = bank_size / esize;
+    int stream = g->config.stream_min_bytes > 0 && count * esize >= g->config.stream_min_bytes;
 
     for (size_t first = 0; first < count; first += per_round) {
         size_t n = count - first < per_round ? count - first : per_round;
         crux_cut_t cut = crux_cut(n, esize, g->config.chunk_size, g->size);
         memset(out, 0, sizeof(out));
-        staged_round_t s = {
-            .g = g, .cut = &cut, .reduce = reduce, .inputs = inputs, .out = out,
-            .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
-        };
         g->seq++;
+        for (int p = 0; p < g->size; p++) {
+            bank[p] = g->stage[p] + (g->seq % 2) * bank_size;
+        }
+        staged_round_t s = {
+            .g = g, .cut = &cut, .reduce = reduce, .stream = stream, .bank = bank,
+            .inputs = inputs, .out = out, .mine = crux_shard_chunks(&cut, g->rank),
+            .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
+            .inter = inter, .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,
+        };
         crux_status_t status = staged_round(&s);
         if (status != CRUX_OK) {
             crux_abandon(g);
             return status;
         }
+    }
+    if (stream) {
+        crux_copy_fence();   /* the caller reads the result next */
     }
     return CRUX_OK;
 }

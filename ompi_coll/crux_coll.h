@@ -39,16 +39,18 @@ typedef struct {
     size_t stage_size;      /* bytes of staging segment per member */
     size_t chunk_size;      /* pipeline segment of the staged algorithm */
     size_t cma_chunk_size;  /* pipeline segment of the single-copy algorithm */
-    size_t cma_min_bytes;   /* AUTO uses single copy from this message size up */
+    size_t cma_min_bytes;   /* AUTO uses single copy from this size up; 0: never */
+    size_t stream_min_bytes;/* results of messages this large bypass the cache; 0: never */
     int    local_procs;     /* processes on this node (0: the group size) */
     crux_tl_config_t tl;
 } crux_coll_config_t;
 
 #define CRUX_COLL_CONFIG_DEFAULT {           \
     .stage_size     = 4u << 20,               \
-    .chunk_size     = 64u << 10,              \
+    .chunk_size     = 256u << 10,             \
     .cma_chunk_size = 256u << 10,             \
-    .cma_min_bytes  = 4u << 20,               \
+    .cma_min_bytes  = 0,                      \
+    .stream_min_bytes = 8u << 20,             \
     .local_procs    = 0,                      \
     .tl             = CRUX_TL_CONFIG_DEFAULT, \
 }
@@ -70,7 +72,7 @@ int crux_coll_group_has_cma(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 typedef enum {
-    CRUX_ALLREDUCE_AUTO,    /* staged below cma_min_bytes, else single copy */
+    CRUX_ALLREDUCE_AUTO,    /* single copy from cma_min_bytes up (if set), else staged */
     CRUX_ALLREDUCE_STAGED,  /* copy into shared segments, reduce, copy out */
     CRUX_ALLREDUCE_CMA,     /* single-copy get from the peers' own buffers */
 } crux_allreduce_alg_t;
@@ -84,6 +86,27 @@ typedef enum {
 crux_status_t crux_coll_allreduce(crux_coll_group_t *group, const void *sbuf, void *rbuf,
                                   size_t count, crux_dtype_t dtype, crux_op_t op,
                                   crux_allreduce_alg_t alg);
+
+/* The inter-group step of a hierarchical Allreduce, provided by the caller:
+ * reduce 'count' elements at 'buf' in place with the members that hold the
+ * same shard in the other groups (rail-aligned: member i of every group).
+ * 'start' begins it and may finish it at once; 'test' sets *done when it has
+ * finished.  Every member starts the same steps in the same order. */
+typedef struct {
+    crux_status_t (*start)(void *arg, void *buf, size_t count, void **request);
+    crux_status_t (*test)(void *arg, void *request, int *done);
+    void *arg;
+} crux_coll_inter_t;
+
+/* Hierarchical three-stage Allreduce: reduce-scatter inside the group, the
+ * inter-group step on each shard, allgather inside the group; every group
+ * must have the same number of members.  Pipelined in chunks, with up to
+ * 'depth' chunks in the inter-group step at once; depth 0 runs the three
+ * stages one after the other over whole shards.  The group's staging always
+ * applies (single copy is for the flat algorithm). */
+crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
+                                       unsigned depth, const void *sbuf, void *rbuf,
+                                       size_t count, crux_dtype_t dtype, crux_op_t op);
 
 /* Which algorithm AUTO picks for a message of 'bytes' (for logging). */
 crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);

@@ -21,7 +21,7 @@ typedef struct {
     uint64_t ctrl_address;   /* filled from the second exchange */
     uint64_t address_size;
     uint64_t key_size;
-    uint64_t stage_size, chunk_size, cma_chunk_size, cma_min_bytes;
+    uint64_t stage_size, chunk_size, cma_chunk_size, cma_min_bytes, stream_min_bytes;
 } crux_hello_t;
 
 static int oob_allgather(const crux_coll_oob_t *oob, const void *sbuf, void *rbuf, size_t len)
@@ -70,7 +70,7 @@ static crux_status_t alloc_arrays(crux_coll_group_t *g)
     g->rsegs   = calloc(n, sizeof(*g->rsegs));
     g->eps     = calloc(n, sizeof(*g->eps));
     g->pids    = calloc(n, sizeof(*g->pids));
-    g->scratch = malloc(n * g->config.cma_chunk_size);
+    g->scratch = malloc(n * g->config.cma_chunk_size);   /* one landing slot per peer */
     return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch
                ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 }
@@ -167,6 +167,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
     mine.chunk_size     = config->chunk_size;
     mine.cma_chunk_size = config->cma_chunk_size;
     mine.cma_min_bytes  = config->cma_min_bytes;
+    mine.stream_min_bytes = config->stream_min_bytes;
 
     /* 1: who succeeded, with what sizes; member 0's configuration wins. */
     hello = calloc((size_t)oob->size, sizeof(*hello));
@@ -190,6 +191,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
     g->config.chunk_size     = hello[0].chunk_size;
     g->config.cma_chunk_size = hello[0].cma_chunk_size;
     g->config.cma_min_bytes  = hello[0].cma_min_bytes;
+    g->config.stream_min_bytes = hello[0].stream_min_bytes;
     if (g->config.stage_size != config->stage_size) {
         status = alloc_segment(g, g->config.stage_size);   /* the agreed size */
     }

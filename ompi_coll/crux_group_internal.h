@@ -18,8 +18,9 @@
 #define CRUX_CTRL_MAGIC 0x6372757863746c31ull  /* "cruxctl1" */
 
 /* The head of every member's segment.  Only its owner writes it (release
- * stores after the data they announce); peers read it (acquire loads).  Each
- * word a peer polls sits on its own cache line. */
+ * stores after the data they announce, see crux_publish); peers read it
+ * (acquire loads), and count themselves in 'sleepers' while they sleep on
+ * one of its words.  Each word a peer polls sits on its own cache line. */
 typedef struct {
     alignas(64) uint64_t magic;
     int64_t  pid;
@@ -30,6 +31,7 @@ typedef struct {
     alignas(64) uint64_t reduced;    /* PROGRESS(seq, chunks of own shard reduced) */
     alignas(64) uint64_t done;       /* seq of the last call finished with all peers' data */
     alignas(64) uint64_t failed;     /* seq of a call this member abandoned */
+    alignas(64) uint32_t sleepers;   /* peers asleep (futex) on this block's words */
 } crux_ctrl_t;
 
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
@@ -57,19 +59,26 @@ static inline uint64_t crux_load(const uint64_t *word)
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 }
 
-static inline void crux_store(uint64_t *word, uint64_t value)
-{
-    __atomic_store_n(word, value, __ATOMIC_RELEASE);
-}
+/* Set one of this member's words to 'value' (after the data it announces)
+ * and wake the peers sleeping on it. */
+void crux_publish(crux_coll_group_t *group, uint64_t *word, uint64_t value);
+
+#define CRUX_PUBLISH(group, field, value) \
+    crux_publish((group), &(group)->ctrl[(group)->rank]->field, (value))
 
 /* Wait until member 'peer's word at 'offset' in its control block reaches
- * 'target'.  Spins, then yields the CPU (always, when the node is
- * oversubscribed); returns CRUX_ERR_PEER if the peer abandons call 'seq' or
- * its process is gone. */
+ * 'target'.  Spins (not when the node is oversubscribed), yields the CPU a
+ * few times, then sleeps on the word (futex) until the peer publishes;
+ * returns CRUX_ERR_PEER if the peer abandons call 'seq' or its process is
+ * gone. */
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target);
 
 #define CRUX_WAIT(group, peer, field, target) \
     crux_wait((group), (peer), offsetof(crux_ctrl_t, field), (target))
+
+/* Let other processes run while polling something that is not a flag (an
+ * inter-group step): yields when the node is oversubscribed. */
+void crux_yield(crux_coll_group_t *group);
 
 /* Test without waiting. */
 static inline int crux_reached(crux_coll_group_t *group, int peer, size_t offset,
@@ -84,7 +93,7 @@ static inline int crux_reached(crux_coll_group_t *group, int peer, size_t offset
 /* Tell the peers this member abandons the current call. */
 static inline void crux_abandon(crux_coll_group_t *group)
 {
-    crux_store(&group->ctrl[group->rank]->failed, group->seq);
+    CRUX_PUBLISH(group, failed, group->seq);
 }
 
 #endif

@@ -271,6 +271,9 @@ int crux_topo_island_of(const crux_topo_t *topo, int gpu);
 
 int crux_topo_num_host_groups(const crux_topo_t *topo);
 const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *topo, int i);
+/* The host group whose CPUs include all of 'cpus' (a list such as "0-3,8"),
+ * e.g. a process's binding; -1 when none does or the list is malformed. */
+int crux_topo_host_group_of_cpus(const crux_topo_t *topo, const char *cpus);
 
 /* ------------------------------------------------------------------ */
 /* Names and exports */

@@ -13,6 +13,12 @@
  * Addresses and keys are packed into flat byte strings so the caller can
  * exchange them once (e.g. with an allgather) and cache what it unpacks.
  *
+ * On top of a context, the multipath transport (the second half of this
+ * header) moves one buffer from a process to another over several channels
+ * at once: host channels (cma, shared segments), CUDA channels (IPC, staged
+ * through a peer GPU or pinned host memory) and paced model channels; a
+ * planner splits the buffer so that every channel finishes together.
+ *
  * A context, and everything made from it, is used by one thread at a time.
  */
 #ifndef CRUX_TL_H
@@ -33,9 +39,16 @@ typedef struct {
     const char *shm_mds;
     /* Open the cma transport (0: segments only). */
     int         use_cma;
+    /* The job's network settings from the scheduler's priority level (-1:
+     * unset): set on every interface crux opens whose transport has them
+     * (UCT's "SL" and "TRAFFIC_CLASS", as on InfiniBand and RoCE); the
+     * intranode transports have none. */
+    int         service_level;
+    int         traffic_class;
 } crux_tl_config_t;
 
-#define CRUX_TL_CONFIG_DEFAULT { .shm_mds = "posix,sysv", .use_cma = 1 }
+#define CRUX_TL_CONFIG_DEFAULT \
+    { .shm_mds = "posix,sysv", .use_cma = 1, .service_level = -1, .traffic_class = -1 }
 
 /* Open a context.  Fails with CRUX_ERR_NO_RESOURCE when none of the shared
  * memory domains can be opened, or when use_cma is set and cma is missing or
@@ -100,5 +113,300 @@ crux_status_t crux_tl_rseg_attach(crux_tl_context_t *context, const void *key,
                                   crux_tl_rseg_t **rseg_p);
 void crux_tl_rseg_detach(crux_tl_rseg_t *rseg);
 void *crux_tl_rseg_ptr(const crux_tl_rseg_t *rseg);
+
+/* ========================================================================= */
+/* The multipath transport                                                   */
+/* ========================================================================= */
+
+/* --- memory types ---------------------------------------------------------- */
+
+typedef enum {
+    CRUX_TL_MEM_HOST,   /* host memory, including CUDA managed and registered memory */
+    CRUX_TL_MEM_CUDA,   /* CUDA device memory */
+} crux_tl_mem_type_t;
+
+typedef struct {
+    crux_tl_mem_type_t type;
+    int                device;   /* CUDA device ordinal of device memory, else -1 */
+} crux_tl_mem_t;
+
+/* What 'ptr' points to, from the CUDA driver's pointer attributes.  Without
+ * a CUDA build, a driver (libcuda.so.1 is loaded at run time) or a GPU, every
+ * pointer is host memory. */
+crux_tl_mem_t crux_tl_mem_query(const void *ptr);
+
+/* CUDA devices this process can use: 0 without a CUDA build, driver or GPU. */
+int crux_tl_cuda_devices(void);
+
+/* --- channels -------------------------------------------------------------- */
+
+/* A channel is one way to move bytes from a buffer in one process to a buffer
+ * in another (or the same) process.  The process that does the copying is
+ * the channel's *actor*: the receiver for pulls, the sender for pushes, both
+ * for the staged host channel. */
+typedef enum {
+    CRUX_TL_CHAN_CMA_GET,    /* receiver pulls over cma: single copy by its CPU */
+    CRUX_TL_CHAN_CMA_PUT,    /* sender pushes over cma: single copy by its CPU */
+    CRUX_TL_CHAN_SHM,        /* sender copies into a shared segment's slots, receiver copies out */
+    CRUX_TL_CHAN_MODEL,      /* a paced memcpy by the receiver (see crux_tl_model_t) */
+    CRUX_TL_CHAN_CUDA_IPC,   /* receiver copies from the sender's device buffer, mapped by IPC */
+    CRUX_TL_CHAN_CUDA_PEER,  /* the same, staged through buffers in one or two peer GPUs */
+    CRUX_TL_CHAN_CUDA_HOST,  /* the same, staged through pinned host memory (D2H then H2D) */
+    CRUX_TL_CHAN_KIND_COUNT
+} crux_tl_chan_kind_t;
+
+/* Shared resources a channel occupies: channels that occupy the same one are
+ * not independent, and the planner caps their sum by the resource's rate. */
+enum {
+    CRUX_TL_RES_TX_CPU = 1u << 0,   /* the sending process's CPU */
+    CRUX_TL_RES_RX_CPU = 1u << 1,   /* the receiving process's CPU */
+};
+
+typedef struct {
+    crux_tl_chan_kind_t kind;
+    char     name[48];      /* "cma-get", "model1", "cuda-peer:0000:41:00.0", ... */
+    double   bandwidth;     /* bytes per second */
+    double   latency;       /* seconds from issuing a chunk to its landing, beyond its copy */
+    double   chunk_cost;    /* seconds a chunk occupies the channel beyond its bytes */
+    unsigned hops;          /* copies a chunk goes through one after the other (staged: 2) */
+    unsigned max_depth;     /* chunks in flight at most (staging slots, streams) */
+    size_t   max_chunk;     /* bytes per chunk at most (a staging slot) */
+    unsigned resources;     /* CRUX_TL_RES_* */
+    int      calibrated;    /* 1: measured (or read from the calibration cache); 0: nominal */
+} crux_tl_chan_attr_t;
+
+const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind);
+
+/* A model channel: it really copies the bytes (memcpy by the receiver, so the
+ * sender's buffer must be addressable there: the same process, or a shared
+ * mapping at the same address) and completes each chunk no earlier than a
+ * link of this bandwidth, latency and per-chunk cost would.  For testing and
+ * measuring the planner and the engine without GPUs. */
+typedef struct {
+    double   bandwidth;     /* bytes per second, > 0 */
+    double   latency;       /* seconds */
+    double   chunk_cost;    /* seconds per chunk */
+    unsigned max_depth;     /* 0: 8 */
+    size_t   max_chunk;     /* 0: 4 MiB */
+} crux_tl_model_t;
+
+/* --- the planner ----------------------------------------------------------- */
+
+#define CRUX_TL_MAX_PATHS 16
+#define CRUX_TL_MAX_RESOURCES 8
+
+/* One path, as the planner sees it.  A path with n bytes cut into k equal
+ * chunks of c bytes takes
+ *     T = latency + (k - 1) * p + hops * s,   s = chunk_cost + c / bandwidth,
+ *     p = max(s, (latency + hops * s) / max_depth)
+ * seconds: the chunks stream through 'hops' copy stages of s seconds each,
+ * and at most max_depth of them are in flight, each for latency + hops * s. */
+typedef struct {
+    double   bandwidth;     /* bytes per second; 0: the path is not used */
+    double   latency;
+    double   chunk_cost;
+    unsigned hops;          /* >= 1 */
+    unsigned max_depth;     /* >= 1 */
+    size_t   max_chunk;     /* 0: unlimited */
+    unsigned resources;     /* bit r: occupies resource r */
+} crux_tl_path_model_t;
+
+typedef struct {
+    unsigned             npaths;
+    crux_tl_path_model_t path[CRUX_TL_MAX_PATHS];
+    /* Rate of each resource, bytes per second: the bytes of all paths that
+     * occupy resource r take at least their sum / resource_rate[r]. 0: none. */
+    double               resource_rate[CRUX_TL_MAX_RESOURCES];
+    /* Seconds the driving thread spends starting each path it uses: every
+     * used path is delayed by this times the number of paths used.  It is
+     * what makes small messages go over one path. */
+    double               path_cost;
+    /* Stripes start at multiples of this many bytes (0: 1). */
+    size_t               granule;
+    /* Use at most this many paths (0: no limit). */
+    unsigned             max_paths;
+} crux_tl_plan_input_t;
+
+typedef struct {
+    size_t   offset;        /* of the stripe in the buffer */
+    size_t   bytes;         /* 0: the path is not used */
+    size_t   chunk;         /* bytes per chunk (the last may be shorter) */
+    unsigned depth;         /* chunks in flight */
+} crux_tl_stripe_t;
+
+typedef struct {
+    crux_tl_stripe_t stripe[CRUX_TL_MAX_PATHS];  /* one per input path, in input order */
+    unsigned         used;       /* paths with bytes */
+    double           makespan;   /* predicted seconds */
+} crux_tl_plan_t;
+
+/* Split 'bytes' over the input's paths, and choose each path's chunk size and
+ * depth, to minimise the makespan (crux_tl_plan_makespan); stripes are laid
+ * out in path order.  CRUX_ERR_NO_RESOURCE when no path has bandwidth,
+ * CRUX_ERR_INVALID for more than CRUX_TL_MAX_PATHS paths. */
+crux_status_t crux_tl_plan(const crux_tl_plan_input_t *input, size_t bytes, crux_tl_plan_t *plan);
+
+/* The planner's cost model: the makespan of moving bytes[i] over path i, each
+ * path with its best chunking: the slowest used path (with path_cost times
+ * the number of used paths added) or the busiest resource, whichever is
+ * later.  Infinity when bytes go to a path without bandwidth. */
+double crux_tl_plan_makespan(const crux_tl_plan_input_t *input, const size_t *bytes);
+
+/* The time of 'bytes' over one path alone with its best chunk count, which
+ * is stored in *chunks when not NULL. */
+double crux_tl_path_time(const crux_tl_path_model_t *path, size_t bytes, size_t *chunks);
+
+/* --- the engine ------------------------------------------------------------ */
+
+typedef struct crux_tl_engine crux_tl_engine_t;
+typedef struct crux_tl_pair   crux_tl_pair_t;   /* this process and one peer */
+typedef struct crux_tl_xfer   crux_tl_xfer_t;   /* one send or receive */
+
+/* Bit (1u << kind) of crux_tl_chan_kind_t. */
+#define CRUX_TL_KIND(kind) (1u << (kind))
+#define CRUX_TL_KINDS_HOST (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) | \
+                            CRUX_TL_KIND(CRUX_TL_CHAN_SHM))
+#define CRUX_TL_KINDS_CUDA (CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_IPC) | CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_PEER) | \
+                            CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST))
+
+typedef struct {
+    int              max_peers;     /* ranks a pair may name: 0 .. max_peers-1 */
+    unsigned         kinds;         /* channel kinds to use (CRUX_TL_KIND bits) */
+    size_t           shm_slot_size; /* shm channel: bytes per staging slot ... */
+    unsigned         shm_slots;     /* ... and slots, per pair and direction */
+    unsigned         nmodels;       /* model channels, added to every pair */
+    const crux_tl_model_t *models;  /* (copied) */
+    double           path_cost;     /* planner's crux_tl_plan_input_t.path_cost */
+    /* Calibration cache file.  NULL: $XDG_CACHE_HOME/crux/calibration-<host>,
+     * else $HOME/.cache/crux/..., else /tmp/crux-<uid>/...; "": no cache. */
+    const char      *calib_path;
+} crux_tl_engine_config_t;
+
+#define CRUX_TL_ENGINE_CONFIG_DEFAULT {                     \
+    .max_peers = 64, .kinds = CRUX_TL_KINDS_HOST | CRUX_TL_KINDS_CUDA, \
+    .shm_slot_size = 256u << 10, .shm_slots = 8,             \
+    .nmodels = 0, .models = NULL, .path_cost = 0.5e-6,       \
+    .calib_path = NULL,                                      \
+}
+
+/* Create an engine on an open context (which must outlive it).  It allocates
+ * one shared segment holding a control area for every possible peer. */
+crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
+                                    const crux_tl_engine_config_t *config,
+                                    crux_tl_engine_t **engine_p);
+/* Every pair must be disconnected and every transfer released first. */
+void crux_tl_engine_destroy(crux_tl_engine_t *engine);
+
+/* This process's card: what peers connect with.  Exchange cards out of band
+ * (e.g. an allgather); all engines with the same configuration pack cards of
+ * the same size. */
+size_t crux_tl_engine_card_size(const crux_tl_engine_t *engine);
+crux_status_t crux_tl_engine_card_pack(const crux_tl_engine_t *engine, void *card);
+
+/* Connect this process (rank 'rank') with the peer of rank 'peer_rank' whose
+ * card is given.  peer_rank == rank makes a loopback pair (card ignored).
+ * Both sides must connect before either sends; they must have the same
+ * engine configuration.  Single-copy (cma) channels are used only if a copy
+ * to the peer really works (ptrace permission). */
+crux_status_t crux_tl_pair_connect(crux_tl_engine_t *engine, int rank, int peer_rank,
+                                   const void *peer_card, crux_tl_pair_t **pair_p);
+void crux_tl_pair_disconnect(crux_tl_pair_t *pair);
+
+/* The pair's host and model channels, in index order (the bits of
+ * crux_tl_xfer_params_t.channels).  CUDA channels follow once a device
+ * transfer has used them.  Returns the count, fills at most 'max'. */
+unsigned crux_tl_pair_channels(const crux_tl_pair_t *pair, crux_tl_chan_attr_t *attrs,
+                               unsigned max);
+
+typedef struct {
+    uint32_t channels;   /* receiver: pair channels it may use (bit i = index i); 0: all */
+    unsigned max_paths;  /* receiver: at most this many channels (0: no limit) */
+    size_t   chunk;      /* receiver: force this chunk size (0: the planner's) */
+} crux_tl_xfer_params_t;
+
+/* Post a send of 'bytes' from 'buffer' to the peer, or a receive into
+ * 'buffer' from it.  The i-th send of one side matches the i-th receive of
+ * the other; sizes must agree (else both fail with CRUX_ERR_INVALID).  The
+ * receiver plans the transfer from its channels' attributes and the memory
+ * types of both buffers (host to host over host and model channels, device
+ * to device over CUDA channels).  The buffer must stay untouched until the
+ * transfer is done.  params may be NULL.  Any number of transfers may be in
+ * flight on a pair, in both directions. */
+crux_status_t crux_tl_send(crux_tl_pair_t *pair, const void *buffer, size_t bytes,
+                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
+crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
+                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
+
+/* Make progress on every pair's transfers without blocking: publish, plan,
+ * issue chunks, retire completed ones.  Both sides of a transfer must
+ * progress.  Returns the number of events (a chunk issued or retired,
+ * a transfer matched or completed); 0 means nothing could advance. */
+unsigned crux_tl_engine_progress(crux_tl_engine_t *engine);
+
+int crux_tl_xfer_done(const crux_tl_xfer_t *xfer);
+/* CRUX_INPROGRESS until done; then CRUX_OK or this transfer's error
+ * (CRUX_ERR_INVALID size mismatch, CRUX_ERR_IO a copy failed,
+ * CRUX_ERR_PEER the peer died, CRUX_ERR_UNSUPPORTED no channel fits the
+ * buffers' memory types). */
+crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *xfer);
+/* Progress the engine until the transfer is done; returns its status. */
+crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *xfer);
+/* Release a finished transfer. */
+void crux_tl_xfer_release(crux_tl_xfer_t *xfer);
+
+typedef struct {
+    unsigned         nstripes;
+    struct {
+        unsigned     channel;       /* index in the receiver's pair channels */
+        size_t       bytes;         /* landed through this channel */
+        size_t       chunks;
+        size_t       chunk;         /* planned chunk size */
+        unsigned     depth;
+    } stripe[CRUX_TL_MAX_PATHS];
+    double           predicted;     /* planner's makespan, seconds */
+    double           elapsed;       /* receiver: from matching to landing, seconds */
+} crux_tl_xfer_stats_t;
+
+/* Receiver side: how the transfer was striped (valid once done). */
+const crux_tl_xfer_stats_t *crux_tl_xfer_stats(const crux_tl_xfer_t *xfer);
+
+/* --- calibration ----------------------------------------------------------- */
+
+/* Measure the bandwidth, latency and per-chunk cost of the pair's host and
+ * model channels with short transfers (about 10 ms per channel), or take
+ * them from the calibration cache, and use them in planning instead of the
+ * nominal figures.  Collective over the pair: both sides call it.  The rank
+ * with the lower number sends, the other measures and publishes; results are
+ * cached per node (host channels only: model channels are measured anew).
+ * force: measure even when the cache has them. */
+crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force);
+
+/* CUDA channels between device src_dev and device dst_dev, measured within
+ * this process (device to device copies have the same path whichever process
+ * issues them) on buffers it allocates, or read from the cache; then used by
+ * every pair of this engine whose transfers go between those two devices. */
+crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *engine, int src_dev, int dst_dev,
+                                            int force);
+
+/* The cache file in use ("" if none). */
+const char *crux_tl_engine_calib_path(const crux_tl_engine_t *engine);
+
+/* GPU paths between two devices, e.g. from topo's multipath set: a direct
+ * path (kind CUDA_IPC: NVLink, NVSwitch, PCIe peer to peer), a path through
+ * relay GPUs (CUDA_PEER) or through host memory (CUDA_HOST), each with its
+ * nominal bandwidth.  Devices are named by PCI bus id ("0000:3b:00.0"), as
+ * ordinals differ between processes.  Without a call, a device pair uses a
+ * direct and a host-staged path with nominal figures. */
+typedef struct {
+    crux_tl_chan_kind_t kind;
+    double   bandwidth;          /* bytes per second */
+    unsigned nrelays;            /* CUDA_PEER: 1 or 2 */
+    char     relay[2][16];       /* CUDA_PEER: PCI bus ids of the relay GPUs, in order */
+} crux_tl_gpu_path_t;
+
+#define CRUX_TL_MAX_GPU_PATHS 8
+crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *engine, const char *src_pci,
+                                       const char *dst_pci, const crux_tl_gpu_path_t *paths,
+                                       unsigned npaths);
 
 #endif

@@ -58,7 +58,22 @@ static ucs_status_t cma_error(void *arg, uct_ep_h ep, ucs_status_t status)
     return UCS_OK;
 }
 
-static crux_status_t open_cma(crux_tl_context_t *ctx)
+/* The job's service level and traffic class, where the transport has them;
+ * a transport without these settings (UCS_ERR_NO_ELEM) is left as it is. */
+static void apply_network_settings(uct_iface_config_t *config, const crux_tl_config_t *tl)
+{
+    char value[16];
+    if (tl->service_level >= 0) {
+        snprintf(value, sizeof(value), "%d", tl->service_level);
+        (void)uct_config_modify(config, "SL", value);
+    }
+    if (tl->traffic_class >= 0) {
+        snprintf(value, sizeof(value), "%d", tl->traffic_class);
+        (void)uct_config_modify(config, "TRAFFIC_CLASS", value);
+    }
+}
+
+static crux_status_t open_cma(crux_tl_context_t *ctx, const crux_tl_config_t *tl)
 {
     uct_component_h component = find_component(ctx, "cma");
     if (component == NULL) {
@@ -81,6 +96,7 @@ static crux_status_t open_cma(crux_tl_context_t *ctx)
     if (status != UCS_OK) {
         return crux_tl_status_from_ucs(status);
     }
+    apply_network_settings(config, tl);
     uct_iface_params_t params = {
         .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                                 UCT_IFACE_PARAM_FIELD_DEVICE |
@@ -172,7 +188,7 @@ crux_status_t crux_tl_context_open(const crux_tl_config_t *config,
         goto fail;
     }
     if (config->use_cma) {
-        result = open_cma(ctx);
+        result = open_cma(ctx, config);
         if (result != CRUX_OK) {
             goto fail;
         }

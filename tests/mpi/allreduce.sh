@@ -21,11 +21,23 @@ for alg in staged cma; do
     expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
   done
 done
-run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 \
-  --mca coll_crux_cma_min_bytes 1000000000 -- $prog counts bits
+for np in 2 3; do
+  run_mpi $np "engine forced" --mca coll_crux_allreduce_algorithm engine "${verbose[@]}" -- \
+    $prog counts bits comms
+  expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: engine" "[np=$np engine forced] the multipath engine ran"
+done
+run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 -- \
+  $prog counts bits
+run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" -- $prog counts
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: cma" "[np=3 auto with cma] auto switched to cma"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with cma] auto used staging below"
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
 run_mpi 2 "fallback forced" --mca coll_crux_allreduce_algorithm fallback -- $prog counts fallback
 run_mpi 4 "many" --mca coll crux -- $prog many
+run_mpi 3 "info keys" --mca coll_crux_verbose 2 -- $prog info
+expect_stderr "unknown crux_allreduce_algorithm \"no-such-algorithm\" ignored" \
+  "[np=3 info keys] an unknown algorithm name is reported"
+expect_stderr "DUP FROM 0: cma" "[np=3 info keys] the info key selected cma"
 
 # No shared memory for crux: every communicator falls back, says why once.
 run_mpi 2 "no shared memory" --mca coll_crux_shm_mds no-such-md --mca coll_crux_verbose 1 -- $prog counts

@@ -18,25 +18,33 @@ tap_line() {   # tap_line ok|"not ok" DESCRIPTION
 }
 
 # run_mpi NP LABEL [MPIRUN-ARGS...] -- PROGRAM [ARGS...]
+# MPI_LAUNCHER, when set, replaces "mpirun -np NP" (e.g. scripts/fakenodes).
 run_mpi() {
-  local np=$1 label=$2
+  local np=$1 label=$2 where
   shift 2
+  where=$([ -n "${MPI_LAUNCHER:-}" ] && echo "$np" || echo "np=$np")
   local mpiargs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do mpiargs+=("$1"); shift; done
   shift
   local out rc line
-  out=$(timeout -k 10 "$MPI_TIMEOUT" mpirun -np "$np" "${mpiargs[@]}" "$@" 2>"$last_stderr" </dev/null)
+  local launcher=(mpirun -np "$np") separator=()
+  if [ -n "${MPI_LAUNCHER:-}" ]; then
+    read -r -a launcher <<<"$MPI_LAUNCHER"
+    separator=(--)
+  fi
+  out=$(timeout -k 10 "$MPI_TIMEOUT" "${launcher[@]}" "${mpiargs[@]}" "${separator[@]}" "$@" \
+        2>"$last_stderr" </dev/null)
   rc=$?
   cat "$last_stderr" >&2
   while IFS= read -r line; do
     case $line in
-      "ok - "*) tap_line ok "[np=$np $label] ${line#ok - }" ;;
-      "not ok - "*) tap_line "not ok" "[np=$np $label] ${line#not ok - }" ;;
+      "ok - "*) tap_line ok "[$where $label] ${line#ok - }" ;;
+      "not ok - "*) tap_line "not ok" "[$where $label] ${line#not ok - }" ;;
       *) [ -n "$line" ] && echo "# $line" ;;
     esac
   done <<<"$out"
   if [ $rc -ne 0 ]; then
-    tap_line "not ok" "[np=$np $label] mpirun exited with status $rc"
+    tap_line "not ok" "[$where $label] mpirun exited with status $rc"
   fi
   return $rc
 }

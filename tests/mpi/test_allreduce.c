@@ -8,7 +8,9 @@
  *   nonblocking  MPI_Iallreduce and a persistent MPI_Allreduce_init-free mix
  *   fallback     user-defined ops (commutative and not), derived datatypes,
  *                MINLOC/MAXLOC
- *   bits    float sum of random data: every rank holds identical bits */
+ *   bits    float sum of random data: every rank holds identical bits
+ *   info    communicators that pick crux's algorithm with the info key
+ *           "crux_allreduce_algorithm" (auto, staged, cma, fallback, junk) */
 #include <complex.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -465,6 +467,23 @@ static void suite_bits(void)
     }
 }
 
+static void suite_info(void)
+{
+    const char *values[] = { "auto", "staged", "cma", "fallback", "no-such-algorithm" };
+    for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+        MPI_Info info;
+        MPI_Comm comm;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "crux_allreduce_algorithm", values[v]);
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm);
+        MPI_Info_free(&info);
+        bool ok = check_allreduce(comm, MPI_FLOAT, K_FLOAT, MPI_SUM, 1000003, false) &&
+                  check_allreduce(comm, MPI_INT, K_SIGNED, MPI_MAX, 70001, true);
+        tap_check(ok, "communicator with crux_allreduce_algorithm=%s", values[v]);
+        MPI_Comm_free(&comm);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -479,6 +498,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "nonblocking")) suite_nonblocking();
         else if (!strcmp(argv[a], "fallback")) suite_fallback();
         else if (!strcmp(argv[a], "bits")) suite_bits();
+        else if (!strcmp(argv[a], "info")) suite_info();
         else tap_check(0, "unknown suite %s", argv[a]);
     }
     MPI_Finalize();

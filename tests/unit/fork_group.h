@@ -28,7 +28,7 @@ typedef struct {
     int                  size;
 } fork_group_member_t;
 
-static int fork_group_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+static inline int fork_group_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
 {
     fork_group_member_t *m = arg;
     if (length > FORK_GROUP_SLOT) {
@@ -43,12 +43,68 @@ static int fork_group_allgather(const void *sbuf, void *rbuf, size_t length, voi
     return 0;
 }
 
-static void fork_group_barrier(fork_group_member_t *m)
+/* An out-of-band exchange among a subset of the members, every member
+ * calling it at once: members with the same 'color' form a subgroup, ranked
+ * by 'key'.  Built on the allgather over everyone. */
+typedef struct {
+    fork_group_member_t *all;
+    int                  color;
+    int                  members[FORK_GROUP_MAX];   /* ranks in 'all', subgroup order */
+    int                  size;
+    int                  rank;
+} fork_subgroup_t;
+
+static inline int fork_subgroup_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    fork_subgroup_t *sub = arg;
+    unsigned char *everyone = malloc(length * (size_t)sub->all->size);
+    if (everyone == NULL || fork_group_allgather(sbuf, everyone, length, sub->all) != 0) {
+        free(everyone);
+        return -1;
+    }
+    for (int i = 0; i < sub->size; i++) {
+        memcpy((unsigned char *)rbuf + (size_t)i * length,
+               everyone + (size_t)sub->members[i] * length, length);
+    }
+    free(everyone);
+    return 0;
+}
+
+/* Every member calls this at once with its color and key. */
+static inline int fork_subgroup_init(fork_subgroup_t *sub, fork_group_member_t *m, int color, int key)
+{
+    int mine[2] = { color, key }, all[2 * FORK_GROUP_MAX];
+    if (fork_group_allgather(mine, all, sizeof(mine), m) != 0) {
+        return -1;
+    }
+    sub->all = m;
+    sub->color = color;
+    sub->size = 0;
+    for (int k = 0; k <= 2 * FORK_GROUP_MAX; k++) {   /* members in key order */
+        for (int p = 0; p < m->size; p++) {
+            if (all[2 * p] == color && all[2 * p + 1] == k) {
+                if (p == m->rank) {
+                    sub->rank = sub->size;
+                }
+                sub->members[sub->size++] = p;
+            }
+        }
+    }
+    return 0;
+}
+
+static inline crux_coll_oob_t fork_subgroup_oob(fork_subgroup_t *sub)
+{
+    return (crux_coll_oob_t){ .allgather = fork_subgroup_allgather, .arg = sub,
+                              .rank = sub->rank, .size = sub->size };
+}
+
+static inline void fork_group_barrier(fork_group_member_t *m)
 {
     pthread_barrier_wait(&m->shared->barrier);
 }
 
-static crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
+static inline crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
 {
     return (crux_coll_oob_t){ .allgather = fork_group_allgather, .arg = m, .rank = m->rank,
                               .size = m->size };
@@ -56,7 +112,7 @@ static crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
 
 /* Run body(member, arg) in 'size' processes; returns the number of members
  * that exited with a non-zero status or were killed. */
-static int fork_group_run(int size, int (*body)(fork_group_member_t *, void *), void *arg)
+static inline int fork_group_run(int size, int (*body)(fork_group_member_t *, void *), void *arg)
 {
     fork_group_shared_t *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -78,6 +78,7 @@ START_TEST(test_allreduce_every_algorithm)
                 c.config.chunk_size = 4000;
                 c.config.cma_chunk_size = 8192;
                 c.config.cma_min_bytes = 100000;
+                c.config.stream_min_bytes = 50000;   /* larger counts stream their results */
                 ck_assert_msg(fork_group_run(size, run_case, &c) == 0,
                               "size %d %s count %zu %s", size, crux_allreduce_alg_name(algs[a]),
                               counts[k], in_place ? "in place" : "");

@@ -332,6 +332,13 @@ START_TEST(test_cts1_pcie_switch)
     ck_assert_int_eq(g->nnuma, 1);
     ck_assert_str_eq(g->cpuset, "18-35,54-71");
     ck_assert_int_eq(crux_topo_host_group(t, 0)->ngpus, 2);
+    /* a process bound inside one package belongs to its host group */
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "20"), 1);
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "18-20,54"), 1);
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "0-3"), 0);
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "17-18"), -1);   /* spans both */
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "not a list"), -1);
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, ""), -1);
     crux_topo_free(t);
 }
 END_TEST

@@ -1,0 +1,462 @@
+/* crux-bench-p2p: point-to-point bandwidth of the multipath transport, one
+ * path (the planner's best single channel) against all paths, per message
+ * size, measured in alternation within one run.
+ *
+ *   host   two processes, private buffers: cma get, cma put, shm staging
+ *   model  one process, paced model channels (default 10, 5 and 2.5 GB/s):
+ *          striping efficiency against the sum of the channels' bandwidths
+ *   cuda   2 or more processes (pairs 0->1, 2->3, ... at once), device
+ *          buffers on GPU rank % devices: IPC direct, host and peer staging
+ *
+ * usage: crux-bench-p2p [--mode host|model|cuda] [--min SIZE] [--max SIZE]
+ *          [--rounds N] [--procs N] [--model GBPS[,GBPS...]] [--latency US]
+ *          [--chunk-cost US] [--no-calibrate] [--csv]
+ * SIZE takes K, M and G suffixes.  Times are the best of the rounds; each
+ * round measures one path then all paths, a batch of transfers each. */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "common/crux_cuda.h"
+#include "tests/unit/fork_group.h"
+#include "ucx_tl/crux_tl.h"
+
+typedef enum { MODE_HOST, MODE_MODEL, MODE_CUDA } bench_mode_t;
+
+typedef struct {
+    bench_mode_t mode;
+    size_t  min, max;
+    int     rounds, procs, calibrate, csv;
+    unsigned nmodels;
+    crux_tl_model_t models[8];
+} options_t;
+
+/* What a receiver found for one size, written to shared memory. */
+typedef struct {
+    size_t   bytes;
+    double   one, all;           /* best seconds per transfer */
+    unsigned one_channel, all_stripes;
+    double   memcpy_s;           /* model mode: a plain memcpy of the same size */
+} row_t;
+
+#define MAX_ROWS 40
+
+typedef struct {
+    options_t opt;
+    row_t     rows[FORK_GROUP_MAX / 2][MAX_ROWS];
+    unsigned  nrows;
+    char      channels[FORK_GROUP_MAX / 2][512];
+    int       failed;
+} shared_t;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return v > 0 ? (size_t)v : 0;
+}
+
+static int iterations(size_t bytes)
+{
+    size_t n = (64u << 20) / (bytes > 0 ? bytes : 1);
+    return n < 3 ? 3 : n > 100 ? 100 : (int)n;
+}
+
+/* --- memory: host or device ---------------------------------------------- */
+
+static void *alloc_buffer(bench_mode_t mode, size_t bytes, int device)
+{
+#ifdef CRUX_HAVE_CUDA
+    if (mode == MODE_CUDA) {
+        CUdeviceptr p = 0;
+        if (crux_cuda_push(device) != CRUX_OK) {
+            return NULL;
+        }
+        if (crux_cuda()->MemAlloc(&p, bytes) != CUDA_SUCCESS) {
+            p = 0;
+        } else {
+            crux_cuda()->MemsetD8(p, 1, bytes);
+        }
+        crux_cuda_pop();
+        return (void *)(uintptr_t)p;
+    }
+#endif
+    (void)device;
+    void *p = malloc(bytes);
+    if (p != NULL) {
+        memset(p, 1, bytes);
+    }
+    return p;
+}
+
+static void free_buffer(bench_mode_t mode, void *p, int device)
+{
+#ifdef CRUX_HAVE_CUDA
+    if (mode == MODE_CUDA) {
+        if (p != NULL && crux_cuda_push(device) == CRUX_OK) {
+            crux_cuda()->MemFree((CUdeviceptr)(uintptr_t)p);
+            crux_cuda_pop();
+        }
+        return;
+    }
+#endif
+    (void)mode;
+    (void)device;
+    free(p);
+}
+
+/* --- one measurement -------------------------------------------------------- */
+
+/* A batch of transfers from sender to receiver; the receiver returns the
+ * seconds per transfer and what the last one used. */
+static double batch(crux_tl_engine_t *e, crux_tl_pair_t *pair, int sends, int receives,
+                    void *sbuf, void *rbuf, size_t bytes, unsigned max_paths,
+                    crux_tl_xfer_stats_t *stats)
+{
+    int iters = iterations(bytes);
+    crux_tl_xfer_params_t params = { .max_paths = max_paths };
+    double start = now();
+    for (int i = 0; i < iters; i++) {
+        crux_tl_xfer_t *s = NULL, *r = NULL;
+        if ((receives && crux_tl_recv(pair, rbuf, bytes, &params, &r) != CRUX_OK) ||
+            (sends && crux_tl_send(pair, sbuf, bytes, NULL, &s) != CRUX_OK) ||
+            (r != NULL && crux_tl_xfer_wait(r) != CRUX_OK) ||
+            (s != NULL && crux_tl_xfer_wait(s) != CRUX_OK)) {
+            return -1;
+        }
+        if (r != NULL && i == iters - 1) {
+            *stats = *crux_tl_xfer_stats(r);
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+    }
+    (void)e;
+    return (now() - start) / iters;
+}
+
+static void describe_channels(crux_tl_pair_t *pair, char *out, size_t len)
+{
+    crux_tl_chan_attr_t a[16];
+    unsigned n = crux_tl_pair_channels(pair, a, 16);
+    size_t at = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < n && i < 16 && at < len; i++) {
+        at += (size_t)snprintf(out + at, len - at, "%s%u=%s %.2f GB/s %.1f us +%.1f us/chunk%s",
+                               i > 0 ? "; " : "", i, a[i].name, a[i].bandwidth / 1e9,
+                               a[i].latency * 1e6, a[i].chunk_cost * 1e6,
+                               a[i].calibrated ? "" : " (nominal)");
+    }
+}
+
+static double memcpy_time(size_t bytes)
+{
+    unsigned char *a = malloc(bytes), *b = malloc(bytes);
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    double best = INFINITY;
+    for (int r = 0; r < 5; r++) {
+        double t = now();
+        memcpy(b, a, bytes);
+        __asm__ volatile("" ::"r"(b) : "memory");
+        best = fmin(best, now() - t);
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+/* Measure every size on one pair; 'slot' is where the receiver reports. */
+static int run_pair(shared_t *sh, crux_tl_engine_t *e, crux_tl_pair_t *pair, int sends,
+                    int receives, int device, int slot, fork_group_member_t *m)
+{
+    const options_t *o = &sh->opt;
+    void *sbuf = sends ? alloc_buffer(o->mode, o->max, device) : NULL;
+    void *rbuf = receives ? alloc_buffer(o->mode, o->max, device) : NULL;
+    if ((sends && sbuf == NULL) || (receives && rbuf == NULL)) {
+        return 1;
+    }
+    unsigned row = 0;
+    for (size_t bytes = o->min; bytes <= o->max && row < MAX_ROWS; bytes *= 4, row++) {
+        row_t r = { .bytes = bytes, .one = INFINITY, .all = INFINITY };
+        crux_tl_xfer_stats_t st = { 0 };
+        for (int round = 0; round < o->rounds; round++) {
+            for (unsigned paths = 1; paths <= 2; paths++) {
+                if (m != NULL) {
+                    fork_group_barrier(m);
+                }
+                double t = batch(e, pair, sends, receives, sbuf, rbuf, bytes,
+                                 paths == 1 ? 1 : 0, &st);
+                if (t < 0) {
+                    return 2;
+                }
+                if (!receives) {
+                    continue;
+                }
+                if (paths == 1 && t < r.one) {
+                    r.one = t;
+                    r.one_channel = st.nstripes > 0 ? st.stripe[0].channel : 0;
+                } else if (paths == 2 && t < r.all) {
+                    r.all = t;
+                    r.all_stripes = st.nstripes;
+                }
+            }
+        }
+        if (receives) {
+            if (o->mode == MODE_MODEL) {
+                r.memcpy_s = memcpy_time(bytes);
+            }
+            sh->rows[slot][row] = r;
+        }
+    }
+    if (receives) {
+        sh->nrows = row;
+        describe_channels(pair, sh->channels[slot], sizeof(sh->channels[slot]));
+    }
+    free_buffer(o->mode, sbuf, device);
+    free_buffer(o->mode, rbuf, device);
+    return 0;
+}
+
+/* --- modes ------------------------------------------------------------------- */
+
+static int open_engine(const options_t *o, crux_tl_context_t **ctx, crux_tl_engine_t **e)
+{
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    cfg.max_peers = o->procs;
+    cfg.kinds = o->mode == MODE_HOST ? CRUX_TL_KINDS_HOST
+              : o->mode == MODE_CUDA ? CRUX_TL_KINDS_CUDA : 0;
+    if (o->mode == MODE_MODEL) {
+        cfg.models = o->models;
+        cfg.nmodels = o->nmodels;
+    }
+    if (crux_tl_context_open(NULL, ctx) != CRUX_OK) {
+        return -1;
+    }
+    return crux_tl_engine_create(*ctx, &cfg, e) == CRUX_OK ? 0 : -1;
+}
+
+static int model_run(shared_t *sh)
+{
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e;
+    crux_tl_pair_t *pair;
+    if (open_engine(&sh->opt, &ctx, &e) != 0 ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) {
+        return 1;
+    }
+    int rc = run_pair(sh, e, pair, 1, 1, -1, 0, NULL);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+/* Each even rank sends to the next odd one. */
+static int member(fork_group_member_t *m, void *arg)
+{
+    shared_t *sh = arg;
+    const options_t *o = &sh->opt;
+    int device = -1;
+    if (o->mode == MODE_CUDA) {
+        int count = crux_tl_cuda_devices();
+        if (count == 0) {
+            return 3;
+        }
+        device = m->rank % count;
+    }
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e;
+    if (open_engine(o, &ctx, &e) != 0) {
+        return 1;
+    }
+    unsigned char card[FORK_GROUP_SLOT];
+    static unsigned char cards[FORK_GROUP_MAX][FORK_GROUP_SLOT];
+    crux_tl_pair_t *pair;
+    int peer = m->rank ^ 1;
+    if (crux_tl_engine_card_size(e) > FORK_GROUP_SLOT || crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, peer, cards[peer], &pair) != CRUX_OK) {
+        return 2;
+    }
+    fork_group_barrier(m);
+    int receives = m->rank % 2 == 1;
+    if (o->calibrate) {
+        crux_status_t st = o->mode == MODE_CUDA
+            ? (receives ? crux_tl_engine_calibrate_cuda(e, (m->rank - 1) % crux_tl_cuda_devices(),
+                                                        device, 0) : CRUX_OK)
+            : crux_tl_pair_calibrate(pair, 0);
+        if (st != CRUX_OK) {
+            fprintf(stderr, "crux-bench-p2p: rank %d: calibration failed: %s\n", m->rank,
+                    crux_status_string(st));
+        }
+    }
+    int rc = run_pair(sh, e, pair, !receives, receives, device, m->rank / 2, m);
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+/* --- output ------------------------------------------------------------------------ */
+
+static void print(const shared_t *sh)
+{
+    const options_t *o = &sh->opt;
+    const char *mode = o->mode == MODE_HOST ? "host" : o->mode == MODE_MODEL ? "model" : "cuda";
+    double sum = 0;
+    for (unsigned i = 0; i < o->nmodels; i++) {
+        sum += o->models[i].bandwidth;
+    }
+    int pairs = o->mode == MODE_MODEL ? 1 : o->procs / 2;
+    for (int p = 0; p < pairs; p++) {
+        if (!o->csv) {
+            printf("# crux-bench-p2p %s, pair %d (rank %d -> %d); channels: %s\n", mode, p,
+                   2 * p, 2 * p + 1, sh->channels[p]);
+            printf("%12s %14s %8s %14s %8s %7s", "bytes", "one path GB/s", "channel",
+                   "all paths GB/s", "stripes", "ratio");
+            if (o->mode == MODE_MODEL) {
+                printf(" %12s %10s", "% of sum", "memcpy GB/s");
+            }
+            printf("\n");
+        } else if (p == 0) {
+            printf("mode,pair,bytes,one_gbps,one_channel,all_gbps,all_stripes,ratio%s\n",
+                   o->mode == MODE_MODEL ? ",percent_of_sum,memcpy_gbps" : "");
+        }
+        for (unsigned i = 0; i < sh->nrows; i++) {
+            const row_t *r = &sh->rows[p][i];
+            double one = r->bytes / r->one / 1e9, all = r->bytes / r->all / 1e9;
+            if (o->csv) {
+                printf("%s,%d,%zu,%.3f,%u,%.3f,%u,%.3f", mode, p, r->bytes, one, r->one_channel,
+                       all, r->all_stripes, all / one);
+                if (o->mode == MODE_MODEL) {
+                    printf(",%.1f,%.2f", 100 * all * 1e9 / sum, r->bytes / r->memcpy_s / 1e9);
+                }
+            } else {
+                printf("%12zu %14.2f %8u %14.2f %8u %6.2fx", r->bytes, one, r->one_channel, all,
+                       r->all_stripes, all / one);
+                if (o->mode == MODE_MODEL) {
+                    printf(" %11.1f%% %10.2f", 100 * all * 1e9 / sum, r->bytes / r->memcpy_s / 1e9);
+                }
+            }
+            printf("\n");
+        }
+    }
+}
+
+static int usage(FILE *f, int status)
+{
+    fprintf(f, "usage: crux-bench-p2p [--mode host|model|cuda] [--min SIZE] [--max SIZE] [--rounds N]\n"
+               "         [--procs N] [--model GBPS[,GBPS...]] [--latency US] [--chunk-cost US]\n"
+               "         [--no-calibrate] [--csv]\n");
+    return status;
+}
+
+static int parse(int argc, char **argv, options_t *o)
+{
+    double latency = 5e-6, chunk_cost = 1e-6;
+    const char *model = "10,5,2.5";
+    int min_given = 0;
+    o->mode = MODE_HOST;
+    o->rounds = 5;
+    o->procs = 2;
+    o->calibrate = 1;
+    o->min = 4096;
+    o->max = 64u << 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--mode") == 0 && v != NULL) {
+            o->mode = strcmp(v, "host") == 0 ? MODE_HOST : strcmp(v, "model") == 0 ? MODE_MODEL
+                    : strcmp(v, "cuda") == 0 ? MODE_CUDA : (bench_mode_t)-1;
+            if ((int)o->mode < 0) {
+                return -1;
+            }
+        } else if (strcmp(a, "--min") == 0 && v != NULL) {
+            o->min = parse_size(v);
+            min_given = 1;
+        } else if (strcmp(a, "--max") == 0 && v != NULL) {
+            o->max = parse_size(v);
+        } else if (strcmp(a, "--rounds") == 0 && v != NULL) {
+            o->rounds = atoi(v);
+        } else if (strcmp(a, "--procs") == 0 && v != NULL) {
+            o->procs = atoi(v);
+        } else if (strcmp(a, "--model") == 0 && v != NULL) {
+            model = v;
+        } else if (strcmp(a, "--latency") == 0 && v != NULL) {
+            latency = atof(v) * 1e-6;
+        } else if (strcmp(a, "--chunk-cost") == 0 && v != NULL) {
+            chunk_cost = atof(v) * 1e-6;
+        } else {
+            takes = 0;
+            if (strcmp(a, "--no-calibrate") == 0) {
+                o->calibrate = 0;
+            } else if (strcmp(a, "--csv") == 0) {
+                o->csv = 1;
+            } else {
+                return -1;
+            }
+        }
+        i += takes;
+    }
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", model);
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok != NULL && o->nmodels < 8;
+         tok = strtok_r(NULL, ",", &save)) {
+        o->models[o->nmodels++] = (crux_tl_model_t){ .bandwidth = atof(tok) * 1e9,
+                                                    .latency = latency, .chunk_cost = chunk_cost };
+    }
+    if (o->min == 0 || o->max < o->min || o->rounds < 1 || o->procs < 2 || o->procs % 2 != 0 ||
+        o->procs > FORK_GROUP_MAX || o->nmodels == 0 || latency < 0 || chunk_cost < 0) {
+        return -1;
+    }
+    if (o->mode == MODE_MODEL && !min_given) {
+        o->min = 64u << 10;   /* below, one model channel's latency dominates */
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        return usage(stdout, 0);
+    }
+    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) {
+        perror("crux-bench-p2p: mmap");
+        return 1;
+    }
+    memset(sh, 0, sizeof(*sh));
+    if (parse(argc, argv, &sh->opt) != 0) {
+        return usage(stderr, 2);
+    }
+    /* CUDA must not be initialised before fork: children check for GPUs. */
+    int failed = sh->opt.mode == MODE_MODEL ? model_run(sh)
+                                            : fork_group_run(sh->opt.procs, member, sh);
+    if (failed) {
+        fprintf(stderr, "crux-bench-p2p: %s\n",
+                sh->opt.mode == MODE_CUDA ? "failed (no GPU, or a CUDA error)" : "failed");
+        return 1;
+    }
+    print(sh);
+    return 0;
+}

@@ -1,0 +1,132 @@
+/* The CUDA driver, opened with dlopen once per process. */
+#include "common/crux_cuda.h"
+
+#ifdef CRUX_HAVE_CUDA
+#include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static crux_cuda_api_t api;
+static const crux_cuda_api_t *loaded;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1",
+                       RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        return;
+    }
+    /* the _v2 names are what cuda.h's macros select for these calls */
+#define SYM(field, name) (*(void **)&api.field = dlsym(lib, name)) != NULL
+    int ok = SYM(Init, "cuInit") && SYM(DeviceGetCount, "cuDeviceGetCount") &&
+        SYM(DeviceGet, "cuDeviceGet") && SYM(DeviceGetPCIBusId, "cuDeviceGetPCIBusId") &&
+        SYM(DeviceGetByPCIBusId, "cuDeviceGetByPCIBusId") &&
+        SYM(DeviceCanAccessPeer, "cuDeviceCanAccessPeer") &&
+        SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+        SYM(CtxPushCurrent, "cuCtxPushCurrent_v2") && SYM(CtxPopCurrent, "cuCtxPopCurrent_v2") &&
+        SYM(CtxEnablePeerAccess, "cuCtxEnablePeerAccess") &&
+        SYM(PointerGetAttributes, "cuPointerGetAttributes") &&
+        SYM(MemGetAddressRange, "cuMemGetAddressRange_v2") && SYM(MemAlloc, "cuMemAlloc_v2") &&
+        SYM(MemFree, "cuMemFree_v2") && SYM(MemHostAlloc, "cuMemHostAlloc") &&
+        SYM(MemFreeHost, "cuMemFreeHost") && SYM(Memcpy, "cuMemcpy") &&
+        SYM(MemcpyAsync, "cuMemcpyAsync") && SYM(MemsetD8, "cuMemsetD8_v2") &&
+        SYM(IpcGetMemHandle, "cuIpcGetMemHandle") &&
+        SYM(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2") &&
+        SYM(IpcCloseMemHandle, "cuIpcCloseMemHandle") && SYM(StreamCreate, "cuStreamCreate") &&
+        SYM(StreamDestroy, "cuStreamDestroy_v2") &&
+        SYM(StreamSynchronize, "cuStreamSynchronize") &&
+        SYM(StreamWaitEvent, "cuStreamWaitEvent") && SYM(EventCreate, "cuEventCreate") &&
+        SYM(EventDestroy, "cuEventDestroy_v2") && SYM(EventRecord, "cuEventRecord") &&
+        SYM(EventQuery, "cuEventQuery") && SYM(ModuleLoadData, "cuModuleLoadData") &&
+        SYM(ModuleGetFunction, "cuModuleGetFunction") && SYM(LaunchKernel, "cuLaunchKernel");
+#undef SYM
+    int count = 0;
+    if (!ok || api.Init(0) != CUDA_SUCCESS || api.DeviceGetCount(&count) != CUDA_SUCCESS ||
+        count == 0) {
+        dlclose(lib);   /* an old driver, or no GPU: as if there were no driver */
+        return;
+    }
+    loaded = &api;
+}
+
+const crux_cuda_api_t *crux_cuda(void)
+{
+    pthread_once(&once, load);
+    return loaded;
+}
+
+crux_status_t crux_cuda_status(CUresult result)
+{
+    switch (result) {
+    case CUDA_SUCCESS:              return CRUX_OK;
+    case CUDA_ERROR_OUT_OF_MEMORY:  return CRUX_ERR_NO_MEMORY;
+    case CUDA_ERROR_INVALID_VALUE:  return CRUX_ERR_INVALID;
+    case CUDA_ERROR_NOT_SUPPORTED:  return CRUX_ERR_UNSUPPORTED;
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_INVALID_DEVICE: return CRUX_ERR_NO_RESOURCE;
+    default:                        return CRUX_ERR_IO;
+    }
+}
+
+crux_status_t crux_cuda_push(int device)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    CUdevice dev;
+    CUcontext ctx;
+    if (cu == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    CUresult r = cu->DeviceGet(&dev, device);
+    if (r == CUDA_SUCCESS) {
+        r = cu->DevicePrimaryCtxRetain(&ctx, dev);   /* retained for the process's life */
+    }
+    if (r == CUDA_SUCCESS) {
+        r = cu->CtxPushCurrent(ctx);
+    }
+    return crux_cuda_status(r);
+}
+
+void crux_cuda_pop(void)
+{
+    CUcontext ctx;
+    crux_cuda()->CtxPopCurrent(&ctx);
+}
+
+int crux_cuda_pci(int device, char *pci, size_t len)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    CUdevice dev;
+    if (cu == NULL || len < 13 || cu->DeviceGet(&dev, device) != CUDA_SUCCESS ||
+        cu->DeviceGetPCIBusId(pci, (int)len, dev) != CUDA_SUCCESS) {
+        return -1;
+    }
+    for (char *p = pci; *p != '\0'; p++) {
+        *p = (char)tolower((unsigned char)*p);
+    }
+    return 0;
+}
+
+int crux_cuda_device_of(const char *pci)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    CUdevice dev;
+    int count = 0;
+    if (cu == NULL || cu->DeviceGetByPCIBusId(&dev, pci) != CUDA_SUCCESS ||
+        cu->DeviceGetCount(&count) != CUDA_SUCCESS) {
+        return -1;
+    }
+    /* a CUdevice is its ordinal in practice; check rather than assume */
+    for (int i = 0; i < count; i++) {
+        CUdevice d;
+        if (cu->DeviceGet(&d, i) == CUDA_SUCCESS && d == dev) {
+            return i;
+        }
+    }
+    return -1;
+}
+#endif

@@ -1,0 +1,74 @@
+/* Internal to crux: the CUDA driver API, loaded at run time.
+ *
+ * Nothing in crux links against libcuda or libcudart: the driver
+ * (libcuda.so.1, or the file named by CRUX_CUDA_LIBRARY) is opened with
+ * dlopen on first use and its entry points are looked up by their versioned
+ * names, so every binary runs on a machine without a GPU or driver.  The
+ * types come from the toolkit's cuda.h; this header is empty in a build
+ * without the toolkit. */
+#ifndef CRUX_CUDA_H
+#define CRUX_CUDA_H
+
+#include "config.h"
+
+#ifdef CRUX_HAVE_CUDA
+#include <cuda.h>
+
+#include "common/crux_status.h"
+
+typedef struct {
+    CUresult (*Init)(unsigned flags);
+    CUresult (*DeviceGetCount)(int *count);
+    CUresult (*DeviceGet)(CUdevice *dev, int ordinal);
+    CUresult (*DeviceGetPCIBusId)(char *id, int len, CUdevice dev);
+    CUresult (*DeviceGetByPCIBusId)(CUdevice *dev, const char *id);
+    CUresult (*DeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+    CUresult (*CtxPushCurrent)(CUcontext ctx);
+    CUresult (*CtxPopCurrent)(CUcontext *ctx);
+    CUresult (*CtxEnablePeerAccess)(CUcontext peer, unsigned flags);
+    CUresult (*PointerGetAttributes)(unsigned n, CUpointer_attribute *attrs, void **data,
+                                     CUdeviceptr ptr);
+    CUresult (*MemGetAddressRange)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+    CUresult (*MemAlloc)(CUdeviceptr *ptr, size_t bytes);
+    CUresult (*MemFree)(CUdeviceptr ptr);
+    CUresult (*MemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
+    CUresult (*MemFreeHost)(void *ptr);
+    CUresult (*Memcpy)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+    CUresult (*MemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+    CUresult (*MemsetD8)(CUdeviceptr ptr, unsigned char value, size_t bytes);
+    CUresult (*IpcGetMemHandle)(CUipcMemHandle *handle, CUdeviceptr ptr);
+    CUresult (*IpcOpenMemHandle)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
+    CUresult (*IpcCloseMemHandle)(CUdeviceptr ptr);
+    CUresult (*StreamCreate)(CUstream *stream, unsigned flags);
+    CUresult (*StreamDestroy)(CUstream stream);
+    CUresult (*StreamSynchronize)(CUstream stream);
+    CUresult (*StreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
+    CUresult (*EventCreate)(CUevent *event, unsigned flags);
+    CUresult (*EventDestroy)(CUevent event);
+    CUresult (*EventRecord)(CUevent event, CUstream stream);
+    CUresult (*EventQuery)(CUevent event);
+    CUresult (*ModuleLoadData)(CUmodule *module, const void *image);
+    CUresult (*ModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
+    CUresult (*LaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                             void **params, void **extra);
+} crux_cuda_api_t;
+
+/* The driver, or NULL when it cannot be loaded or initialised (no GPU). */
+const crux_cuda_api_t *crux_cuda(void);
+
+/* Make the primary context of a device current (pushed on the calling
+ * thread's stack, so the caller's own context comes back with pop). */
+crux_status_t crux_cuda_push(int device);
+void crux_cuda_pop(void);
+
+/* The PCI bus id of a device, "dddd:bb:dd.f" in lower case; 0 on success. */
+int crux_cuda_pci(int device, char *pci, size_t len);
+/* The ordinal of the device with that PCI bus id here, -1 if not visible. */
+int crux_cuda_device_of(const char *pci);
+
+crux_status_t crux_cuda_status(CUresult result);
+#endif
+
+#endif

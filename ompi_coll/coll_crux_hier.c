@@ -1,0 +1,249 @@
+/* The groups of a communicator for the hierarchical Allreduce, and its
+ * inter-group step.
+ *
+ * Groups: with coll_crux_group_size N > 0, ranks r with the same r / N;
+ * otherwise the ranks of one node (MPI_COMM_TYPE_SHARED) bound inside the
+ * same CPU package (libcrux_topo's host groups; ranks not bound inside one
+ * package count as one group per node).  Built once, on first use, with the
+ * previous module's collectives ("building" makes crux's own Allreduce on
+ * this communicator fall back meanwhile, so the splits never recurse into
+ * it), and freed with the communicator.  The hierarchical algorithm needs
+ * at least two groups, of the same size, of more than one rank; otherwise
+ * the layout is unusable and crux falls back for such calls.
+ *
+ * The inter-group step runs on the cross communicator (local rank i of every
+ * group): as a blocking Allreduce when its ranks share this node (crux's
+ * own flat algorithm, through shared memory), else as a nonblocking one over
+ * the PML, polled while the group goes on. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ompi_config.h"
+
+#include "ompi/group/group.h"
+#include "ompi/request/request.h"
+#include "topo/crux_topo.h"
+
+#include "ompi_coll/coll_crux.h"
+
+/* The host groups of this machine, loaded once per process. */
+static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
+static crux_topo_t *topo;
+static bool topo_tried;
+
+static void ignore_warning(void *arg, const char *message)
+{
+    CRUX_VERBOSE(1, "topology: %s", message);
+}
+
+/* This process's CPU binding as a list ("0-3,8"); "" when unknown. */
+static void binding(char *list, size_t size)
+{
+    cpu_set_t set;
+    list[0] = '\0';
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return;
+    }
+    size_t used = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && used + 24 < size; cpu++) {
+        if (!CPU_ISSET(cpu, &set) || (cpu > 0 && CPU_ISSET(cpu - 1, &set))) {
+            continue;
+        }
+        int last = cpu;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) {
+            last++;
+        }
+        used += (size_t)snprintf(list + used, size - used, "%s%d-%d", used ? "," : "", cpu, last);
+    }
+}
+
+/* The package this process is bound in, or 0 when that is not one package. */
+static int package_of_process(void)
+{
+    pthread_mutex_lock(&topo_lock);
+    if (!topo_tried) {
+        crux_topo_options_t options;
+        crux_topo_options_init(&options);
+        options.warn = ignore_warning;
+        char error[256];
+        if (crux_topo_load(&options, &topo, error, sizeof(error)) != CRUX_OK) {
+            CRUX_VERBOSE(1, "no topology (%s): one group per node", error);
+            topo = NULL;
+        }
+        topo_tried = true;
+    }
+    char cpus[1024];
+    binding(cpus, sizeof(cpus));
+    int group = topo != NULL ? crux_topo_host_group_of_cpus(topo, cpus) : -1;
+    pthread_mutex_unlock(&topo_lock);
+    return group < 0 ? 0 : group;
+}
+
+static int parent_allreduce_max(mca_coll_crux_module_t *m, int *values, int n)
+{
+    return m->previous_allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MAX, m->comm,
+                                 m->previous_allreduce_module);
+}
+
+static int local_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    ompi_communicator_t *comm = arg;
+    return comm->c_coll->coll_allgather(sbuf, (int)length, MPI_BYTE, rbuf, (int)length, MPI_BYTE,
+                                        comm, comm->c_coll->coll_allgather_module) == OMPI_SUCCESS
+               ? 0 : -1;
+}
+
+/* Split the communicator into groups and cross communicators. */
+static int build(mca_coll_crux_module_t *m, crux_layout_t *l)
+{
+    ompi_communicator_t *comm = m->comm, *node = NULL;
+    int rank = ompi_comm_rank(comm), rc;
+    const int k = mca_coll_crux_component.group_size;
+    if (k > 0) {
+        rc = ompi_comm_split(comm, rank / k, rank, &l->local_comm, false);
+    } else {
+        rc = ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, NULL, &node);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_comm_split(node, package_of_process(), rank, &l->local_comm, false);
+            ompi_comm_free(&node);
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    /* groups are ordered by their first rank: every member learns it */
+    int local_rank = ompi_comm_rank(l->local_comm);
+    int first = rank;
+    rc = l->local_comm->c_coll->coll_bcast(&first, 1, MPI_INT, 0, l->local_comm,
+                                           l->local_comm->c_coll->coll_bcast_module);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_comm_split(comm, local_rank, first, &l->cross_comm, false);
+    }
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    l->per_group = ompi_comm_size(l->local_comm);
+    l->groups = ompi_comm_size(l->cross_comm);
+    l->cross_local = !ompi_group_have_remote_peers(l->cross_comm->c_local_group);
+    return OMPI_SUCCESS;
+}
+
+/* Whether every group has the same size, with more than one rank, and there
+ * are at least two; decided alike on every rank. */
+static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
+{
+    int v[3] = { l->per_group, -l->per_group, built == OMPI_SUCCESS ? 0 : 1 };
+    if (parent_allreduce_max(m, v, 3) != OMPI_SUCCESS || v[2] != 0) {
+        return false;
+    }
+    if (v[0] != -v[1]) {
+        CRUX_VERBOSE(1, "communicator %s: groups of %d to %d ranks; the hierarchical Allreduce "
+                        "needs equal groups and falls back", m->comm->c_name, -v[1], v[0]);
+        return false;
+    }
+    return l->groups > 1 && l->per_group > 1;
+}
+
+const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
+{
+    crux_layout_t *l = &m->layout;
+    if (l->state != CRUX_GROUP_UNTRIED) {
+        return l->state == CRUX_GROUP_READY ? l : NULL;
+    }
+    m->building = true;
+    int built = build(m, l);
+    bool ok = usable(m, l, built);
+    if (ok) {
+        crux_coll_config_t config = coll_crux_config();
+        crux_coll_oob_t oob = {
+            .allgather = local_allgather, .arg = l->local_comm,
+            .rank = ompi_comm_rank(l->local_comm), .size = l->per_group,
+        };
+        crux_status_t status = coll_crux_group_create(&oob, &config, &l->group);
+        int failed[1] = { status != CRUX_OK };
+        ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
+        if (!ok) {
+            CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups: falling back",
+                         m->comm->c_name);
+        }
+    }
+    m->building = false;
+    l->state = ok ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
+    if (ok) {
+        CRUX_VERBOSE(2, "communicator %s: %d groups of %d ranks, inter-group step %s",
+                     m->comm->c_name, l->groups, l->per_group,
+                     l->cross_local ? "through shared memory" : "over the PML");
+    } else {
+        coll_crux_layout_free(l);
+        l->state = CRUX_GROUP_FAILED;
+    }
+    return ok ? l : NULL;
+}
+
+void coll_crux_layout_free(crux_layout_t *l)
+{
+    crux_coll_group_destroy(l->group);
+    if (l->cross_comm != NULL) {
+        ompi_comm_free(&l->cross_comm);
+    }
+    if (l->local_comm != NULL) {
+        ompi_comm_free(&l->local_comm);
+    }
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- the inter-group step ------------------------------------------------ */
+
+typedef struct {
+    const crux_layout_t *layout;
+    ompi_datatype_t     *dtype;
+    struct ompi_op_t    *op;
+} inter_arg_t;
+
+static crux_status_t inter_start(void *argp, void *buf, size_t count, void **request)
+{
+    inter_arg_t *a = argp;
+    ompi_communicator_t *cross = a->layout->cross_comm;
+    int rc;
+    *request = NULL;
+    if (a->layout->cross_local) {
+        rc = cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
+                                           cross->c_coll->coll_allreduce_module);
+    } else {
+        ompi_request_t *req = NULL;
+        rc = cross->c_coll->coll_iallreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
+                                            &req, cross->c_coll->coll_iallreduce_module);
+        *request = req;
+    }
+    return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
+}
+
+static crux_status_t inter_test(void *argp, void *request, int *done)
+{
+    ompi_request_t *req = request;
+    if (req == NULL) {
+        *done = 1;
+        return CRUX_OK;
+    }
+    int completed = 0;
+    int rc = ompi_request_test(&req, &completed, MPI_STATUS_IGNORE);   /* frees it when done */
+    *done = completed;
+    return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
+}
+
+int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l,
+                             const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
+                             unsigned depth)
+{
+    inter_arg_t arg = { l, dtype, op };
+    crux_coll_inter_t inter = { inter_start, inter_test, &arg };
+    crux_status_t status = crux_coll_allreduce_hier(l->group, &inter, depth,
+                                                    sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                                    (size_t)count, cdtype, cop);
+    return status == CRUX_OK ? OMPI_SUCCESS
+         : status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+}

@@ -1,0 +1,167 @@
+/* The job's place in the cluster schedule (libcrux_prio, libcrux_arb): its
+ * id, its level in the priority file crux-sched publishes, the network
+ * settings of that level, and intra-host arbitration.
+ *
+ * Process-wide and set up on first use.  With no priority file configured
+ * nothing here costs more than a branch.  With one, the file is read at
+ * once, looked at again at most every coll_crux_priority_poll_ms (a clock
+ * read between looks), and a malformed file keeps the last good state and is
+ * reported once.  Before crux moves an Allreduce's data it acquires the
+ * host's shared "hostmem" resource at the job's level: while a job of a
+ * higher level transfers on this host, it waits, at most
+ * coll_crux_arb_max_wait_us, so nothing starves. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi_config.h"
+
+#include "sched/crux_arb.h"
+#include "sched/crux_prio.h"
+
+#include "ompi_coll/coll_crux.h"
+
+static struct {
+    pthread_mutex_t     lock;
+    bool                ready;
+    const char         *job;
+    crux_prio_reader_t *reader;
+    crux_arb_t         *arb;
+    int                 resource;
+    int                 level;
+    /* what arbitration cost this process, for the closing summary */
+    uint64_t            transfers, waits, timeouts, wait_ns;
+} job = { .lock = PTHREAD_MUTEX_INITIALIZER, .level = 0 };
+
+static void log_line(void *arg, const char *message)
+{
+    CRUX_VERBOSE(1, "%s", message);
+}
+
+static int key_int(const char *key, int fallback)
+{
+    const char *v = crux_prio_reader_get(job.reader, key);
+    return v != NULL ? atoi(v) : fallback;
+}
+
+/* The level and its network settings, after the file changed. */
+static void take_level(void)
+{
+    mca_coll_crux_component_t *net = &mca_coll_crux_component;
+    job.level = crux_prio_reader_level(job.reader);
+    net->service_level = key_int("sl", -1);
+    net->traffic_class = key_int("tc", -1);
+    char text[16];
+    snprintf(text, sizeof(text), "%d", job.level);
+    setenv("CRUX_PRIORITY_LEVEL", text, 1);
+    CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d", job.job,
+                 job.level, crux_prio_reader_levels(job.reader),
+                 crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED ? "from the priority file"
+                                                                      : "default",
+                 net->service_level, net->traffic_class);
+}
+
+static void set_up(void)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    const char *file = c->priority_file != NULL && c->priority_file[0] ? c->priority_file
+                                                                      : getenv("CRUX_PRIORITY_FILE");
+    job.job = crux_prio_job_id(c->job_id, NULL);
+    if (file == NULL || file[0] == '\0') {
+        return;
+    }
+    if (job.job == NULL) {
+        CRUX_VERBOSE(1, "priority file %s but no job id (coll_crux_job_id, CRUX_JOB_ID, ...): "
+                        "ignored", file);
+        return;
+    }
+    if (crux_prio_reader_open(file, job.job, 0, (unsigned)c->priority_poll_ms, &job.reader) !=
+        CRUX_OK) {
+        CRUX_VERBOSE(1, "cannot read the priority file %s: ignored", file);
+        return;
+    }
+    crux_prio_reader_set_log(job.reader, log_line, NULL);
+    take_level();
+    if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, &job.arb) !=
+            CRUX_OK ||
+        crux_arb_resource(job.arb, "hostmem", &job.resource) != CRUX_OK) {
+        CRUX_VERBOSE(1, "no intra-host arbitration table: levels are not enforced on this host");
+        crux_arb_close(job.arb);
+        job.arb = NULL;
+    }
+}
+
+static void ensure_set_up(void)
+{
+    if (!__atomic_load_n(&job.ready, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&job.lock);
+        if (!job.ready) {
+            set_up();
+            __atomic_store_n(&job.ready, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&job.lock);
+    }
+}
+
+void coll_crux_job_init(void)
+{
+    ensure_set_up();
+}
+
+const char *coll_crux_job_id(void)
+{
+    ensure_set_up();
+    return job.job;
+}
+
+void coll_crux_job_enter(coll_crux_ticket_t *ticket)
+{
+    ticket->held = false;
+    ensure_set_up();
+    if (job.reader == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&job.lock);
+    if (crux_prio_reader_poll(job.reader)) {
+        take_level();
+    }
+    int level = job.level;
+    pthread_mutex_unlock(&job.lock);
+    if (job.arb == NULL) {
+        return;
+    }
+    crux_arb_ticket_t t;
+    if (crux_arb_acquire(job.arb, job.resource, level, job.job,
+                         (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u, &t) == CRUX_OK) {
+        ticket->held = true;
+        ticket->arb = t;
+        __atomic_add_fetch(&job.transfers, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&job.waits, (uint64_t)t.waited, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&job.timeouts, (uint64_t)t.timed_out, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&job.wait_ns, t.waited ? t.wait_ns : 0, __ATOMIC_RELAXED);
+    }
+}
+
+void coll_crux_job_exit(coll_crux_ticket_t *ticket)
+{
+    if (ticket->held) {
+        crux_arb_release(job.arb, &ticket->arb);
+        ticket->held = false;
+    }
+}
+
+void coll_crux_job_finalize(void)
+{
+    if (job.arb != NULL) {
+        CRUX_VERBOSE(1, "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
+                        "higher level (%.1f ms), %" PRIu64 " gave up waiting", job.job, job.level,
+                     job.transfers, job.waits, (double)job.wait_ns / 1e6, job.timeouts);
+    }
+    crux_arb_close(job.arb);
+    crux_prio_reader_close(job.reader);
+    job.arb = NULL;
+    job.reader = NULL;
+    job.ready = false;
+}

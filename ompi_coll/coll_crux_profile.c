@@ -1,0 +1,153 @@
+/* The job's communication profile, for crux-sched: with
+ * coll_crux_profile_dir set, the job's leader (rank 0 of MPI_COMM_WORLD)
+ * times every MPI_Allreduce that reaches crux and, every
+ * coll_crux_profile_interval_s, writes <dir>/<job>.profile (libcrux_prio's
+ * format): calls, bytes, time inside and between them, the ranks per host,
+ * and the iteration period.
+ *
+ * The period: training repeats the same sequence of Allreduce sizes every
+ * iteration (a framework's fused gradient buffers), so it is the shortest
+ * lag L at which the recent sizes repeat, and the time L calls take; a job
+ * without such a pattern counts each call as an iteration. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ompi_config.h"
+
+#include "ompi/proc/proc.h"
+#include "opal/util/proc.h"
+#include "sched/crux_profile.h"
+
+#include "ompi_coll/coll_crux.h"
+
+#define HISTORY 512   /* calls remembered for the period */
+
+static struct {
+    pthread_mutex_t lock;
+    int             leader;          /* -1: not known yet */
+    double          window_start, last_exit, last_write;
+    uint64_t        calls;
+    double          bytes, inside, between;
+    size_t          sizes[HISTORY];
+    double          starts[HISTORY];
+    uint64_t        recorded;        /* calls ever recorded, the ring's head */
+} prof = { .lock = PTHREAD_MUTEX_INITIALIZER, .leader = -1 };
+
+double coll_crux_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+bool coll_crux_profiling(void)
+{
+    const char *dir = mca_coll_crux_component.profile_dir;
+    if (dir == NULL || dir[0] == '\0') {
+        return false;
+    }
+    if (prof.leader < 0) {
+        prof.leader = ompi_comm_rank((ompi_communicator_t *)MPI_COMM_WORLD) == 0;
+    }
+    return prof.leader == 1;
+}
+
+/* The smallest lag at which the last calls' sizes repeat (at least three
+ * times over), or 0. */
+static unsigned period_calls(void)
+{
+    unsigned n = prof.recorded < HISTORY ? (unsigned)prof.recorded : HISTORY;
+    for (unsigned lag = 1; 3 * lag <= n; lag++) {
+        bool repeats = true;
+        for (unsigned i = 0; i + lag < n && repeats; i++) {
+            uint64_t a = prof.recorded - 1 - i, b = a - lag;
+            repeats = prof.sizes[a % HISTORY] == prof.sizes[b % HISTORY];
+        }
+        if (repeats) {
+            return lag;
+        }
+    }
+    return 0;
+}
+
+/* "host:ranks,..." in rank order of first appearance, as a ring visits them. */
+static int hosts_of_world(char ***hosts, int **ranks)
+{
+    ompi_communicator_t *world = (ompi_communicator_t *)MPI_COMM_WORLD;
+    int size = ompi_comm_size(world), n = 0;
+    *hosts = calloc((size_t)size, sizeof(char *));
+    *ranks = calloc((size_t)size, sizeof(int));
+    for (int r = 0; r < size && *hosts != NULL && *ranks != NULL; r++) {
+        char *name = opal_get_proc_hostname(&ompi_comm_peer_lookup(world, r)->super);
+        int h;
+        for (h = 0; h < n && strcmp((*hosts)[h], name != NULL ? name : "?"); h++) {
+        }
+        if (h == n) {
+            (*hosts)[n++] = strdup(name != NULL ? name : "?");
+        }
+        (*ranks)[h]++;
+    }
+    return n;
+}
+
+static void write_profile(double now)
+{
+    const char *job = coll_crux_job_id();
+    char path[4096], err[256];
+    snprintf(path, sizeof(path), "%s/%s.profile", mca_coll_crux_component.profile_dir,
+             job != NULL ? job : "unknown-job");
+    /* the time the last k whole periods of L calls took, over k */
+    unsigned lag = period_calls();
+    uint64_t remembered = prof.recorded < HISTORY ? prof.recorded : HISTORY;
+    uint64_t k = lag > 0 ? (remembered - 1) / lag : 0, last = prof.recorded - 1;
+    double period = k > 0 ? (prof.starts[last % HISTORY] - prof.starts[(last - k * lag) % HISTORY]) /
+                                (double)k
+                          : 0;
+    if (period <= 0) {
+        period = (now - prof.window_start) / (double)(prof.calls > 0 ? prof.calls : 1);
+    }
+    crux_profile_t p = {
+        .job = (char *)(job != NULL ? job : "unknown-job"),
+        .ranks = ompi_comm_size((ompi_communicator_t *)MPI_COMM_WORLD),
+        .window_s = now - prof.window_start, .bytes = prof.bytes, .coll_s = prof.inside,
+        .gap_s = prof.between, .period_s = period, .collectives = prof.calls,
+    };
+    p.nhosts = hosts_of_world(&p.hosts, &p.host_ranks);
+    if (crux_profile_write(path, &p, err, sizeof(err)) != CRUX_OK) {
+        CRUX_VERBOSE(1, "profile not written: %s", err);
+    }
+    for (int h = 0; h < p.nhosts; h++) {
+        free(p.hosts[h]);
+    }
+    free(p.hosts);
+    free(p.host_ranks);
+}
+
+void coll_crux_profile_record(size_t bytes, double start, double end)
+{
+    pthread_mutex_lock(&prof.lock);
+    if (prof.calls == 0) {
+        prof.window_start = start;
+        prof.last_write = start;
+    } else {
+        prof.between += start > prof.last_exit ? start - prof.last_exit : 0;
+    }
+    prof.last_exit = end;
+    prof.calls++;
+    prof.bytes += (double)bytes;
+    prof.inside += end - start;
+    prof.sizes[prof.recorded % HISTORY] = bytes;
+    prof.starts[prof.recorded % HISTORY] = start;
+    prof.recorded++;
+    if (end - prof.last_write >= mca_coll_crux_component.profile_interval_s) {
+        write_profile(end);
+        prof.last_write = end;
+        prof.calls = 0;     /* a fresh window */
+        prof.bytes = prof.inside = prof.between = 0;
+    }
+    pthread_mutex_unlock(&prof.lock);
+}

@@ -1,0 +1,380 @@
+/* Device detection, reduction kernels, copies and staging.
+ *
+ * The kernels come from crux_dev_kernels.cu as a fat binary embedded at
+ * build time; each device's module is loaded once, on first use, in the
+ * device's primary context, and its functions are looked up by name. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crux_cuda.h"
+#include "ompi_coll/crux_dev_internal.h"
+
+#define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
+#define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
+#define BITS  (1u << CRUX_OP_BAND | 1u << CRUX_OP_BOR | 1u << CRUX_OP_BXOR)
+
+/* The (dtype, op) pairs crux_dev_kernels.cu defines. */
+static const unsigned kernel_ops[CRUX_DT_COUNT] = {
+    [CRUX_DT_INT8] = ARITH | LOGIC | BITS,   [CRUX_DT_UINT8] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT16] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT16] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT32] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT32] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT64] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT64] = ARITH | LOGIC | BITS,
+    [CRUX_DT_FLOAT16] = ARITH, [CRUX_DT_BFLOAT16] = ARITH,
+    [CRUX_DT_FLOAT] = ARITH,   [CRUX_DT_DOUBLE] = ARITH,
+    [CRUX_DT_BOOL] = LOGIC,    [CRUX_DT_LOGICAL32] = LOGIC,
+};
+
+int crux_dev_reduce_supported(crux_dtype_t dtype, crux_op_t op)
+{
+    return (unsigned)dtype < CRUX_DT_COUNT && (unsigned)op < CRUX_OP_COUNT &&
+           (kernel_ops[dtype] & (1u << op)) != 0;
+}
+
+int crux_dev_is_device(const void *ptr)
+{
+    return crux_tl_mem_query(ptr).type == CRUX_TL_MEM_CUDA;
+}
+
+int crux_dev_count(void)
+{
+    return crux_tl_cuda_devices();
+}
+
+struct crux_dev_stage {
+    void  *buf[2];
+    size_t size[2];
+};
+
+crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p)
+{
+    *stage_p = calloc(1, sizeof(**stage_p));
+    return *stage_p != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+}
+
+#ifdef CRUX_HAVE_CUDA
+extern const unsigned char crux_dev_fatbin[];
+
+#define MAX_DEVICES 64
+#define BLOCK 256u
+#define MAX_BLOCKS 4096u   /* grid-stride beyond */
+
+static struct {
+    CUmodule   module;
+    CUfunction fn[CRUX_DT_COUNT][CRUX_OP_COUNT];
+} modules[MAX_DEVICES];
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The kernel, with the device's context current. */
+static crux_status_t kernel(int device, crux_dtype_t dtype, crux_op_t op, CUfunction *fn)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    if (!crux_dev_reduce_supported(dtype, op) || device < 0 || device >= MAX_DEVICES) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    crux_status_t st = CRUX_OK;
+    pthread_mutex_lock(&modules_lock);
+    if (modules[device].module == NULL) {
+        st = crux_cuda_status(cu->ModuleLoadData(&modules[device].module, crux_dev_fatbin));
+    }
+    if (st == CRUX_OK && modules[device].fn[dtype][op] == NULL) {
+        char name[64];
+        snprintf(name, sizeof(name), "crux_%s_%s", crux_dtype_name(dtype), crux_op_name(op));
+        st = crux_cuda_status(cu->ModuleGetFunction(&modules[device].fn[dtype][op],
+                                                    modules[device].module, name));
+    }
+    *fn = modules[device].fn[dtype][op];
+    pthread_mutex_unlock(&modules_lock);
+    return st;
+}
+
+static crux_status_t launch(int device, CUstream stream, void *out, const void *a, const void *b,
+                            size_t count, crux_dtype_t dtype, crux_op_t op)
+{
+    CUfunction fn;
+    crux_status_t st = kernel(device, dtype, op, &fn);
+    if (st != CRUX_OK || count == 0) {
+        return st;
+    }
+    size_t blocks = (count + BLOCK - 1) / BLOCK;
+    unsigned grid = blocks < MAX_BLOCKS ? (unsigned)blocks : MAX_BLOCKS;
+    void *args[] = { &out, &a, &b, &count };
+    return crux_cuda_status(crux_cuda()->LaunchKernel(fn, grid, 1, 1, BLOCK, 1, 1, 0, stream,
+                                                      args, NULL));
+}
+
+crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
+                              crux_dtype_t dtype, crux_op_t op)
+{
+    crux_tl_mem_t mem = crux_tl_mem_query(out);
+    if (mem.type != CRUX_TL_MEM_CUDA) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    crux_dev_queue_t *q;
+    crux_status_t st = crux_dev_queue_create(mem.device, 1, &q);
+    if (st != CRUX_OK) {
+        return st;
+    }
+    st = crux_dev_queue_reduce(q, out, a, b, count, dtype, op);
+    if (st == CRUX_OK) {
+        st = crux_dev_queue_mark(q, 0);
+    }
+    int done = 0;
+    while (st == CRUX_OK && (done = crux_dev_queue_done(q, 0)) == 0) {
+    }
+    crux_dev_queue_destroy(q);
+    return st != CRUX_OK ? st : done < 0 ? (crux_status_t)done : CRUX_OK;
+}
+
+crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
+{
+    crux_tl_mem_t d = crux_tl_mem_query(dst), s = crux_tl_mem_query(src);
+    int device = d.type == CRUX_TL_MEM_CUDA ? d.device : s.type == CRUX_TL_MEM_CUDA ? s.device : -1;
+    if (device < 0) {
+        memcpy(dst, src, bytes);
+        return CRUX_OK;
+    }
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(crux_cuda()->Memcpy((CUdeviceptr)(uintptr_t)dst,
+                                                  (CUdeviceptr)(uintptr_t)src, bytes));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
+{
+    if (slot > 1) {
+        return NULL;
+    }
+    if (stage->size[slot] < bytes) {
+        const crux_cuda_api_t *cu = crux_cuda();
+        if (stage->buf[slot] != NULL) {
+            cu != NULL ? (void)cu->MemFreeHost(stage->buf[slot]) : free(stage->buf[slot]);
+        }
+        stage->buf[slot] = NULL;
+        stage->size[slot] = 0;
+        /* pinned, so copies to and from the device run at full PCIe speed */
+        if (cu != NULL ? cu->MemHostAlloc(&stage->buf[slot], bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS
+                       : (stage->buf[slot] = malloc(bytes)) == NULL) {
+            stage->buf[slot] = NULL;
+            return NULL;
+        }
+        stage->size[slot] = bytes;
+    }
+    return stage->buf[slot];
+}
+
+void crux_dev_stage_destroy(crux_dev_stage_t *stage)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    for (int i = 0; stage != NULL && i < 2; i++) {
+        if (stage->buf[i] != NULL) {
+            cu != NULL ? (void)cu->MemFreeHost(stage->buf[i]) : free(stage->buf[i]);
+        }
+    }
+    free(stage);
+}
+
+/* --- queues --------------------------------------------------------------------- */
+
+struct crux_dev_queue {
+    int       device;
+    CUstream  stream;
+    unsigned  nmarks;
+    CUevent  *marks;
+};
+
+crux_status_t crux_dev_queue_create(int device, unsigned marks, crux_dev_queue_t **queue_p)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    if (cu == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    crux_dev_queue_t *q = calloc(1, sizeof(*q));
+    if (q == NULL || (q->marks = calloc(marks, sizeof(CUevent))) == NULL) {
+        free(q);
+        return CRUX_ERR_NO_MEMORY;
+    }
+    q->device = device;
+    q->nmarks = marks;
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(cu->StreamCreate(&q->stream, CU_STREAM_NON_BLOCKING));
+        for (unsigned i = 0; i < marks && st == CRUX_OK; i++) {
+            st = crux_cuda_status(cu->EventCreate(&q->marks[i], CU_EVENT_DISABLE_TIMING));
+        }
+        crux_cuda_pop();
+    }
+    if (st != CRUX_OK) {
+        crux_dev_queue_destroy(q);
+        return st;
+    }
+    *queue_p = q;
+    return CRUX_OK;
+}
+
+void crux_dev_queue_destroy(crux_dev_queue_t *q)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    if (q == NULL) {
+        return;
+    }
+    if (crux_cuda_push(q->device) == CRUX_OK) {
+        if (q->stream != NULL) {
+            cu->StreamSynchronize(q->stream);
+            cu->StreamDestroy(q->stream);
+        }
+        for (unsigned i = 0; i < q->nmarks; i++) {
+            if (q->marks[i] != NULL) {
+                cu->EventDestroy(q->marks[i]);
+            }
+        }
+        crux_cuda_pop();
+    }
+    free(q->marks);
+    free(q);
+}
+
+crux_status_t crux_dev_queue_reduce(crux_dev_queue_t *q, void *out, const void *a, const void *b,
+                                    size_t count, crux_dtype_t dtype, crux_op_t op)
+{
+    crux_status_t st = crux_cuda_push(q->device);
+    if (st == CRUX_OK) {
+        st = launch(q->device, q->stream, out, a, b, count, dtype, op);
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+crux_status_t crux_dev_queue_copy(crux_dev_queue_t *q, void *dst, const void *src, size_t bytes)
+{
+    crux_status_t st = crux_cuda_push(q->device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(crux_cuda()->MemcpyAsync((CUdeviceptr)(uintptr_t)dst,
+                                                       (CUdeviceptr)(uintptr_t)src, bytes, q->stream));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+crux_status_t crux_dev_queue_mark(crux_dev_queue_t *q, unsigned mark)
+{
+    crux_status_t st = crux_cuda_push(q->device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(crux_cuda()->EventRecord(q->marks[mark % q->nmarks], q->stream));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+int crux_dev_queue_done(crux_dev_queue_t *q, unsigned mark)
+{
+    if (crux_cuda_push(q->device) != CRUX_OK) {
+        return CRUX_ERR_IO;
+    }
+    CUresult r = crux_cuda()->EventQuery(q->marks[mark % q->nmarks]);
+    crux_cuda_pop();
+    return r == CUDA_SUCCESS ? 1 : r == CUDA_ERROR_NOT_READY ? 0 : (int)crux_cuda_status(r);
+}
+
+crux_status_t crux_dev_alloc(int device, size_t bytes, void **ptr_p)
+{
+    CUdeviceptr p = 0;
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(crux_cuda()->MemAlloc(&p, bytes > 0 ? bytes : 1));
+        crux_cuda_pop();
+    }
+    *ptr_p = (void *)(uintptr_t)p;
+    return st;
+}
+
+void crux_dev_free(int device, void *ptr)
+{
+    if (ptr != NULL && crux_cuda_push(device) == CRUX_OK) {
+        crux_cuda()->MemFree((CUdeviceptr)(uintptr_t)ptr);
+        crux_cuda_pop();
+    }
+}
+
+#else /* no CUDA toolkit at build time: host memory only */
+
+crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
+                              crux_dtype_t dtype, crux_op_t op)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return CRUX_OK;
+}
+
+void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
+{
+    if (slot > 1) {
+        return NULL;
+    }
+    if (stage->size[slot] < bytes) {
+        void *p = realloc(stage->buf[slot], bytes);
+        if (p == NULL) {
+            return NULL;
+        }
+        stage->buf[slot] = p;
+        stage->size[slot] = bytes;
+    }
+    return stage->buf[slot];
+}
+
+void crux_dev_stage_destroy(crux_dev_stage_t *stage)
+{
+    if (stage != NULL) {
+        free(stage->buf[0]);
+        free(stage->buf[1]);
+        free(stage);
+    }
+}
+
+crux_status_t crux_dev_queue_create(int device, unsigned marks, crux_dev_queue_t **queue_p)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+void crux_dev_queue_destroy(crux_dev_queue_t *queue)
+{
+}
+
+crux_status_t crux_dev_queue_reduce(crux_dev_queue_t *queue, void *out, const void *a,
+                                    const void *b, size_t count, crux_dtype_t dtype, crux_op_t op)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_dev_queue_copy(crux_dev_queue_t *queue, void *dst, const void *src, size_t bytes)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_dev_queue_mark(crux_dev_queue_t *queue, unsigned mark)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+int crux_dev_queue_done(crux_dev_queue_t *queue, unsigned mark)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_dev_alloc(int device, size_t bytes, void **ptr_p)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+void crux_dev_free(int device, void *ptr)
+{
+}
+#endif

@@ -1,0 +1,147 @@
+/* A device group: the engine and its pairs to every other member.  Each
+ * member has two pairs to every peer, one for reduce-scatter traffic and one
+ * for allgather traffic: a pair's transfers match in posting order, and a
+ * receiver posts its reduce-scatter receives only as scratch frees up, so
+ * on a single pair the gathers would queue behind them.  The second pair
+ * uses the engine's control areas of ranks size .. 2 size - 1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi_coll/crux_dev_group.h"
+
+static crux_status_t exchange_cards(crux_dev_group_t *g, const crux_coll_oob_t *oob,
+                                    uint8_t **cards_p, size_t *size_p)
+{
+    size_t size = crux_tl_engine_card_size(g->engine);
+    uint8_t *mine = malloc(size), *all = malloc(size * (size_t)g->size);
+    crux_status_t st = mine != NULL && all != NULL ? crux_tl_engine_card_pack(g->engine, mine)
+                                                   : CRUX_ERR_NO_MEMORY;
+    /* every member takes part in the allgather, whatever happened here */
+    int rc = oob->allgather(st == CRUX_OK ? mine : all, all, size, oob->arg);
+    free(mine);
+    if (st != CRUX_OK || rc != 0) {
+        free(all);
+        return st != CRUX_OK ? st : CRUX_ERR_PEER;
+    }
+    *cards_p = all;
+    *size_p = size;
+    return CRUX_OK;
+}
+
+static crux_status_t connect_all(crux_dev_group_t *g, crux_tl_pair_t **pairs, int shift,
+                                 const uint8_t *cards, size_t card_size)
+{
+    for (int q = 0; q < g->size; q++) {
+        if (q == g->rank) {
+            continue;
+        }
+        crux_status_t st = crux_tl_pair_connect(g->engine, g->rank + shift, q + shift,
+                                                cards + (size_t)q * card_size, &pairs[q]);
+        if (st != CRUX_OK) {
+            return st;
+        }
+    }
+    return CRUX_OK;
+}
+
+/* The outcome every member agrees on: the worst status any member saw. */
+static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine)
+{
+    int32_t all[oob->size], me = mine;
+    if (oob->allgather(&me, all, sizeof(me), oob->arg) != 0) {
+        return CRUX_ERR_PEER;
+    }
+    for (int p = 0; p < oob->size; p++) {
+        if (all[p] != CRUX_OK) {
+            return (crux_status_t)all[p];
+        }
+    }
+    return CRUX_OK;
+}
+
+crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
+                                    crux_dev_group_t **group_p)
+{
+    const crux_dev_config_t defaults = CRUX_DEV_CONFIG_DEFAULT;
+    crux_dev_group_t *g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        return CRUX_ERR_NO_MEMORY;
+    }
+    g->config = config != NULL ? *config : defaults;
+    if (g->config.chunk_size == 0) {
+        g->config.chunk_size = defaults.chunk_size;
+    }
+    if (g->config.window == 0) {
+        g->config.window = defaults.window;
+    }
+    g->rank = oob->rank;
+    g->size = oob->size;
+    g->rs = calloc((size_t)g->size, sizeof(*g->rs));
+    g->ag = calloc((size_t)g->size, sizeof(*g->ag));
+    crux_tl_engine_config_t ecfg = g->config.engine;
+    ecfg.max_peers = 2 * g->size;
+    crux_status_t st = g->rs != NULL && g->ag != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+    if (st == CRUX_OK) {
+        st = crux_tl_context_open(&g->config.tl, &g->ctx);
+    }
+    if (st == CRUX_OK) {
+        st = crux_tl_engine_create(g->ctx, &ecfg, &g->engine);
+    }
+    /* After each agree() every member holds the same status, so all take
+     * the same branches and call the allgather the same number of times. */
+    st = agree(oob, st);
+    uint8_t *cards = NULL;
+    size_t card_size = 0;
+    if (st == CRUX_OK) {
+        st = agree(oob, exchange_cards(g, oob, &cards, &card_size));
+    }
+    if (st == CRUX_OK) {
+        st = agree(oob, connect_all(g, g->rs, 0, cards, card_size));
+    }
+    /* Peers in increasing order on every member cannot wait in a cycle.  The
+     * allgather pairs connect afterwards, so they find the figures the
+     * calibration left in the cache. */
+    if (st == CRUX_OK && g->config.calibrate) {
+        for (int q = 0; st == CRUX_OK && q < g->size; q++) {
+            if (q != g->rank) {
+                st = crux_tl_pair_calibrate(g->rs[q], 0);
+            }
+        }
+        st = agree(oob, st);
+    }
+    if (st == CRUX_OK) {
+        st = agree(oob, connect_all(g, g->ag, g->size, cards, card_size));
+    }
+    free(cards);
+    if (st != CRUX_OK) {
+        crux_dev_group_destroy(g);
+        return st;
+    }
+    *group_p = g;
+    return CRUX_OK;
+}
+
+void crux_dev_group_destroy(crux_dev_group_t *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    crux_dev_release_scratch(g);
+    crux_tl_engine_destroy(g->engine);   /* disconnects every pair */
+    crux_tl_context_close(g->ctx);
+    free(g->rs);
+    free(g->ag);
+    free(g);
+}
+
+crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *g)
+{
+    return g->engine;
+}
+
+void crux_dev_shard(const crux_dev_group_t *g, size_t count, int p, size_t *first, size_t *length)
+{
+    size_t base = count / (size_t)g->size, rem = count % (size_t)g->size;
+    *first = (size_t)p * base + ((size_t)p < rem ? (size_t)p : rem);
+    *length = base + ((size_t)p < rem);
+}

@@ -1,0 +1,26 @@
+/* Internal to libcrux_dev: the group structure. */
+#ifndef CRUX_DEV_GROUP_H
+#define CRUX_DEV_GROUP_H
+
+#include "ompi_coll/crux_dev_internal.h"
+
+struct crux_dev_group {
+    int                 rank, size;
+    crux_dev_config_t   config;
+    crux_tl_context_t  *ctx;
+    crux_tl_engine_t   *engine;
+    crux_tl_pair_t    **rs;          /* [size]: reduce-scatter pairs, NULL at our rank */
+    crux_tl_pair_t    **ag;          /* [size]: allgather pairs */
+    /* landing slots for reduce-scatter pieces, on the buffers' device (or
+     * host memory); kept between calls */
+    void               *scratch;
+    size_t              scratch_size;
+    int                 scratch_device;   /* -1: host */
+    crux_dev_queue_t   *queue;            /* kernels, on scratch_device */
+};
+
+/* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
+crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);
+void crux_dev_release_scratch(crux_dev_group_t *group);
+
+#endif

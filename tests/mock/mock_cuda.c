@@ -1,0 +1,615 @@
+/* A stand-in for the CUDA driver (libcuda.so.1), so that crux's CUDA code
+ * paths run on machines without a GPU: tests load it through
+ * CRUX_CUDA_LIBRARY.  It implements the driver calls crux uses with host
+ * memory playing device memory:
+ *   - device memory is a shared-memory file mapped here, so an IPC handle
+ *     (the file's name) can be opened by another process; pointer
+ *     attributes come from a table of allocations and mappings;
+ *   - streams queue their work and run it late (a little per event query,
+ *     all of it on synchronous calls), with events and stream waits
+ *     ordering it, so a caller that reuses a buffer too early is caught;
+ *   - a module must be a fat binary (its magic number), a function must be
+ *     named in it, and a launch of "crux_<dtype>_<op>" runs the CPU kernel
+ *     of that pair: this checks names and arguments, not the GPU code.
+ * MOCK_CUDA_DEVICES sets the number of devices (default 1). */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ompi_coll/crux_reduce.h"
+
+#define MAX_MAPS 4096
+#define FATBIN_MAGIC 0xba55ed50u
+
+typedef struct {
+    uintptr_t          base;
+    size_t             size;
+    int                device;       /* -1: pinned host memory */
+    int                imported;     /* an IPC mapping of another process's memory */
+    int                refs;
+    unsigned long long id;
+    char               name[64];
+} map_t;
+
+static map_t maps[MAX_MAPS];
+static unsigned long long next_id = 1;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread CUcontext stack[16];
+static __thread int depth;
+
+static int devices(void)
+{
+    const char *env = getenv("MOCK_CUDA_DEVICES");
+    return env != NULL ? atoi(env) : 1;
+}
+
+static map_t *find(uintptr_t p)
+{
+    for (int i = 0; i < MAX_MAPS; i++) {
+        if (maps[i].base != 0 && p >= maps[i].base && p < maps[i].base + maps[i].size) {
+            return &maps[i];
+        }
+    }
+    return NULL;
+}
+
+static map_t *add(uintptr_t base, size_t size, int device, const char *name)
+{
+    for (int i = 0; i < MAX_MAPS; i++) {
+        if (maps[i].base == 0) {
+            maps[i] = (map_t){ .base = base, .size = size, .device = device, .refs = 1,
+                               .id = next_id++ };
+            snprintf(maps[i].name, sizeof(maps[i].name), "%s", name);
+            return &maps[i];
+        }
+    }
+    return NULL;
+}
+
+/* --- devices and contexts ------------------------------------------------------ */
+
+/* Device memory of processes that ended without freeing it (tests exit
+ * with _exit) would stay in /dev/shm: the first cuInit of a process
+ * removes the files of processes that are gone. */
+CUresult cuInit(unsigned flags)
+{
+    static int swept;
+    DIR *dir = swept++ == 0 ? opendir("/dev/shm") : NULL;
+    for (struct dirent *d; dir != NULL && (d = readdir(dir)) != NULL;) {
+        int pid;
+        char path[300];
+        if (sscanf(d->d_name, "crux-mock-cuda.%d.", &pid) == 1 && kill(pid, 0) != 0 && errno == ESRCH) {
+            snprintf(path, sizeof(path), "/%s", d->d_name);
+            shm_unlink(path);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    *count = devices();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
+{
+    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
+{
+    unsigned domain, bus;
+    if (sscanf(id, "%x:%x", &domain, &bus) != 2 || bus < 0x10 || (int)(bus - 0x10) >= devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *dev = (CUdevice)(bus - 0x10);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    *can = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    *ctx = (CUcontext)(uintptr_t)(0x1000 + dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    if (depth == 16) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    stack[depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+    if (depth == 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *ctx = stack[--depth];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) { return CUDA_SUCCESS; }
+
+/* The device of the current context: allocations need one, as in CUDA. */
+static int current(void)
+{
+    return depth > 0 ? (int)((uintptr_t)stack[depth - 1] - 0x1000) : -1;
+}
+
+/* --- memory ------------------------------------------------------------------------ */
+
+CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
+{
+    static unsigned seq;
+    char name[64];
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    pthread_mutex_lock(&lock);
+    snprintf(name, sizeof(name), "/crux-mock-cuda.%d.%u", (int)getpid(), seq++);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    void *p = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0) {
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (p != MAP_FAILED && add((uintptr_t)p, bytes, current(), name) != NULL) {
+        *ptr = (CUdeviceptr)(uintptr_t)p;
+        r = CUDA_SUCCESS;
+    } else if (fd >= 0) {
+        shm_unlink(name);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static void run_all(void);
+
+CUresult cuMemFree_v2(CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&lock);
+    run_all();
+    map_t *m = find((uintptr_t)ptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported) {
+        munmap((void *)m->base, m->size);
+        shm_unlink(m->name);
+        memset(m, 0, sizeof(*m));
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags)
+{
+    pthread_mutex_lock(&lock);
+    *ptr = malloc(bytes > 0 ? bytes : 1);
+    CUresult r = *ptr != NULL && add((uintptr_t)*ptr, bytes, -1, "") != NULL ? CUDA_SUCCESS
+                                                                              : CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemFreeHost(void *ptr)
+{
+    pthread_mutex_lock(&lock);
+    map_t *m = find((uintptr_t)ptr);
+    if (m != NULL) {
+        memset(m, 0, sizeof(*m));
+    }
+    pthread_mutex_unlock(&lock);
+    free(ptr);
+    return m != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&lock);
+    map_t *m = find((uintptr_t)ptr);
+    for (unsigned i = 0; i < n; i++) {
+        int device = m != NULL && m->device >= 0;
+        switch (attrs[i]) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *(unsigned *)data[i] = device ? CU_MEMORYTYPE_DEVICE : m != NULL ? CU_MEMORYTYPE_HOST : 0;
+            break;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = 0; break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = device ? m->device : -2; break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data[i] = m != NULL ? m->id : 0; break;
+        case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data[i] = device && !m->imported; break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[i] = m != NULL ? m->base : 0; break;
+        default: pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&lock);
+    map_t *m = find((uintptr_t)ptr);
+    if (m != NULL) {
+        *base = m->base;
+        *size = m->size;
+    }
+    pthread_mutex_unlock(&lock);
+    return m != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&lock);
+    map_t *m = find((uintptr_t)ptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported) {
+        memset(handle, 0, sizeof(*handle));
+        snprintf(handle->reserved, sizeof(handle->reserved), "%s", m->name);
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%.63s", handle.reserved);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {   /* opened before: count a reference */
+        if (maps[i].base != 0 && maps[i].imported && strcmp(maps[i].name, name) == 0) {
+            maps[i].refs++;
+            *ptr = maps[i].base;
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    CUresult r = CUDA_ERROR_INVALID_HANDLE;
+    int fd = shm_open(name, O_RDWR, 0);
+    off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    void *p = size > 0 ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0) {
+        close(fd);
+    }
+    map_t *m = p != MAP_FAILED ? add((uintptr_t)p, (size_t)size, current() < 0 ? 0 : current(), name) : NULL;
+    if (m != NULL) {
+        m->imported = 1;
+        *ptr = m->base;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&lock);
+    map_t *m = find((uintptr_t)ptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (m != NULL && m->imported) {
+        if (--m->refs == 0) {
+            munmap((void *)m->base, m->size);
+            memset(m, 0, sizeof(*m));
+        }
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Copies are checked against the memory known here, as a driver would
+ * fault on a bad address. */
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    map_t *d = find((uintptr_t)dst), *s = find((uintptr_t)src);
+    if ((d != NULL && (uintptr_t)dst + bytes > d->base + d->size) ||
+        (s != NULL && (uintptr_t)src + bytes > s->base + s->size)) {
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+/* --- streams and events: work runs late, in stream order -------------------------
+ * A stream is a queue of operations that run only when the caller waits: a
+ * query of an event runs one operation of every stream, a synchronous call
+ * runs everything.  Code that reuses a buffer before the work reading it is
+ * done then copies the wrong bytes. */
+
+typedef struct {
+    int recorded, done;
+} event_t;
+
+typedef enum { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL } op_kind_t;
+
+typedef struct op {
+    struct op  *next;
+    op_kind_t   kind;
+    CUdeviceptr dst, src;
+    size_t      bytes;
+    event_t    *event;
+    void      (*kernel)(void *, const void *, const void *, size_t);
+} op_t;
+
+typedef struct stream {
+    struct stream *next;
+    op_t          *head, *tail;
+} stream_t;
+
+static stream_t *streams;
+
+static void enqueue(stream_t *st, op_t op)
+{
+    op_t *o = malloc(sizeof(*o));
+    *o = op;
+    o->next = NULL;
+    if (st->tail != NULL) {
+        st->tail->next = o;
+    } else {
+        st->head = o;
+    }
+    st->tail = o;
+}
+
+/* Run the head operation of a stream; 0 when it is blocked or empty. */
+static int run_one(stream_t *st)
+{
+    op_t *o = st->head;
+    if (o == NULL || (o->kind == OP_WAIT && o->event->recorded && !o->event->done)) {
+        return 0;
+    }
+    switch (o->kind) {
+    case OP_COPY:   copy(o->dst, o->src, o->bytes); break;
+    case OP_RECORD: o->event->done = 1; break;
+    case OP_KERNEL: o->kernel((void *)(uintptr_t)o->dst, (const void *)(uintptr_t)o->src,
+                              (const void *)(uintptr_t)o->event, o->bytes); break;
+    case OP_WAIT:   break;
+    }
+    st->head = o->next;
+    if (st->head == NULL) {
+        st->tail = NULL;
+    }
+    free(o);
+    return 1;
+}
+
+static void run_all(void)
+{
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (stream_t *st = streams; st != NULL; st = st->next) {
+            while (run_one(st)) {
+                progress = 1;
+            }
+        }
+    }
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    pthread_mutex_lock(&lock);
+    run_all();   /* synchronous: after all earlier work */
+    CUresult r = copy(dst, src, bytes);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    pthread_mutex_lock(&lock);
+    map_t *d = find((uintptr_t)dst), *s = find((uintptr_t)src);
+    CUresult r = (d != NULL && (uintptr_t)dst + bytes > d->base + d->size) ||
+                 (s != NULL && (uintptr_t)src + bytes > s->base + s->size)
+                     ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) {
+        enqueue((stream_t *)stream, (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr ptr, unsigned char value, size_t bytes)
+{
+    pthread_mutex_lock(&lock);
+    run_all();
+    memset((void *)(uintptr_t)ptr, value, bytes);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned flags)
+{
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    pthread_mutex_lock(&lock);
+    stream_t *st = calloc(1, sizeof(*st));
+    st->next = streams;
+    streams = st;
+    *stream = (CUstream)st;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream)
+{
+    pthread_mutex_lock(&lock);
+    run_all();
+    for (stream_t **p = &streams; *p != NULL; p = &(*p)->next) {
+        if (*p == (stream_t *)stream) {
+            *p = (*p)->next;
+            break;
+        }
+    }
+    free(stream);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream)
+{
+    pthread_mutex_lock(&lock);
+    run_all();
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags)
+{
+    pthread_mutex_lock(&lock);
+    enqueue((stream_t *)stream, (op_t){ .kind = OP_WAIT, .event = (event_t *)event });
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned flags)
+{
+    *event = (CUevent)calloc(1, sizeof(event_t));
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent event)
+{
+    pthread_mutex_lock(&lock);
+    run_all();   /* operations may still name it */
+    pthread_mutex_unlock(&lock);
+    free(event);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream)
+{
+    event_t *e = (event_t *)event;
+    pthread_mutex_lock(&lock);
+    e->recorded = 1;
+    e->done = 0;
+    enqueue((stream_t *)stream, (op_t){ .kind = OP_RECORD, .event = e });
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent event)
+{
+    event_t *e = (event_t *)event;
+    pthread_mutex_lock(&lock);
+    if (e->recorded && !e->done) {
+        for (stream_t *st = streams; st != NULL; st = st->next) {
+            run_one(st);   /* a little work per poll: the caller keeps going meanwhile */
+        }
+    }
+    CUresult r = !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* --- modules and kernels --------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *image;
+    size_t size;
+} module_t;
+
+typedef struct {
+    crux_dtype_t dtype;
+    crux_op_t    op;
+} function_t;
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    const unsigned char *p = image;
+    uint32_t magic;
+    uint16_t header;
+    uint64_t body;
+    memcpy(&magic, p, 4);
+    memcpy(&header, p + 6, 2);
+    memcpy(&body, p + 8, 8);
+    if (magic != FATBIN_MAGIC) {
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    module_t *m = malloc(sizeof(*m));
+    m->image = p;
+    m->size = header + body;
+    *module = (CUmodule)m;
+    return current() < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
+{
+    const module_t *m = (const module_t *)module;
+    if (memmem(m->image, m->size, name, strlen(name)) == NULL) {
+        return CUDA_ERROR_NOT_FOUND;   /* no such kernel in the fat binary */
+    }
+    for (int t = 0; t < CRUX_DT_COUNT; t++) {
+        for (int o = 0; o < CRUX_OP_COUNT; o++) {
+            char want[64];
+            snprintf(want, sizeof(want), "crux_%s_%s", crux_dtype_name(t), crux_op_name(o));
+            if (strcmp(want, name) == 0 && crux_reduce_lookup(t, o) != NULL) {
+                function_t *f = malloc(sizeof(*f));
+                f->dtype = t;
+                f->op = o;
+                *fn = (CUfunction)f;
+                return CUDA_SUCCESS;
+            }
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params,
+                        void **extra)
+{
+    const function_t *f = (const function_t *)fn;
+    if (current() < 0 || gx == 0 || bx == 0 || params == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t n = *(size_t *)params[3];
+    if ((size_t)gx * bx < n && gx < 4096) {
+        return CUDA_ERROR_INVALID_VALUE;   /* a grid that covers neither n nor the stride cap */
+    }
+    /* the operation's three pointers travel in dst, src and event */
+    pthread_mutex_lock(&lock);
+    enqueue((stream_t *)stream, (op_t){ .kind = OP_KERNEL, .kernel = crux_reduce_lookup(f->dtype, f->op),
+                                         .dst = (CUdeviceptr)(uintptr_t)*(void **)params[0],
+                                         .src = (CUdeviceptr)(uintptr_t)*(void **)params[1],
+                                         .event = *(event_t **)params[2], .bytes = n });
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}

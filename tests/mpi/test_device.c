@@ -1,0 +1,132 @@
+/* MPI_Allreduce on CUDA device buffers, through crux: the GPU-kernel path
+ * (predefined ops on one node), and staging through host memory (a
+ * user-defined op; several nodes).  The CUDA driver is the one crux loads
+ * (CRUX_CUDA_LIBRARY, else libcuda.so.1): on a machine without a GPU the
+ * test scripts point it at tests/mock/mock_cuda.c's stand-in, whose device
+ * memory only its own calls may read; every check reads results back with
+ * cuMemcpy. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap_mpi.h"
+
+static CUresult (*p_cuInit)(unsigned);
+static CUresult (*p_cuDeviceGetCount)(int *);
+static CUresult (*p_cuDeviceGet)(CUdevice *, int);
+static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+static CUresult (*p_cuCtxPushCurrent)(CUcontext);
+static CUresult (*p_cuMemAlloc)(CUdeviceptr *, size_t);
+static CUresult (*p_cuMemFree)(CUdeviceptr);
+static CUresult (*p_cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
+
+static bool load_driver(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = dlopen(path != NULL && path[0] ? path : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (lib == NULL) {
+        return false;
+    }
+#define SYM(var, name) (*(void **)&(var) = dlsym(lib, name)) != NULL
+    return SYM(p_cuInit, "cuInit") && SYM(p_cuDeviceGetCount, "cuDeviceGetCount") &&
+           SYM(p_cuDeviceGet, "cuDeviceGet") &&
+           SYM(p_cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+           SYM(p_cuCtxPushCurrent, "cuCtxPushCurrent_v2") && SYM(p_cuMemAlloc, "cuMemAlloc_v2") &&
+           SYM(p_cuMemFree, "cuMemFree_v2") && SYM(p_cuMemcpy, "cuMemcpy");
+#undef SYM
+}
+
+static void *dev_alloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    return p_cuMemAlloc(&p, bytes) == CUDA_SUCCESS ? (void *)(uintptr_t)p : NULL;
+}
+
+static void copy(void *dst, const void *src, size_t bytes)   /* unified addressing */
+{
+    p_cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes);
+}
+
+static void add_floats(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    for (int i = 0; i < *len; i++) {
+        ((float *)inout)[i] += ((float *)in)[i];
+    }
+}
+
+/* Allreduce of 'count' floats with 'op' on device buffers; the expected
+ * result of element i is expect(i). */
+static bool device_allreduce(MPI_Op op, size_t count, bool in_place, int rank, int size)
+{
+    size_t bytes = count * sizeof(float);
+    float *host = malloc(bytes), *back = malloc(bytes);
+    float *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    if (host == NULL || back == NULL || d_in == NULL || d_out == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        host[i] = (float)((rank * 3 + (int)(i % 101)) % 7);
+    }
+    copy(in_place ? d_out : d_in, host, bytes);
+    bool ok = MPI_Allreduce(in_place ? MPI_IN_PLACE : d_in, d_out, (int)count, MPI_FLOAT, op,
+                            MPI_COMM_WORLD) == MPI_SUCCESS;
+    copy(back, d_out, bytes);
+    for (size_t i = 0; ok && i < count; i++) {
+        float e = op == MPI_MAX ? 0.0f : 0.0f;
+        for (int r = 0; r < size; r++) {
+            float v = (float)((r * 3 + (int)(i % 101)) % 7);
+            e = op == MPI_MAX ? (v > e ? v : e) : e + v;
+        }
+        ok = back[i] == e;
+    }
+    p_cuMemFree((CUdeviceptr)(uintptr_t)d_in);
+    p_cuMemFree((CUdeviceptr)(uintptr_t)d_out);
+    free(host);
+    free(back);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CUdevice dev;
+    CUcontext ctx;
+    bool have = load_driver() && p_cuInit(0) == CUDA_SUCCESS &&
+                p_cuDeviceGetCount(&ndev) == CUDA_SUCCESS && ndev > 0 &&
+                p_cuDeviceGet(&dev, rank % ndev) == CUDA_SUCCESS &&
+                p_cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
+                p_cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
+    int all = 0, mine = have;
+    MPI_Reduce(&mine, &all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!all) {
+        if (rank == 0) {
+            printf("1..0 # SKIP no CUDA driver or device\n");
+        }
+        MPI_Finalize();
+        return 0;
+    }
+    MPI_Op user_sum;
+    MPI_Op_create(add_floats, 1, &user_sum);
+    const size_t counts[] = { 1, 1000, 65537, 1000003 };
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            const char *place = in_place ? "in place" : "out of place";
+            tap_check(device_allreduce(MPI_SUM, counts[c], in_place, rank, size),
+                      "device float sum, %zu elements, %s", counts[c], place);
+            tap_check(device_allreduce(MPI_MAX, counts[c], in_place, rank, size),
+                      "device float max, %zu elements, %s", counts[c], place);
+            tap_check(device_allreduce(user_sum, counts[c], in_place, rank, size),
+                      "device float user-defined sum (staged), %zu elements, %s", counts[c],
+                      place);
+        }
+    }
+    MPI_Op_free(&user_sum);
+    MPI_Finalize();
+    return 0;
+}

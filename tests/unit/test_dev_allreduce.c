@@ -1,0 +1,272 @@
+/* libcrux_dev's Allreduce data movement on model channels, in 2 to 4 forked
+ * processes: reduce-scatter, allgather and the pipelined allreduce give,
+ * bit for bit, the rank-order reduction of every member's input, in place
+ * or not, for odd counts and counts smaller than the group; and the
+ * device-buffer pieces behave as the API says on a machine without a GPU. */
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "check_main.h"
+#include "ompi_coll/crux_dev.h"
+#include "tests/unit/fork_group.h"
+
+#define MAX_BYTES (6u << 20)
+
+static const crux_tl_model_t models[3] = {
+    { .bandwidth = 40e9, .latency = 2e-6, .chunk_cost = 0.5e-6 },
+    { .bandwidth = 20e9, .latency = 3e-6, .chunk_cost = 0.5e-6 },
+    { .bandwidth = 10e9, .latency = 1e-6, .chunk_cost = 0.5e-6, .max_chunk = 32u << 10 },
+};
+
+typedef enum { ALLREDUCE, REDUCE_SCATTER, ALLGATHER } step_t;
+
+typedef struct {
+    uint8_t     *region;     /* shared: per rank, input then result */
+    step_t       step;
+    crux_dtype_t dtype;
+    crux_op_t    op;
+    size_t       count;
+    int          in_place;
+} case_t;
+
+static uint8_t *input_of(const case_t *c, int rank)
+{
+    return c->region + (size_t)rank * 2 * MAX_BYTES;
+}
+
+static uint8_t *result_of(const case_t *c, int rank)
+{
+    return input_of(c, rank) + MAX_BYTES;
+}
+
+/* Inputs that differ per rank and element, small enough that products and
+ * sums stay finite in every type. */
+static void make_input(const case_t *c, int rank, uint8_t *out)
+{
+    size_t esize = crux_dtype_size(c->dtype);
+    for (size_t i = 0; i < c->count; i++) {
+        uint32_t v = (uint32_t)(i * 2654435761u + (uint32_t)rank * 40503u) >> 7;
+        uint8_t *e = out + i * esize;
+        switch (c->dtype) {
+        case CRUX_DT_FLOAT: { float f = (float)(v % 2001) / 1000.0f - 1.0f; memcpy(e, &f, 4); break; }
+        case CRUX_DT_FLOAT16:   /* 0x3c00 + small: 1.0 .. 1.5 */
+        case CRUX_DT_BFLOAT16: { uint16_t h = (uint16_t)((c->dtype == CRUX_DT_FLOAT16 ? 0x3c00 : 0x3f80) + v % 64);
+                                 memcpy(e, &h, 2); break; }
+        default: for (size_t b = 0; b < esize; b++) { e[b] = (uint8_t)(v >> (b * 3)); } break;
+        }
+    }
+}
+
+static int body(fork_group_member_t *m, void *arg)
+{
+    const case_t *c = arg;
+    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    cfg.chunk_size = 48u << 10;   /* many chunks ... */
+    cfg.window = 2;               /* ... through few scratch slots */
+    cfg.calibrate = 0;
+    cfg.engine.kinds = 0;
+    cfg.engine.models = models;
+    cfg.engine.nmodels = 3;
+    cfg.engine.calib_path = "";
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_dev_group_t *g;
+    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+        return 10;
+    }
+    size_t esize = crux_dtype_size(c->dtype), bytes = c->count * esize, first, length;
+    uint8_t *in = input_of(c, m->rank), *out = result_of(c, m->rank);
+    crux_dev_shard(g, c->count, m->rank, &first, &length);
+    make_input(c, m->rank, in);
+    memset(out, 0xee, bytes);
+    if (c->step == ALLGATHER) {
+        memcpy(out + first * esize, in + first * esize, length * esize);
+    } else if (c->in_place) {
+        memcpy(out, in, bytes);
+    }
+    fork_group_barrier(m);
+    crux_status_t st;
+    const void *sbuf = c->in_place ? NULL : in;
+    switch (c->step) {
+    case ALLREDUCE:      st = crux_dev_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
+    case REDUCE_SCATTER: st = crux_dev_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op); break;
+    default:             st = crux_dev_allgather(g, out, c->count, c->dtype); break;
+    }
+    fork_group_barrier(m);
+    if (st != CRUX_OK) {
+        return 11;
+    }
+
+    /* the expected result, reduced in rank order like the owners do */
+    uint8_t *want = malloc(bytes + 1), *x = malloc(bytes + 1);
+    crux_reduce_fn_t fn = crux_reduce_lookup(c->dtype, c->op);
+    for (int p = 0; p < m->size; p++) {
+        make_input(c, p, p == 0 ? want : x);
+        if (p > 0 && c->step != ALLGATHER) {
+            fn(want, want, x, c->count);
+        }
+    }
+    if (c->step == ALLGATHER) {   /* shard p comes from member p's input */
+        for (int p = 0; p < m->size; p++) {
+            size_t f, l;
+            crux_dev_shard(g, c->count, p, &f, &l);
+            make_input(c, p, x);
+            memcpy(want + f * esize, x + f * esize, l * esize);
+        }
+    }
+    int rc = 0;
+    if (c->step == REDUCE_SCATTER) {
+        /* our shard reduced; the rest untouched (in place: still the input) */
+        if (memcmp(out + first * esize, want + first * esize, length * esize) != 0) {
+            rc = 12;
+        }
+        for (size_t i = 0; rc == 0 && i < bytes; i++) {
+            int own = i >= first * esize && i < (first + length) * esize;
+            if (!own && out[i] != (c->in_place ? in[i] : 0xee)) {
+                rc = 13;
+            }
+        }
+    } else if (memcmp(out, want, bytes) != 0) {
+        rc = 14;
+    }
+    free(want);
+    free(x);
+    crux_dev_group_destroy(g);
+    return rc;
+}
+
+static void run_case(int size, step_t step, crux_dtype_t dtype, crux_op_t op, size_t count,
+                     int in_place)
+{
+    size_t region = (size_t)size * 2 * MAX_BYTES;
+    case_t c = { .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place };
+    c.region = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(c.region != MAP_FAILED);
+    ck_assert_uint_le(count * crux_dtype_size(dtype), MAX_BYTES);
+    ck_assert_msg(fork_group_run(size, body, &c) == 0, "%d members, step %d, %s %s, count %zu%s",
+                  size, step, crux_dtype_name(dtype), crux_op_name(op), count,
+                  in_place ? ", in place" : "");
+    munmap(c.region, region);
+}
+
+START_TEST(test_allreduce_two_to_four_members)
+{
+    for (int size = 2; size <= 4; size++) {
+        run_case(size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
+        run_case(size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
+        run_case(size, ALLREDUCE, CRUX_DT_INT32, CRUX_OP_MAX, 77777, 0);
+        run_case(size, ALLREDUCE, CRUX_DT_FLOAT16, CRUX_OP_SUM, 300001, 1);
+        run_case(size, ALLREDUCE, CRUX_DT_BFLOAT16, CRUX_OP_PROD, 4097, 0);
+        run_case(size, ALLREDUCE, CRUX_DT_UINT8, CRUX_OP_BXOR, 5, 1);
+        run_case(size, ALLREDUCE, CRUX_DT_INT64, CRUX_OP_MIN, (size_t)size - 1, 0);
+        run_case(size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_SUM, 1, 1);
+    }
+}
+END_TEST
+
+START_TEST(test_reduce_scatter_and_allgather_alone)
+{
+    for (int size = 2; size <= 3; size++) {
+        run_case(size, REDUCE_SCATTER, CRUX_DT_FLOAT, CRUX_OP_SUM, 250007, 0);
+        run_case(size, REDUCE_SCATTER, CRUX_DT_INT32, CRUX_OP_SUM, 250007, 1);
+        run_case(size, ALLGATHER, CRUX_DT_INT16, CRUX_OP_SUM, 250007, 1);
+        run_case(size, ALLGATHER, CRUX_DT_FLOAT, CRUX_OP_SUM, 2, 1);
+    }
+}
+END_TEST
+
+/* Each member refuses the same calls alike, before moving anything. */
+static int refusals(fork_group_member_t *m, void *arg)
+{
+    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    cfg.calibrate = 0;
+    cfg.engine.kinds = CRUX_TL_KINDS_HOST;
+    cfg.engine.calib_path = "";
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_dev_group_t *g;
+    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+        return 10;
+    }
+    double in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8];
+    int rc = 0;
+    if (crux_dev_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_BAND) != CRUX_ERR_UNSUPPORTED ||
+        crux_dev_allreduce(g, in, out, 8, CRUX_DT_COUNT, CRUX_OP_SUM) != CRUX_ERR_INVALID ||
+        crux_dev_allreduce(g, in, out, 0, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK) {
+        rc = 11;
+    }
+    /* host channels with private buffers: an allreduce through cma and shm */
+    if (rc == 0 && (crux_dev_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK ||
+                    out[7] != 8.0 * m->size)) {
+        rc = 12;
+    }
+    crux_dev_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_refusals_and_host_channels)
+{
+    ck_assert_int_eq(fork_group_run(3, refusals, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_device_pieces_without_a_gpu)
+{
+    double host[4] = { 1, 2, 3, 4 }, back[4] = { 0 };
+    ck_assert_int_eq(crux_dev_is_device(host), 0);
+    ck_assert_int_eq(crux_dev_is_device(NULL), 0);
+    if (crux_dev_count() > 0) {
+        return;   /* a GPU machine: tests/unit/test_cuda covers the rest */
+    }
+    ck_assert_int_eq(crux_dev_reduce(back, host, host, 4, CRUX_DT_DOUBLE, CRUX_OP_SUM),
+                     CRUX_ERR_UNSUPPORTED);
+    ck_assert_int_eq(crux_dev_copy(back, host, sizeof(host)), CRUX_OK);
+    ck_assert(memcmp(back, host, sizeof(host)) == 0);
+    /* the staging path a user-defined op takes: into host buffers and back */
+    crux_dev_stage_t *stage;
+    ck_assert_int_eq(crux_dev_stage_create(&stage), CRUX_OK);
+    double *a = crux_dev_stage_buffer(stage, 0, sizeof(host));
+    double *b = crux_dev_stage_buffer(stage, 1, 1 << 20);
+    ck_assert(a != NULL && b != NULL && (void *)a != (void *)b);
+    ck_assert_ptr_null(crux_dev_stage_buffer(stage, 2, 8));
+    ck_assert_int_eq(crux_dev_copy(a, host, sizeof(host)), CRUX_OK);
+    ck_assert(crux_dev_stage_buffer(stage, 0, 8) == a);   /* big enough: kept */
+    ck_assert_double_eq(a[3], 4.0);
+    crux_dev_stage_destroy(stage);
+}
+END_TEST
+
+START_TEST(test_kernel_table_matches_the_cpu_one)
+{
+    for (int t = 0; t < CRUX_DT_COUNT; t++) {
+        for (int o = 0; o < CRUX_OP_COUNT; o++) {
+            /* a device kernel only where the CPU has one, so staging is never
+             * the only way for a pair the device claims */
+            if (crux_dev_reduce_supported((crux_dtype_t)t, (crux_op_t)o)) {
+                ck_assert_ptr_nonnull(crux_reduce_lookup((crux_dtype_t)t, (crux_op_t)o));
+            }
+        }
+    }
+    ck_assert(crux_dev_reduce_supported(CRUX_DT_FLOAT16, CRUX_OP_SUM));
+    ck_assert(crux_dev_reduce_supported(CRUX_DT_BFLOAT16, CRUX_OP_MAX));
+    ck_assert(crux_dev_reduce_supported(CRUX_DT_UINT8, CRUX_OP_BXOR));
+    ck_assert(!crux_dev_reduce_supported(CRUX_DT_COMPLEX_FLOAT, CRUX_OP_SUM));
+    ck_assert(!crux_dev_reduce_supported(CRUX_DT_LONG_DOUBLE, CRUX_OP_SUM));
+    ck_assert(!crux_dev_reduce_supported(CRUX_DT_FLOAT, CRUX_OP_BAND));
+    ck_assert(!crux_dev_reduce_supported(CRUX_DT_COUNT, CRUX_OP_SUM));
+}
+END_TEST
+
+static Suite *dev_suite(void)
+{
+    Suite *s = suite_create("dev_allreduce");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, test_allreduce_two_to_four_members);
+    tcase_add_test(tc, test_reduce_scatter_and_allgather_alone);
+    tcase_add_test(tc, test_refusals_and_host_channels);
+    tcase_add_test(tc, test_device_pieces_without_a_gpu);
+    tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CRUX_CHECK_MAIN(dev_suite)

@@ -1,0 +1,389 @@
+/* The multipath engine's host channels between two real processes with
+ * private buffers: cma get, cma put and shm staging, each alone and all
+ * together, both directions at once, unaligned; without cma; calibration
+ * and its cache file; a peer that dies. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "tests/unit/tl_test_util.h"
+
+#define BIG ((16u << 20) + 77)
+
+typedef struct {
+    int use_cma;
+    const char *calib_path;
+} host_arg_t;
+
+/* Send 'n' bytes each way over the channels in 'mask' (0: planner's pick);
+ * returns 0 or a failure code; *stripes gets the receive's stripe count. */
+static int exchange(fork_group_member_t *m, crux_tl_pair_t *pair, unsigned char *out,
+                    unsigned char *in, size_t n, uint32_t mask, unsigned *stripes)
+{
+    int peer = 1 - m->rank;
+    tl_fill(out, n, (unsigned)(m->rank * 11 + n % 7));
+    tl_prepare_dst(in, n, (unsigned)(peer * 11 + n % 7));
+    in[-1] = 0x5a;
+    in[n] = 0xa5;
+    crux_tl_xfer_params_t params = { .channels = mask };
+    crux_tl_xfer_t *s, *r;
+    if (crux_tl_recv(pair, in, n, &params, &r) != CRUX_OK ||
+        crux_tl_send(pair, out, n, NULL, &s) != CRUX_OK) {
+        return 1;
+    }
+    crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
+    if (rs != CRUX_OK || ss != CRUX_OK) {
+        fprintf(stderr, "# %zu bytes over %#x: recv %d send %d\n", n, mask, rs, ss);
+        return 2;
+    }
+    if (tl_landed_once(in, n, (unsigned)(peer * 11 + n % 7), r) != 0) {
+        return 3;
+    }
+    if (in[-1] != 0x5a || in[n] != 0xa5) {
+        return 4;
+    }
+    *stripes = crux_tl_xfer_stats(r)->nstripes;
+    crux_tl_xfer_release(s);
+    crux_tl_xfer_release(r);
+    return 0;
+}
+
+static int every_channel(fork_group_member_t *m, void *argp)
+{
+    host_arg_t *arg = argp;
+    tl_engine_t t;
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    crux_tl_config_t tl = CRUX_TL_CONFIG_DEFAULT;
+    tl.use_cma = arg->use_cma;
+    cfg.max_peers = 2;
+    cfg.calib_path = "";   /* nominal figures: the split below is deterministic */
+    if (crux_tl_context_open(&tl, &t.ctx) != CRUX_OK ||
+        crux_tl_engine_create(t.ctx, &cfg, &t.engine) != CRUX_OK) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL) {
+        return 11;
+    }
+    crux_tl_chan_attr_t attrs[8];
+    unsigned nchan = crux_tl_pair_channels(pair, attrs, 8);
+    if (nchan != 3 || attrs[0].kind != CRUX_TL_CHAN_CMA_GET ||
+        attrs[1].kind != CRUX_TL_CHAN_CMA_PUT || attrs[2].kind != CRUX_TL_CHAN_SHM) {
+        return 12;
+    }
+    unsigned char *out = malloc(BIG + 64), *in = malloc(BIG + 64);
+    const size_t sizes[] = { 1, 7, 64, 4099, 65536 + 3, (1u << 20) + 1, BIG };
+    unsigned stripes;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        /* each channel alone (cma ones only with cma), then the planner's choice */
+        for (uint32_t c = 0; c <= 3; c++) {
+            uint32_t mask = c < 3 ? 1u << c : 0;
+            if (!arg->use_cma && c < 2) {
+                continue;
+            }
+            int rc = exchange(m, pair, out + 3, in + 1 + (i % 5), sizes[i], mask, &stripes);
+            if (rc != 0) {
+                return 20 + rc;
+            }
+        }
+    }
+    /* Nominal figures give cma get (the receiver's CPU) and cma put (the
+     * sender's) the same rate: a large message goes over both. */
+    if (exchange(m, pair, out, in + 8, BIG, 0, &stripes) != 0 || stripes < (arg->use_cma ? 2u : 1u)) {
+        return 30;
+    }
+    /* without cma, a cma channel forced is refused on both sides */
+    if (!arg->use_cma) {
+        crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
+        crux_tl_xfer_t *s, *r;
+        if (crux_tl_recv(pair, in, 100, &get_only, &r) != CRUX_OK ||
+            crux_tl_send(pair, out, 100, NULL, &s) != CRUX_OK ||
+            crux_tl_xfer_wait(r) != CRUX_ERR_UNSUPPORTED ||
+            crux_tl_xfer_wait(s) != CRUX_ERR_UNSUPPORTED) {
+            return 31;
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    free(out);
+    free(in);
+    return 0;
+}
+
+START_TEST(test_host_channels_between_two_processes)
+{
+    host_arg_t arg = { .use_cma = 1 };
+    ck_assert_int_eq(fork_group_run(2, every_channel, &arg), 0);
+}
+END_TEST
+
+START_TEST(test_without_cma_shm_carries_everything)
+{
+    host_arg_t arg = { .use_cma = 0 };
+    ck_assert_int_eq(fork_group_run(2, every_channel, &arg), 0);
+}
+END_TEST
+
+/* Calibrate (forced), check both sides agree and the cache holds the
+ * figures; then a new engine starts from the cache. */
+static int calibrate(fork_group_member_t *m, void *argp)
+{
+    host_arg_t *arg = argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, arg->calib_path) != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL || crux_tl_pair_calibrate(pair, 1) != CRUX_OK) {
+        return 11;
+    }
+    crux_tl_chan_attr_t mine[3], theirs[2][3];
+    if (crux_tl_pair_channels(pair, mine, 3) != 3) {
+        return 12;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!mine[i].calibrated || !(mine[i].bandwidth > 0) || !isfinite(mine[i].bandwidth) ||
+            mine[i].latency < 0 || mine[i].chunk_cost < 0) {
+            return 13;
+        }
+    }
+    if (fork_group_allgather(mine, theirs, sizeof(mine), m) != 0 ||
+        memcmp(theirs[0], theirs[1], sizeof(mine)) != 0) {
+        return 14;   /* the sender took the measurer's figures */
+    }
+    /* a transfer planned from measured figures still lands */
+    unsigned char *out = malloc(BIG + 1), *in = malloc(BIG + 1);
+    unsigned stripes;
+    if (exchange(m, pair, out, in, BIG, 0, &stripes) != 0) {
+        return 15;
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+
+    /* a new engine: figures straight from the cache, and calibrate without
+     * force measures nothing, so they stay as they were */
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, arg->calib_path) != 0 ||
+        (pair = tl_connect(m, &t)) == NULL) {
+        return 16;
+    }
+    crux_tl_chan_attr_t again[3];
+    crux_tl_pair_channels(pair, again, 3);
+    for (int i = 0; i < 3; i++) {
+        if (!again[i].calibrated ||
+            fabs(again[i].bandwidth - mine[i].bandwidth) > 1e-5 * mine[i].bandwidth) {
+            return 17;
+        }
+    }
+    if (crux_tl_pair_calibrate(pair, 0) != CRUX_OK) {
+        return 18;
+    }
+    crux_tl_pair_channels(pair, mine, 3);
+    if (memcmp(mine, again, sizeof(mine)) != 0) {
+        return 19;
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    free(out);
+    free(in);
+    return 0;
+}
+
+START_TEST(test_calibration_and_its_cache)
+{
+    char dir[] = "/tmp/crux-calib-test-XXXXXX", path[128], line[256];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/sub/cache", dir);   /* directories are made */
+    host_arg_t arg = { .calib_path = path };
+    ck_assert_int_eq(fork_group_run(2, calibrate, &arg), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    ck_assert(fgets(line, sizeof(line), f) != NULL);
+    ck_assert_str_eq(line, "crux-calibration 1\n");
+    int found = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        double bw, lat, cost;
+        char sig[96];
+        if (line[0] != '#' && sscanf(line, "%95s %lf %lf %lf", sig, &bw, &lat, &cost) == 4) {
+            found |= strcmp(sig, "cma-get") == 0 ? 1 : strcmp(sig, "cma-put") == 0 ? 2
+                   : strncmp(sig, "shm:", 4) == 0 ? 4 : 0;
+            ck_assert(bw > 0);
+        }
+    }
+    fclose(f);
+    ck_assert_int_eq(found, 7);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A sender that publishes its buffer and then does not run for a while (an
+ * oversubscribed node): the receiver takes its stripes over and finishes
+ * without it; then the sender finds nothing left to push. */
+typedef struct {
+    double received, sender_back;
+} steal_times_t;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int sleepy_sender(fork_group_member_t *m, void *argp)
+{
+    steal_times_t *times = argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL) {
+        return 11;
+    }
+    const size_t n = 8u << 20;
+    unsigned char *buf = malloc(n + 1);
+    crux_tl_xfer_t *x;
+    int rc = 0;
+    for (int round = 0; round < 2; round++) {   /* both rounds whatever happens: barriers */
+        int sleepy = round == 0;
+        if (m->rank == 0) {
+            tl_fill(buf, n, (unsigned)round);
+            fork_group_barrier(m);
+            if (crux_tl_send(pair, buf, n, NULL, &x) != CRUX_OK) {
+                return 12;
+            }
+            crux_tl_engine_progress(t.engine);    /* published ... */
+            if (sleepy) {
+                usleep(300000);                    /* ... then away */
+                times->sender_back = now_s();
+            }
+            rc = crux_tl_xfer_wait(x) == CRUX_OK ? rc : 13;
+        } else {
+            tl_prepare_dst(buf, n, (unsigned)round);
+            fork_group_barrier(m);
+            if (crux_tl_recv(pair, buf, n, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK) {
+                return 14;
+            }
+            const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(x);
+            int pulled_all = 1;
+            for (unsigned i = 0; i < st->nstripes; i++) {
+                pulled_all &= st->stripe[i].channel == 0;   /* cma-get */
+            }
+            if (sleepy) {   /* striped, and all of it taken over while the sender slept */
+                times->received = now_s();
+                rc = st->nstripes >= 2 && pulled_all ? rc : 15;
+            }
+            if (tl_landed_once(buf, n, (unsigned)round, x) != 0) {
+                rc = 16;
+            }
+        }
+        crux_tl_xfer_release(x);
+        fork_group_barrier(m);
+    }
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    free(buf);
+    return rc;
+}
+
+START_TEST(test_receiver_takes_over_from_a_sleeping_sender)
+{
+    steal_times_t *times = mmap(NULL, sizeof(*times), PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(times != MAP_FAILED);
+    ck_assert_int_eq(fork_group_run(2, sleepy_sender, times), 0);
+    ck_assert(times->received > 0 && times->received < times->sender_back);
+    munmap(times, sizeof(*times));
+}
+END_TEST
+
+/* A peer that dies mid-transfer: the survivor's transfers fail with
+ * CRUX_ERR_PEER instead of waiting forever. */
+static int dies(fork_group_member_t *m, void *argp)
+{
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL) {
+        return 11;
+    }
+    if (m->rank == 1) {
+        _exit(0);   /* gone without a word: never posts its send */
+    }
+    static unsigned char in[1 << 16];
+    crux_tl_xfer_t *r;
+    if (crux_tl_recv(pair, in, sizeof(in), NULL, &r) != CRUX_OK ||
+        crux_tl_xfer_wait(r) != CRUX_ERR_PEER) {
+        return 12;
+    }
+    crux_tl_xfer_release(r);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return 0;
+}
+
+START_TEST(test_dead_peer_fails_the_transfer)
+{
+    ck_assert_int_eq(fork_group_run(2, dies, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_bad_cards_and_configurations)
+{
+    tl_engine_t t;
+    ck_assert_int_eq(tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, ""), 0);
+    unsigned char card[4096];
+    ck_assert_uint_le(crux_tl_engine_card_size(t.engine), sizeof(card));
+    memset(card, 0x33, sizeof(card));
+    crux_tl_pair_t *pair;
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 1, card, &pair), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 7, card, &pair), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 0, NULL, &pair), CRUX_OK);
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 0, NULL, &pair), CRUX_ERR_INVALID);
+    tl_engine_close(&t);   /* disconnects the pair */
+
+    crux_tl_model_t bad = { .bandwidth = 0 };
+    ck_assert_int_ne(tl_engine_open(&t, 0, &bad, 1, ""), 0);
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e;
+    ck_assert_int_eq(crux_tl_context_open(NULL, &ctx), CRUX_OK);
+    cfg.shm_slots = 1000;
+    ck_assert_int_eq(crux_tl_engine_create(ctx, &cfg, &e), CRUX_ERR_INVALID);
+    cfg.shm_slots = 4;
+    cfg.max_peers = 0;
+    ck_assert_int_eq(crux_tl_engine_create(ctx, &cfg, &e), CRUX_ERR_INVALID);
+    crux_tl_context_close(ctx);
+}
+END_TEST
+
+static Suite *host_suite(void)
+{
+    Suite *s = suite_create("tl_mp_host");
+    TCase *tc = tcase_create("host");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_host_channels_between_two_processes);
+    tcase_add_test(tc, test_without_cma_shm_carries_everything);
+    tcase_add_test(tc, test_calibration_and_its_cache);
+    tcase_add_test(tc, test_receiver_takes_over_from_a_sleeping_sender);
+    tcase_add_test(tc, test_dead_peer_fails_the_transfer);
+    tcase_add_test(tc, test_bad_cards_and_configurations);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CRUX_CHECK_MAIN(host_suite)

@@ -1,0 +1,149 @@
+/* Device buffers across processes: the sender publishes its allocation's
+ * CUDA IPC handle with the buffer's offset in it, the receiver maps the
+ * allocation once and keeps the mapping (the IPC handle cache). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx_tl/crux_tl_cuda.h"
+
+#ifdef CRUX_HAVE_CUDA
+crux_tl_cuda_state_t *crux_tl_cuda_state(crux_tl_engine_t *e)
+{
+    if (e->cuda == NULL) {
+        e->cuda = calloc(1, sizeof(*e->cuda));
+    }
+    return e->cuda;
+}
+
+crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_wire_buf_t *wire)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    crux_tl_cuda_state_t *cs = crux_tl_cuda_state(e);
+    if (cu == NULL || cs == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    unsigned long long id = 0;
+    int ipc_capable = 0;
+    CUdeviceptr base = 0;
+    CUpointer_attribute attrs[] = { CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                    CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR };
+    void *data[] = { &id, &ipc_capable, &base };
+    if (cu->PointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
+        !ipc_capable || crux_cuda_pci(wire->device, wire->pci, sizeof(wire->pci)) != 0) {
+        return CRUX_ERR_UNSUPPORTED;   /* e.g. stream-ordered (pool) or VMM memory */
+    }
+    crux_tl_export_t *x = cs->exports;
+    while (x != NULL && x->buffer_id != id) {
+        x = x->next;
+    }
+    if (x == NULL) {
+        if ((x = calloc(1, sizeof(*x))) == NULL) {
+            return CRUX_ERR_NO_MEMORY;
+        }
+        crux_status_t st = crux_cuda_push(wire->device);
+        if (st == CRUX_OK) {
+            st = crux_cuda_status(cu->IpcGetMemHandle(&x->handle, base));
+            crux_cuda_pop();
+        }
+        if (st != CRUX_OK) {
+            free(x);
+            return st;
+        }
+        x->buffer_id = id;
+        x->base = base;
+        x->next = cs->exports;
+        cs->exports = x;
+    }
+    wire->alloc_base = x->base;
+    memcpy(wire->ipc, &x->handle, sizeof(wire->ipc));
+    return CRUX_OK;
+}
+
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
+                                  int device, void **ptr_p)
+{
+    if (pair->loopback) {
+        *ptr_p = (void *)(uintptr_t)wire->addr;   /* our own buffer */
+        return CRUX_OK;
+    }
+    const crux_cuda_api_t *cu = crux_cuda();
+    crux_tl_cuda_state_t *cs = crux_tl_cuda_state(pair->engine);
+    if (cu == NULL || cs == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    crux_tl_import_t **link = &cs->imports, *m;
+    while ((m = *link) != NULL && !(m->pid == pair->peer_pid && m->base == wire->alloc_base)) {
+        link = &m->next;
+    }
+    if (m != NULL && memcmp(&m->handle, wire->ipc, sizeof(m->handle)) != 0) {
+        /* the peer freed that allocation and made a new one at the same place */
+        if (crux_cuda_push(m->device) == CRUX_OK) {
+            cu->IpcCloseMemHandle(m->mapped);
+            crux_cuda_pop();
+        }
+        *link = m->next;
+        free(m);
+        m = NULL;
+    }
+    if (m == NULL) {
+        if ((m = calloc(1, sizeof(*m))) == NULL) {
+            return CRUX_ERR_NO_MEMORY;
+        }
+        memcpy(&m->handle, wire->ipc, sizeof(m->handle));
+        crux_status_t st = crux_cuda_push(device);
+        if (st == CRUX_OK) {
+            st = crux_cuda_status(cu->IpcOpenMemHandle(&m->mapped, m->handle,
+                                                       CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+            crux_cuda_pop();
+        }
+        if (st != CRUX_OK) {
+            free(m);
+            return st;
+        }
+        m->pid = pair->peer_pid;
+        m->base = wire->alloc_base;
+        m->device = device;
+        m->next = cs->imports;
+        cs->imports = m;
+    }
+    *ptr_p = (void *)(uintptr_t)(m->mapped + (wire->addr - wire->alloc_base));
+    return CRUX_OK;
+}
+
+void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *e)
+{
+    crux_tl_cuda_state_t *cs = e->cuda;
+    while (cs != NULL && cs->imports != NULL) {
+        crux_tl_import_t *m = cs->imports;
+        cs->imports = m->next;
+        if (crux_cuda_push(m->device) == CRUX_OK) {
+            crux_cuda()->IpcCloseMemHandle(m->mapped);
+            crux_cuda_pop();
+        }
+        free(m);
+    }
+    while (cs != NULL && cs->exports != NULL) {
+        crux_tl_export_t *x = cs->exports;
+        cs->exports = x->next;
+        free(x);
+    }
+}
+
+#else /* no CUDA toolkit at build time: device memory never shows up */
+
+crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_wire_buf_t *wire)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
+                                  int device, void **ptr_p)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *e)
+{
+}
+#endif

@@ -1,0 +1,437 @@
+/* Transfers: posting, the sender's side of the protocol, issuing chunks,
+ * completion and the liveness of the peer.  The receiver's matching and
+ * planning are in crux_tl_match.c, the staged slots in crux_tl_shm.c. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx_tl/crux_tl_mp.h"
+
+#define LIVENESS_POLLS 4096u   /* idle progress calls between checks that the peer lives */
+
+static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_t bytes,
+                          const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
+{
+    if (buffer == NULL && bytes > 0) {
+        return CRUX_ERR_INVALID;
+    }
+    crux_tl_xfer_t *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return CRUX_ERR_NO_MEMORY;
+    }
+    x->pair    = pair;
+    x->is_send = is_send;
+    x->buffer  = buffer;
+    x->bytes   = bytes;
+    x->mem     = bytes > 0 ? crux_tl_mem_query(buffer)
+                           : (crux_tl_mem_t){ .type = CRUX_TL_MEM_HOST, .device = -1 };
+    if (params != NULL) {
+        x->params = *params;
+    }
+    x->seq    = is_send ? pair->next_send++ : pair->next_recv++;
+    x->state  = XFER_QUEUED;
+    x->status = CRUX_INPROGRESS;
+    crux_tl_xfer_t **tail = is_send ? &pair->sends : &pair->recvs;
+    while (*tail != NULL) {
+        tail = &(*tail)->next;
+    }
+    *tail = x;
+    *xfer_p = x;
+    return CRUX_OK;
+}
+
+crux_status_t crux_tl_send(crux_tl_pair_t *pair, const void *buffer, size_t bytes,
+                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
+{
+    return post(pair, 1, (void *)buffer, bytes, params, xfer_p);
+}
+
+crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
+                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
+{
+    return post(pair, 0, buffer, bytes, params, xfer_p);
+}
+
+static void fail(crux_tl_xfer_t *x, crux_status_t status)
+{
+    if (!x->failed) {
+        x->failed = 1;
+        x->status = status;
+    }
+}
+
+void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *c)
+{
+    crux_tl_xfer_t *x = c->xfer;
+    crux_tl_run_t *run = &x->run[c->run];
+    run->inflight--;
+    if (c->status == CRUX_OK) {
+        run->landed += c->length;
+        run->chunks++;
+    } else {
+        fail(x, c->status);
+    }
+    crux_tl_chunk_put(x->pair->engine, c);
+}
+
+/* --- the sender ------------------------------------------------------------ */
+
+static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
+    crux_tl_wire_send_t *w = &pair->mine->send[k];
+    memset(&w->buf, 0, sizeof(w->buf));
+    w->buf.addr     = (uintptr_t)x->buffer;
+    w->buf.bytes    = x->bytes;
+    w->buf.mem_type = (int32_t)x->mem.type;
+    w->buf.device   = x->mem.device;
+    if (x->mem.type == CRUX_TL_MEM_CUDA &&
+        crux_tl_cuda_export(pair->engine, x->buffer, &w->buf) != CRUX_OK) {
+        w->buf.mem_type = -1;   /* the receiver refuses it */
+    }
+    pair->send_busy[k] = 1;
+    mp_store(&w->seq, x->seq + 1);
+    x->state = XFER_PUBLISHED;
+}
+
+static crux_tl_chan_t *own_channel(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
+{
+    for (unsigned i = 0; i < pair->nhost; i++) {
+        if (pair->chan[i]->attr.kind == kind) {
+            return pair->chan[i];
+        }
+    }
+    return NULL;
+}
+
+/* Take the receiver's plan: the stripes this side pushes become its runs. */
+static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    const crux_tl_wire_recv_t *w = &pair->theirs->recv[x->seq % CRUX_TL_RING];
+    if (mp_load(&w->seq) != x->seq + 1) {
+        return 0;
+    }
+    x->peer_addr = w->buf.addr;
+    x->state = XFER_ACTIVE;
+    if (w->status != CRUX_OK) {
+        fail(x, (crux_status_t)w->status);
+        return 1;
+    }
+    int pushes = 0;
+    for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
+        pushes |= w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT || w->stripe[i].kind == CRUX_TL_CHAN_SHM;
+    }
+    uint64_t open_claim = CLAIM_OPEN;
+    if (pushes && !__atomic_compare_exchange_n((uint64_t *)&w->claim, &open_claim, CLAIM_SENDER, 0,
+                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        return 1;   /* the receiver took our stripes over: nothing to push */
+    }
+    for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
+        const crux_tl_wire_stripe_t *s = &w->stripe[i];
+        if (s->kind != CRUX_TL_CHAN_CMA_PUT && s->kind != CRUX_TL_CHAN_SHM) {
+            continue;   /* the receiver's */
+        }
+        crux_tl_run_t *run = &x->run[x->nruns++];
+        memset(run, 0, sizeof(*run));
+        run->kind   = (crux_tl_chan_kind_t)s->kind;
+        run->chan   = s->kind == CRUX_TL_CHAN_CMA_PUT ? own_channel(pair, CRUX_TL_CHAN_CMA_PUT) : NULL;
+        run->offset = s->offset;
+        run->bytes  = s->bytes;
+        run->chunk  = s->chunk;
+        run->depth  = s->depth;
+        if (s->kind == CRUX_TL_CHAN_CMA_PUT && (run->chan == NULL || !run->chan->usable)) {
+            fail(x, CRUX_ERR_INVALID);   /* a plan this side cannot follow */
+        }
+    }
+    return 1;
+}
+
+static int runs_drained(const crux_tl_xfer_t *x)
+{
+    for (unsigned i = 0; i < x->nruns; i++) {
+        const crux_tl_run_t *run = &x->run[i];
+        if (run->inflight > 0) {
+            return 0;
+        }
+        if (run->kind == CRUX_TL_CHAN_SHM) {
+            /* every staged chunk, even after a failure: the slots are a FIFO */
+            if (run->landed < run->bytes) {
+                return 0;
+            }
+        } else if (run->chan != NULL && run->landed < run->bytes && !x->failed) {
+            return 0;
+        }
+        /* a put seen from the receiver: the sender's send_done tells */
+    }
+    return 1;
+}
+
+static void finish(crux_tl_pair_t *pair, crux_tl_xfer_t *x, crux_status_t status)
+{
+    unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
+    crux_tl_xfer_t **list = x->is_send ? &pair->sends : &pair->recvs;
+    while (*list != x) {
+        list = &(*list)->next;
+    }
+    *list = x->next;
+    if (x->is_send) {
+        pair->send_busy[k] = 0;
+    } else {
+        pair->recv_busy[k] = 0;
+        x->stats.elapsed = crux_tl_now() - x->t_matched;
+        for (unsigned i = 0; i < x->nruns; i++) {
+            if (x->run[i].kind != CRUX_TL_CHAN_CMA_PUT) {
+                x->stats.stripe[i].bytes  = x->run[i].landed;
+                x->stats.stripe[i].chunks = x->run[i].chunks;
+            } else if (status == CRUX_OK) {
+                x->stats.stripe[i].bytes = x->run[i].bytes;   /* landed by the sender */
+            }
+        }
+    }
+    x->status = status;
+    x->state = XFER_DONE;
+    if (x->released) {
+        free(x);
+    }
+}
+
+static unsigned sender_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
+    if (!x->done_published) {
+        if (!runs_drained(x)) {
+            return 0;
+        }
+        crux_tl_wire_done_t *d = &pair->mine->send_done[k];
+        d->status = x->failed ? x->status : CRUX_OK;
+        mp_store(&d->seq, x->seq + 1);
+        x->done_published = 1;
+    }
+    const crux_tl_wire_done_t *r = &pair->theirs->recv_done[k];
+    if (mp_load(&r->seq) < x->seq + 1) {
+        return 0;
+    }
+    finish(pair, x, x->failed ? x->status : (crux_status_t)r->status);
+    return 1;
+}
+
+/* --- the receiver ------------------------------------------------------------ */
+
+static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
+    if (!runs_drained(x)) {
+        return 0;
+    }
+    crux_status_t status = x->failed ? x->status : CRUX_OK;
+    if (x->peer_pushes) {
+        const crux_tl_wire_done_t *s = &pair->theirs->send_done[k];
+        if (mp_load(&s->seq) < x->seq + 1) {
+            return 0;
+        }
+        if (status == CRUX_OK) {
+            status = (crux_status_t)s->status;
+        }
+    }
+    crux_tl_wire_done_t *d = &pair->mine->recv_done[k];
+    d->status = status;
+    mp_store(&d->seq, x->seq + 1);
+    finish(pair, x, status);
+    return 1;
+}
+
+/* The sender has not taken its stripes although ours are done and twice
+ * the predicted time has passed: take them over as cma gets. */
+static unsigned steal(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    if (x->sender_runs == 0 || x->steal_index < 0 || x->failed ||
+        crux_tl_now() - x->t_matched < 2 * x->stats.predicted + 20e-6) {
+        return 0;
+    }
+    for (unsigned i = 0; i < x->nruns; i++) {
+        if (x->run[i].chan != NULL && (x->run[i].inflight > 0 || x->run[i].landed < x->run[i].bytes)) {
+            return 0;
+        }
+    }
+    uint64_t open_claim = CLAIM_OPEN;
+    if (!__atomic_compare_exchange_n(&pair->mine->recv[x->seq % CRUX_TL_RING].claim, &open_claim,
+                                     CLAIM_RECEIVER, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        x->sender_runs = 0;   /* the sender is on it */
+        return 0;
+    }
+    crux_tl_chan_t *get = pair->chan[x->steal_index];
+    for (unsigned i = 0; i < x->nruns; i++) {
+        crux_tl_run_t *run = &x->run[i];
+        if (run->chan == NULL) {   /* a put or shm stripe: nothing of it was copied */
+            run->kind   = CRUX_TL_CHAN_CMA_GET;
+            run->chan   = get;
+            run->index  = (unsigned)x->steal_index;
+            run->depth  = get->attr.max_depth;
+            run->chunk  = run->chunk < get->attr.max_chunk ? run->chunk : get->attr.max_chunk;
+            run->issued = run->landed = run->chunks = 0;
+            x->stats.stripe[i].channel = run->index;
+        }
+    }
+    x->sender_runs = 0;
+    x->peer_pushes = 0;
+    return 1;
+}
+
+/* --- issuing ------------------------------------------------------------------ */
+
+unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    unsigned events = 0;
+    for (unsigned i = 0; i < x->nruns && !x->failed; i++) {
+        crux_tl_run_t *run = &x->run[i];
+        crux_tl_chan_t *chan = run->chan;
+        if (chan == NULL || chan->ops->issue == NULL) {
+            continue;
+        }
+        while (run->issued < run->bytes && run->inflight < run->depth &&
+               chan->inflight < chan->attr.max_depth) {
+            crux_tl_chunk_t *c = crux_tl_chunk_get(pair->engine);
+            if (c == NULL) {
+                fail(x, CRUX_ERR_NO_MEMORY);
+                return events;
+            }
+            size_t at = run->offset + run->issued;
+            c->xfer   = x;
+            c->run    = i;
+            c->length = run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
+            if (x->is_send) {
+                c->src = x->buffer + at;
+            } else {
+                c->dst = x->buffer + at;
+                c->src = (const uint8_t *)x->peer_mapped + at;
+            }
+            c->remote = x->peer_addr + at;
+            crux_status_t st = chan->ops->issue(chan, c);
+            if (st != CRUX_OK) {
+                crux_tl_chunk_put(pair->engine, c);
+                fail(x, st);
+                return events;
+            }
+            c->next = NULL;
+            if (chan->tail != NULL) {
+                chan->tail->next = c;
+            } else {
+                chan->head = c;
+            }
+            chan->tail = c;
+            chan->inflight++;
+            run->inflight++;
+            run->issued += c->length;
+            events++;
+        }
+    }
+    return events;
+}
+
+/* --- liveness ------------------------------------------------------------------ */
+
+/* A process that exited but was not reaped yet still answers kill(pid, 0);
+ * its state in /proc tells it is a zombie. */
+static int process_alive(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    char path[64], stat[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return errno != ENOENT;
+    }
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')');   /* the command name may hold spaces */
+    return end == NULL || end[1] == '\0' || (end[2] != 'Z' && end[2] != 'X');
+}
+
+int crux_tl_peer_alive(const crux_tl_pair_t *pair)
+{
+    return pair->loopback || process_alive(pair->peer_pid);
+}
+
+/* The peer is gone: everything pending on the pair fails once nothing of
+ * ours is in flight any more (chunks still reference the transfers). */
+static unsigned peer_gone(crux_tl_pair_t *pair)
+{
+    unsigned events = 0;
+    crux_tl_xfer_t *lists[2] = { pair->sends, pair->recvs };
+    for (int l = 0; l < 2; l++) {
+        for (crux_tl_xfer_t *x = lists[l], *next; x != NULL; x = next) {
+            next = x->next;
+            int inflight = 0;
+            for (unsigned i = 0; i < x->nruns; i++) {
+                inflight += (int)x->run[i].inflight;
+            }
+            fail(x, CRUX_ERR_PEER);
+            if (!inflight) {
+                finish(pair, x, CRUX_ERR_PEER);
+                events++;
+            }
+        }
+    }
+    return events;
+}
+
+/* --- progress ------------------------------------------------------------------ */
+
+unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
+{
+    if (pair->sends == NULL && pair->recvs == NULL) {
+        return 0;
+    }
+    unsigned events = 0;
+    for (crux_tl_xfer_t *x = pair->sends; x != NULL; x = x->next) {
+        if (x->state == XFER_QUEUED && !pair->send_busy[x->seq % CRUX_TL_RING]) {
+            publish_send(pair, x);
+            events++;
+        }
+        if (x->state == XFER_PUBLISHED) {
+            events += (unsigned)take_plan(pair, x);
+        }
+        if (x->state == XFER_ACTIVE) {
+            events += crux_tl_xfer_issue(pair, x);
+        }
+    }
+    for (crux_tl_xfer_t *x = pair->recvs; x != NULL; x = x->next) {
+        if (x->state == XFER_QUEUED) {
+            crux_tl_match(pair, x);
+            events += x->state != XFER_QUEUED;
+        }
+        if (x->state == XFER_ACTIVE) {
+            events += steal(pair, x);
+            events += crux_tl_xfer_issue(pair, x);
+        }
+    }
+    for (unsigned i = 0; i < pair->nhost; i++) {
+        if (pair->chan[i]->head != NULL) {
+            events += crux_tl_chan_poll(pair->chan[i]);
+        }
+    }
+    events += crux_tl_shm_stage(pair) + crux_tl_shm_drain(pair);
+    for (crux_tl_xfer_t *x = pair->sends, *next; x != NULL; x = next) {
+        next = x->next;
+        if (x->state == XFER_ACTIVE) {
+            events += sender_complete(pair, x);
+        }
+    }
+    for (crux_tl_xfer_t *x = pair->recvs, *next; x != NULL; x = next) {
+        next = x->next;
+        if (x->state == XFER_ACTIVE) {
+            events += receiver_complete(pair, x);
+        }
+    }
+    if (events > 0) {
+        pair->idle_polls = 0;
+    } else if (++pair->idle_polls % LIVENESS_POLLS == 0 && !crux_tl_peer_alive(pair)) {
+        events = peer_gone(pair);
+    }
+    return events;
+}
