@@ -10,7 +10,7 @@
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
 # ("packed random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
-# cut to their first days, "topology-placement:days ..." ("lingjun-random:3":
+# cut to their first days, "topology-placement:days ..." ("lingjun-random:1":
 # random placement on Lingjun makes one contention component of most of
 # its 6,776 GPUs, about 40 CPU-minutes per policy for two weeks).
 # Every run is niced: the build machine is shared.
@@ -22,7 +22,7 @@ sim=$build/sched/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
 PLACEMENTS=${PLACEMENTS:-packed random}
-SHORT=${SHORT-lingjun-random:3}
+SHORT=${SHORT-lingjun-random:1}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
 POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full"
 mkdir -p "$out"
