@@ -5,6 +5,7 @@
 # ToRs) and at random.  Writes into OUT (default bench/out/sim):
 #   table.csv, table.md            average GPU utilisation per topology,
 #                                  placement and policy; Crux-full's gain
+#   table-wide.md                  the same, a row per topology and placement
 #   <topo>-<placement>/            crux-sim's CSV files of each run
 #   util-time-<topo>-<placement>.png, util-bars.png, jct-cdf-<topo>-<placement>.png
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
@@ -12,7 +13,9 @@
 # ("packed random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1":
 # random placement on Lingjun makes one contention component of most of
-# its 6,776 GPUs, about 40 CPU-minutes per policy for two weeks).
+# its 6,776 GPUs, about 45 CPU-minutes per policy for two weeks), REUSE=1:
+# keep the runs whose summary.csv already has every policy (to redo only
+# the table and plots, or to finish a comparison run in several pieces).
 # Every run is niced: the build machine is shared.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +55,11 @@ for topo in $TOPOLOGIES; do
       fi
     done
     echo "== $topo, $place placement: $JOBS jobs over $DAYS days ${until:+(first ${until#--until } s)}"
+    if [ "${REUSE:-0}" = 1 ] && [ -f "$out/$topo-$place/summary.csv" ] &&
+       [ "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$out/$topo-$place/summary.csv")" -eq 7 ]; then
+      echo "   kept: $out/$topo-$place"
+      continue
+    fi
     nice -n 19 "$sim" run --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
       --policy all --placement "$place" --seed "$SEED" --bin 3600 $until --out "$out/$topo-$place"
   done
@@ -82,7 +90,20 @@ done >>"$out/table.csv"
                     100 * $13, $3, 100 * $4, 100 * $6, $7,
                     $3 == "crux-full" ? "" : sprintf("%+.2f pt (%s)", $9, $10) }' "$out/table.csv"
 } >"$out/table.md"
-cat "$out/table.md"
+# The same, one row per topology and placement (the README's table).
+{
+  echo "| topology | placement | days | none | Sincronia | TACCL* | CASSINI | Crux-PA | Crux-PS-PA | Crux-full | Crux-full vs best baseline |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  awk -F, 'NR > 1 { key = $1 " | " $2; if (!(key in seen)) { seen[key] = ++n; name[n] = key; days[key] = $14 }
+                    u[key, $3] = 100 * $4 }
+           END { split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full", P, " ")
+                 for (i = 1; i <= n; i++) { k = name[i]; best = ""; bu = -1
+                   for (q = 1; q <= 4; q++) if (u[k, P[q]] > bu) { bu = u[k, P[q]]; best = P[q] }
+                   printf "| %s | %.0f |", k, days[k]
+                   for (q = 1; q <= 7; q++) printf " %.2f%% |", u[k, P[q]]
+                   printf " %+.2f pt (%s) |\n", u[k, "crux-full"] - bu, best } }' "$out/table.csv"
+} >"$out/table-wide.md"
+cat "$out/table.md" "$out/table-wide.md"
 
 # Plots (gnuplot): utilisation over time per policy, average utilisation
 # per policy and topology, JCT CDFs.
