@@ -48,8 +48,9 @@ crux_coll_config_t coll_crux_config(void)
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;
-    config.tl.service_level = c->service_level;
-    config.tl.traffic_class = c->traffic_class;
+    /* the job's level may change meanwhile, in another thread */
+    config.tl.service_level = __atomic_load_n(&c->service_level, __ATOMIC_RELAXED);
+    config.tl.traffic_class = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED);
     return config;
 }
 
