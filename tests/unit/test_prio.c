@@ -102,6 +102,10 @@ START_TEST(malformed_files)
         { "crux-priorities 1\nlevels 8\njob a level 1\njob a level 2\n", "job a" },
         { "crux-priorities 1\nlevels 8\njob a level 1", "t:3:" },      /* truncated */
         { "crux-priorities 1\n", "levels" },
+        /* found by fuzz_prio: a job id the writer would refuse (control
+         * character) was accepted */
+        { "crux-priorities 1\nlevels 8\njob job-\022 level 0 sl 0\n", "t:3:" },
+        { "crux-priorities 1\nlevels 8\njob a level 0 sl\v 0\n", "t:3:" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_prio_file_t *f = NULL;
@@ -324,6 +328,12 @@ START_TEST(profile_malformed)
         "crux-profile 1\njob a\nranks 2\nhosts h:1,g:1\nwindow_s -1\ncollectives 1\nbytes 1\n"
         "coll_s 1\ngap_s 1\nperiod_s 1\n",
         "crux-profile 1\njob a b\n",
+        /* found by fuzz_profile: counts beyond uint64_t were converted
+         * (undefined behaviour) instead of refused */
+        "crux-profile 1\njob a\nranks 2\nhosts h:2\nwindow_s 1\ncollectives 3e115\nbytes 1\n"
+        "coll_s 1\ngap_s 1\nperiod_s 1\n",
+        "crux-profile 1\njob a\nranks 2\nhosts h:2\nwindow_s 1\ncollectives -5\nbytes 1\n"
+        "coll_s 1\ngap_s 1\nperiod_s 1\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_profile_t p;
