@@ -163,7 +163,8 @@ crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err
 {
     char *text;
     size_t len;
-    crux_status_t st = prio_read_all(path, &text, &len, NULL, err, errlen);
+    crux_status_t st = prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, NULL, err,
+                                     errlen);
     if (st != CRUX_OK)
         return st;
     st = crux_prio_parse(text, len, path, out, err, errlen);
