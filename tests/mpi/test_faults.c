@@ -9,8 +9,12 @@
  *                 the other thread's feet); exact results;
  *   run SECONDS   Allreduces of several sizes for that long, exact results
  *                 (the script meanwhile deletes, truncates and replaces the
- *                 job's priority file).
- * Usage: test_faults kill MIB | commfree N | run SECONDS */
+ *                 job's priority file);
+ *   comms N       N communicators created, given one crux Allreduce (so
+ *                 crux sets up its group and segments) and freed, one after
+ *                 the other: run under valgrind by tests/leaks.sh, whose
+ *                 leaks must not grow with N.
+ * Usage: test_faults kill MIB | commfree N | run SECONDS | comms N */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -188,6 +192,25 @@ static int do_run(double seconds)
     return 0;
 }
 
+/* ---- comms --------------------------------------------------------------- */
+
+static int do_comms(int count)
+{
+    size_t n = (64 << 10) / sizeof(float);   /* above allreduce_min_bytes */
+    float *buf = malloc(n * sizeof(float));
+    bool ok = true;
+    for (int i = 0; i < count; i++) {
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        MPI_Comm_set_name(comm, "faults-comms");
+        ok &= allreduce_checked(comm, buf, n, i);
+        MPI_Comm_free(&comm);
+    }
+    tap_check(ok, "%d communicators created, used by crux and freed, all exact", count);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -206,11 +229,13 @@ int main(int argc, char **argv)
             return 1;
         }
         rc = do_commfree(atoi(arg));
+    } else if (strcmp(mode, "comms") == 0) {
+        rc = do_comms(atoi(arg));
     } else if (strcmp(mode, "run") == 0) {
         rc = do_run(atof(arg));
     } else {
         if (rank == 0) {
-            fprintf(stderr, "usage: test_faults kill MIB | commfree N | run SECONDS\n");
+            fprintf(stderr, "usage: test_faults kill MIB | commfree N | run SECONDS | comms N\n");
         }
         rc = 2;
     }

@@ -17,10 +17,17 @@ for t in 1 2; do
 done
 run_mpi 3 "default mix" "${verbose[@]}" -- $prog "$rounds"
 expect_stderr "allreduce on thread-0: staged from" "[np=3 default mix] crux chosen by priority"
-run_mpi 4 "k=2 hier" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier \
-  "${verbose[@]}" -- $prog "$rounds"
-expect_stderr "allreduce on thread-0: hier from" "[np=4 k=2 hier] the hierarchical Allreduce ran in threads"
-MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "fake nodes" "${verbose[@]}" -- $prog "$rounds"
+# CRUX_THREADS_HIER=0 (the ThreadSanitizer step of scripts/hardening): the
+# hierarchical cases are left out; there the inter-group step's nonblocking
+# Open MPI operations complete in Open MPI's uninstrumented code, which
+# ThreadSanitizer reports as races on crux's buffers, and the fake-nodes
+# case ran past its time limit (README.md, Hardening)
+if [ "${CRUX_THREADS_HIER:-1}" != 0 ]; then
+  run_mpi 4 "k=2 hier" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier \
+    "${verbose[@]}" -- $prog "$rounds"
+  expect_stderr "allreduce on thread-0: hier from" "[np=4 k=2 hier] the hierarchical Allreduce ran in threads"
+  MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "fake nodes" "${verbose[@]}" -- $prog "$rounds"
+fi
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir" "$last_stderr"' EXIT
