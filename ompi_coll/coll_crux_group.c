@@ -13,8 +13,20 @@
 #include "ompi_coll/coll_crux.h"
 
 /* UCX's component discovery is process-wide; keep group set-ups of
- * communicators used from different threads apart. */
+ * communicators used from different threads apart.  Never across an
+ * exchange with the other processes, though: when two processes set up
+ * different communicators in different threads in opposite orders, each
+ * would hold its lock while waiting for the other's exchange. */
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int unlocked_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    const crux_coll_oob_t *oob = arg;
+    pthread_mutex_unlock(&setup_lock);
+    int rc = oob->allgather(sbuf, rbuf, length, oob->arg);
+    pthread_mutex_lock(&setup_lock);
+    return rc;
+}
 
 static int oob_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
 {
@@ -36,16 +48,20 @@ crux_coll_config_t coll_crux_config(void)
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;
-    config.tl.service_level = c->service_level;
-    config.tl.traffic_class = c->traffic_class;
+    /* the job's level may change meanwhile, in another thread */
+    config.tl.service_level = __atomic_load_n(&c->service_level, __ATOMIC_RELAXED);
+    config.tl.traffic_class = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED);
     return config;
 }
 
 crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
                                      crux_coll_group_t **group_p)
 {
+    crux_coll_oob_t unlocked = *oob;
+    unlocked.allgather = unlocked_allgather;
+    unlocked.arg = (void *)oob;
     pthread_mutex_lock(&setup_lock);
-    crux_status_t status = crux_coll_group_create(oob, config, group_p);
+    crux_status_t status = crux_coll_group_create(&unlocked, config, group_p);
     pthread_mutex_unlock(&setup_lock);
     return status;
 }

@@ -51,8 +51,9 @@ static void take_level(void)
 {
     mca_coll_crux_component_t *net = &mca_coll_crux_component;
     job.level = crux_prio_reader_level(job.reader);
-    net->service_level = key_int("sl", -1);
-    net->traffic_class = key_int("tc", -1);
+    /* read by other threads as they set up transports (coll_crux_config) */
+    __atomic_store_n(&net->service_level, key_int("sl", -1), __ATOMIC_RELAXED);
+    __atomic_store_n(&net->traffic_class, key_int("tc", -1), __ATOMIC_RELAXED);
     char text[16];
     snprintf(text, sizeof(text), "%d", job.level);
     setenv("CRUX_PRIORITY_LEVEL", text, 1);

@@ -50,10 +50,13 @@ bool coll_crux_profiling(void)
     if (dir == NULL || dir[0] == '\0') {
         return false;
     }
-    if (prof.leader < 0) {
-        prof.leader = ompi_comm_rank((ompi_communicator_t *)MPI_COMM_WORLD) == 0;
+    /* threads may ask at once: the same answer, written atomically */
+    int leader = __atomic_load_n(&prof.leader, __ATOMIC_RELAXED);
+    if (leader < 0) {
+        leader = ompi_comm_rank((ompi_communicator_t *)MPI_COMM_WORLD) == 0;
+        __atomic_store_n(&prof.leader, leader, __ATOMIC_RELAXED);
     }
-    return prof.leader == 1;
+    return leader == 1;
 }
 
 /* The smallest lag at which the last calls' sizes repeat (at least three

@@ -8,7 +8,8 @@
 
 #include "ompi_coll/crux_reduce.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define CRUX_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CRUX_VECTOR_CLONES
@@ -42,15 +43,29 @@
     CRUX_KERNEL(bor_##tag, type, a | b)                            \
     CRUX_KERNEL(bxor_##tag, type, a ^ b)
 
-#define CRUX_INTEGER(tag, type) CRUX_ARITH(tag, type) CRUX_LOGIC(tag, type) CRUX_BITS(tag, type)
+/* Signed sums and products wrap around (two's complement), as every MPI
+ * does in practice, computed in the unsigned type: signed overflow is
+ * undefined behaviour in C, and an int SUM of large gradients' counters
+ * overflowed in the kernels (found by UndefinedBehaviorSanitizer,
+ * tests/unit/test_reduce).  The conversion back is GCC's and clang's
+ * modulo one. */
+#define CRUX_SIGNED_ARITH(tag, type, utype)                        \
+    CRUX_KERNEL(sum_##tag, type, (type)((utype)a + (utype)b))      \
+    CRUX_KERNEL(prod_##tag, type, (type)((utype)a * (utype)b))     \
+    CRUX_KERNEL(max_##tag, type, a > b ? a : b)                    \
+    CRUX_KERNEL(min_##tag, type, a < b ? a : b)
 
-CRUX_INTEGER(i8, int8_t)
+#define CRUX_INTEGER(tag, type) CRUX_ARITH(tag, type) CRUX_LOGIC(tag, type) CRUX_BITS(tag, type)
+#define CRUX_SIGNED(tag, type, utype)                              \
+    CRUX_SIGNED_ARITH(tag, type, utype) CRUX_LOGIC(tag, type) CRUX_BITS(tag, type)
+
+CRUX_SIGNED(i8, int8_t, uint8_t)
 CRUX_INTEGER(u8, uint8_t)
-CRUX_INTEGER(i16, int16_t)
+CRUX_SIGNED(i16, int16_t, uint16_t)
 CRUX_INTEGER(u16, uint16_t)
-CRUX_INTEGER(i32, int32_t)
+CRUX_SIGNED(i32, int32_t, uint32_t)
 CRUX_INTEGER(u32, uint32_t)
-CRUX_INTEGER(i64, int64_t)
+CRUX_SIGNED(i64, int64_t, uint64_t)
 CRUX_INTEGER(u64, uint64_t)
 CRUX_ARITH(f32, float)
 CRUX_ARITH(f64, double)

@@ -20,6 +20,9 @@
 
 #define CRUX_PRIO_MAX_LEVELS 64
 #define CRUX_PRIO_MAX_TOKEN  4096   /* longest id, key or value */
+/* The largest priority file read: a bigger one is refused like a malformed
+ * one, without reading it (jobs poll the file from their collectives). */
+#define CRUX_PRIO_MAX_FILE_BYTES ((size_t)16 << 20)
 
 typedef struct {
     const char *key, *value;

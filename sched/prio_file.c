@@ -130,9 +130,9 @@ crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
             if (parse_int(tok[3], 0, f->levels - 1, &e->level) != 0)
                 FAIL("%s:%d: level '%s' not in 0..%d", name, lineno, tok[3], f->levels - 1);
             for (int t = 1; t < n; t++)
-                if (strlen(tok[t]) > CRUX_PRIO_MAX_TOKEN)
-                    FAIL("%s:%d: token longer than %d bytes", name, lineno,
-                         CRUX_PRIO_MAX_TOKEN);
+                if (!crux_prio_token_ok(tok[t]))   /* what the writer refuses too */
+                    FAIL("%s:%d: token %d has a control character or is longer than %d bytes",
+                         name, lineno, t + 1, CRUX_PRIO_MAX_TOKEN);
             e->job = tok[1];
             e->kv = &s->kv[nkv];
             e->nkv = (n - 4) / 2;
@@ -163,7 +163,8 @@ crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err
 {
     char *text;
     size_t len;
-    crux_status_t st = prio_read_all(path, &text, &len, NULL, err, errlen);
+    crux_status_t st = prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, NULL, err,
+                                     errlen);
     if (st != CRUX_OK)
         return st;
     st = crux_prio_parse(text, len, path, out, err, errlen);

@@ -108,20 +108,25 @@ static void check(crux_prio_reader_t *r)
         return;
     char *text, err[512];
     size_t len;
-    crux_status_t st = prio_read_all(r->path, &text, &len, &sb, err, sizeof(err));
+    crux_status_t st = prio_read_max(r->path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, &sb, err,
+                                     sizeof(err));
     if (st == CRUX_ERR_NOT_FOUND) {           /* removed between stat and open */
         set_default(r, CRUX_PRIO_NO_FILE);
         r->have_seen = 0;
         return;
     }
-    if (st != CRUX_OK)
+    if (st != CRUX_OK && st != CRUX_ERR_INVALID)
         return;                                /* try again at the next check */
-    r->seen = ident_of(&sb);                   /* the version actually read */
+    /* the version actually read, or (too large, not a regular file: never
+     * read, not read again until it changes) the one stat saw */
+    r->seen = ident_of(&sb);
     r->have_seen = 1;
     r->loads++;
-    crux_prio_file_t *f;
-    st = crux_prio_parse(text, len, r->path, &f, err, sizeof(err));
-    free(text);
+    crux_prio_file_t *f = NULL;
+    if (st == CRUX_OK) {
+        st = crux_prio_parse(text, len, r->path, &f, err, sizeof(err));
+        free(text);
+    }
     if (st != CRUX_OK) {
         if (!r->have_bad || !ident_eq(&r->bad, &r->seen)) {
             char msg[640];

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,15 @@ void prio_err(char *err, size_t len, const char *fmt, ...)
 crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st,
                             char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return prio_read_max(path, PRIO_READ_MAX_BYTES, text, len, st, err, errlen);
+}
+
+crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, size_t *len,
+                            struct stat *st, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: a FIFO put in the file's place must not block the reader
+     * (in a job, inside a collective) until someone writes to it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         prio_err(err, errlen, "%s: %s", path, strerror(e));
@@ -33,6 +42,17 @@ crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct s
         prio_err(err, errlen, "%s: %s", path, strerror(errno));
         close(fd);
         return CRUX_ERR_IO;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        prio_err(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return CRUX_ERR_INVALID;
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > max_bytes) {
+        prio_err(err, errlen, "%s: %lld bytes, more than the %zu read at most", path,
+                 (long long)sb.st_size, max_bytes);
+        close(fd);
+        return CRUX_ERR_INVALID;
     }
     size_t cap = sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096, n = 0;
     char *buf = malloc(cap + 1);
@@ -59,6 +79,12 @@ crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct s
         if (r == 0)
             break;
         n += (size_t)r;
+        if (n > max_bytes) {   /* grew while being read */
+            prio_err(err, errlen, "%s: more than the %zu bytes read at most", path, max_bytes);
+            free(buf);
+            close(fd);
+            return CRUX_ERR_INVALID;
+        }
     }
     close(fd);
     if (buf == NULL) {

@@ -172,11 +172,14 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
         default:
             bad = parse_double(val, &v) != 0;
             if (k == K_RANKS) {
-                bad |= v < 1 || v > 1 << 24 || v != floor(v);
-                p->ranks = (int)v;
+                bad |= !(v >= 1 && v <= 1 << 24) || v != floor(v);
+                /* converting a double outside int's range is undefined:
+                 * only a checked one (found by fuzz_profile) */
+                p->ranks = bad ? 0 : (int)v;
             } else if (k == K_COLLS) {
-                bad |= v != floor(v);
-                p->collectives = (uint64_t)v;
+                /* a count: converting anything outside uint64_t is undefined */
+                bad |= v != floor(v) || v < 0 || v >= 18446744073709551616.0;
+                p->collectives = bad ? 0 : (uint64_t)v;
             } else {
                 double *f[] = { [K_WINDOW] = &p->window_s, [K_BYTES] = &p->bytes,
                                 [K_COLL_S] = &p->coll_s, [K_GAP_S] = &p->gap_s,

@@ -22,6 +22,8 @@ typedef struct {
 /* Read and parse; on failure prints "path:line: why" and returns
  * TOOL_INPUT. */
 int tool_doc_load(tool_doc_t *doc, const char *path);
+/* The same from text in memory (copied), `name` standing for the path. */
+int tool_doc_parse(tool_doc_t *doc, const char *name, const char *text, size_t len);
 void tool_doc_free(tool_doc_t *doc);
 /* The line where element `index` of the top-level array member `key`
  * starts (1 when it cannot be told). */
@@ -46,6 +48,8 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
 /* Cluster file: a builder or an explicit list; also the level table. */
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out,
                       crux_sched_nettable_t *table, int levels);
+int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
+                          crux_sched_nettable_t *table, int levels);
 
 /* One job from its JSON object, with the storage its pointers use. */
 typedef struct {
@@ -60,6 +64,9 @@ typedef struct {
 int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
                    tool_job_t *job, char *err, size_t errlen);
 void tool_job_free(tool_job_t *job);
+/* A jobs file ({"jobs": [JOB, ...]}): every job added to the plan. */
+int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
+                       crux_sched_plan_t *plan);
 
 /* Write the priority file and the report of a planned plan. */
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,

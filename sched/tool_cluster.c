@@ -248,10 +248,19 @@ int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_n
 {
     tool_doc_t d;
     int rc = tool_doc_load(&d, path);
-    if (rc != TOOL_OK) {
-        tool_doc_free(&d);
-        return rc;
+    if (rc == TOOL_OK) {
+        rc = tool_cluster_from_doc(&d, out, table, levels);
     }
+    tool_doc_free(&d);
+    return rc;
+}
+
+int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
+                          crux_sched_nettable_t *table, int levels)
+{
+    const tool_doc_t d = *doc;
+    const char *path = d.path;
+    int rc;
     json_object *type;
     const char *ty = json_object_object_get_ex(d.root, "type", &type) &&
                              json_object_is_type(type, json_type_string)
@@ -279,6 +288,5 @@ int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_n
             *out = NULL;
         }
     }
-    tool_doc_free(&d);
     return rc;
 }

@@ -27,6 +27,8 @@ static int line_at(const char *text, size_t off)
     return line;
 }
 
+static int doc_parse(tool_doc_t *doc);
+
 int tool_doc_load(tool_doc_t *doc, const char *path)
 {
     char err[512];
@@ -36,6 +38,28 @@ int tool_doc_load(tool_doc_t *doc, const char *path)
         tool_error(path, 0, "%s", strchr(err, ':') ? strchr(err, ':') + 2 : err);
         return TOOL_INPUT;
     }
+    return doc_parse(doc);
+}
+
+int tool_doc_parse(tool_doc_t *doc, const char *name, const char *text, size_t len)
+{
+    memset(doc, 0, sizeof(*doc));
+    doc->path = name;
+    doc->text = malloc(len + 1);
+    if (doc->text == NULL) {
+        tool_error(name, 0, "out of memory");
+        return TOOL_RUNTIME;
+    }
+    memcpy(doc->text, text, len);
+    doc->text[len] = '\0';
+    doc->len = len;
+    return doc_parse(doc);
+}
+
+/* doc->text (NUL-terminated) and doc->len set: parse it. */
+static int doc_parse(tool_doc_t *doc)
+{
+    const char *path = doc->path;
     json_tokener *tok = json_tokener_new();
     if (tok == NULL) {
         tool_error(path, 0, "out of memory");

@@ -37,31 +37,8 @@ static int load_jobs(const char *path, const crux_sched_cluster_t *c, crux_sched
 {
     tool_doc_t d;
     int rc = tool_doc_load(&d, path);
-    json_object *arr = NULL;
     if (rc == TOOL_OK) {
-        json_object_object_foreach(d.root, key, val)
-        {
-            (void)val;
-            if (strcmp(key, "jobs") != 0 && strcmp(key, "generator") != 0) {
-                tool_error(path, 1, "unknown key \"%s\" (expected \"jobs\")", key);
-                rc = TOOL_INPUT;
-            }
-        }
-        if (rc == TOOL_OK && (!json_object_object_get_ex(d.root, "jobs", &arr) ||
-                              !json_object_is_type(arr, json_type_array))) {
-            tool_error(path, 1, "needs the array \"jobs\"");
-            rc = TOOL_INPUT;
-        }
-    }
-    for (size_t i = 0; rc == TOOL_OK && i < json_object_array_length(arr); i++) {
-        tool_job_t j;
-        char err[512];
-        if (tool_job_parse(json_object_array_get_idx(arr, i), c, 0, &j, err, sizeof(err)) != 0 ||
-            crux_sched_plan_add_job(plan, &j.job, NULL, err, sizeof(err)) != CRUX_OK) {
-            tool_error(path, tool_doc_line(&d, "jobs", (int)i), "job %zu: %s", i, err);
-            rc = TOOL_INPUT;
-        }
-        tool_job_free(&j);
+        rc = tool_jobs_from_doc(&d, c, plan);
     }
     tool_doc_free(&d);
     return rc;

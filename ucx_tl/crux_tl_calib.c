@@ -75,7 +75,8 @@ static unsigned cache_read(const char *path, cache_line_t *lines, unsigned max)
         if (text[0] != '#' &&
             sscanf(text, "%95s %lf %lf %lf", l->signature, &l->bandwidth, &l->latency,
                    &l->chunk_cost) == 4 &&
-            l->bandwidth > 0 && isfinite(l->bandwidth) && l->latency >= 0 && l->chunk_cost >= 0) {
+            l->bandwidth > 0 && isfinite(l->bandwidth) && l->latency >= 0 && isfinite(l->latency) &&
+            l->chunk_cost >= 0 && isfinite(l->chunk_cost)) {   /* 1e405 is inf: fuzz_calib */
             n++;
         }
     }

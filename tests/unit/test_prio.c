@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +104,10 @@ START_TEST(malformed_files)
         { "crux-priorities 1\nlevels 8\njob a level 1\njob a level 2\n", "job a" },
         { "crux-priorities 1\nlevels 8\njob a level 1", "t:3:" },      /* truncated */
         { "crux-priorities 1\n", "levels" },
+        /* found by fuzz_prio: a job id the writer would refuse (control
+         * character) was accepted */
+        { "crux-priorities 1\nlevels 8\njob job-\022 level 0 sl 0\n", "t:3:" },
+        { "crux-priorities 1\nlevels 8\njob a level 0 sl\v 0\n", "t:3:" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_prio_file_t *f = NULL;
@@ -167,6 +173,64 @@ START_TEST(reader_follows_the_file)
     ck_assert_int_eq(crux_prio_reader_poll(r), 1);
     ck_assert_int_eq(crux_prio_reader_state(r), CRUX_PRIO_NO_FILE);
     ck_assert_int_eq(crux_prio_reader_level(r), 3);
+    crux_prio_reader_close(r);
+}
+END_TEST
+
+/* Found by tests/mpi/faults.sh: a job's reader read a 1 GiB (sparse) file
+ * put in the priority file's place whole, from inside a collective, every
+ * time it changed; and a FIFO there would have blocked it for good.  Now
+ * such files are refused unread, like malformed ones: the last good state
+ * kept, said once per version. */
+START_TEST(reader_refuses_huge_and_special_files)
+{
+    crux_prio_reader_t *r;
+    put("prio", "crux-priorities 1\nlevels 8\njob j level 5\n");
+    ck_assert_int_eq(crux_prio_reader_open(in_dir("prio"), "j", 0, 0, &r), CRUX_OK);
+    crux_prio_reader_set_log(r, count_log, NULL);
+    logged = 0;
+    ck_assert_int_eq(crux_prio_reader_level(r), 5);
+    /* huge and sparse: refused without reading */
+    int fd = open(in_dir("prio"), O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)1 << 30), 0);
+    close(fd);
+    ck_assert_int_eq(crux_prio_reader_poll(r), 0);
+    ck_assert_int_eq(crux_prio_reader_level(r), 5);
+    ck_assert_int_eq(crux_prio_reader_stale(r), 1);
+    ck_assert_int_eq(logged, 1);
+    ck_assert_msg(strstr(last_log, "read at most") != NULL, "%s", last_log);
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(logged, 1);                        /* said once */
+    /* just over the limit, and just at it (a malformed one then) */
+    fd = open(in_dir("prio"), O_WRONLY | O_TRUNC);
+    ck_assert_int_eq(ftruncate(fd, (off_t)CRUX_PRIO_MAX_FILE_BYTES + 1), 0);
+    close(fd);
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(logged, 2);
+    ck_assert_msg(strstr(last_log, "read at most") != NULL, "%s", last_log);
+    crux_prio_file_t *f;
+    ck_assert_int_eq(crux_prio_load(in_dir("prio"), &f, NULL, 0), CRUX_ERR_INVALID);
+    /* a FIFO: must not block */
+    ck_assert_int_eq(unlink(in_dir("prio")), 0);
+    ck_assert_int_eq(mkfifo(in_dir("prio"), 0600), 0);
+    alarm(10);                                          /* a hang fails the test */
+    ck_assert_int_eq(crux_prio_reader_poll(r), 0);
+    alarm(0);
+    ck_assert_int_eq(crux_prio_reader_level(r), 5);
+    ck_assert_msg(strstr(last_log, "not a regular file") != NULL, "%s", last_log);
+    /* a directory */
+    ck_assert_int_eq(unlink(in_dir("prio")), 0);
+    ck_assert_int_eq(mkdir(in_dir("prio"), 0700), 0);
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(crux_prio_reader_level(r), 5);
+    ck_assert_msg(strstr(last_log, "not a regular file") != NULL, "%s", last_log);
+    /* good again: followed */
+    ck_assert_int_eq(rmdir(in_dir("prio")), 0);
+    put("prio", "crux-priorities 1\nlevels 8\njob j level 2\n");
+    ck_assert_int_eq(crux_prio_reader_poll(r), 1);
+    ck_assert_int_eq(crux_prio_reader_level(r), 2);
+    ck_assert_int_eq(crux_prio_reader_stale(r), 0);
     crux_prio_reader_close(r);
 }
 END_TEST
@@ -324,6 +388,12 @@ START_TEST(profile_malformed)
         "crux-profile 1\njob a\nranks 2\nhosts h:1,g:1\nwindow_s -1\ncollectives 1\nbytes 1\n"
         "coll_s 1\ngap_s 1\nperiod_s 1\n",
         "crux-profile 1\njob a b\n",
+        /* found by fuzz_profile: counts beyond uint64_t were converted
+         * (undefined behaviour) instead of refused */
+        "crux-profile 1\njob a\nranks 2\nhosts h:2\nwindow_s 1\ncollectives 3e115\nbytes 1\n"
+        "coll_s 1\ngap_s 1\nperiod_s 1\n",
+        "crux-profile 1\njob a\nranks 2\nhosts h:2\nwindow_s 1\ncollectives -5\nbytes 1\n"
+        "coll_s 1\ngap_s 1\nperiod_s 1\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_profile_t p;
@@ -350,6 +420,7 @@ static Suite *suite(void)
     tcase_add_test(t, parse_accepts_comments_and_unknown_keys);
     tcase_add_test(t, malformed_files);
     tcase_add_test(t, reader_follows_the_file);
+    tcase_add_test(t, reader_refuses_huge_and_special_files);
     tcase_add_test(t, reader_checks_at_most_every_interval);
     tcase_add_test(t, no_torn_reads_while_replaced);
     tcase_add_test(t, job_id_resolution);

@@ -1,0 +1,10 @@
+crux-profile 1
+job j
+ranks 3
+hosts a:1,b:1,c:1
+window_s 2.5
+collectives 10
+bytes 1e6
+coll_s 0.5
+gap_s 2
+period_s 0.25
