@@ -32,9 +32,18 @@ run_mpi() {
     read -r -a launcher <<<"$MPI_LAUNCHER"
     separator=(--)
   fi
-  out=$(timeout -k 10 "$MPI_TIMEOUT" "${launcher[@]}" "${mpiargs[@]}" "${separator[@]}" "$@" \
-        2>"$last_stderr" </dev/null)
-  rc=$?
+  local attempt
+  for attempt in 1 2; do
+    out=$(timeout -k 10 "$MPI_TIMEOUT" "${launcher[@]}" "${mpiargs[@]}" "${separator[@]}" "$@" \
+          2>"$last_stderr" </dev/null)
+    rc=$?
+    # Open MPI's daemons of fake nodes occasionally fail to start on a loaded
+    # machine (before any test ran): that is Open MPI's launch, not crux, so
+    # such a run is tried once more.  Any other failure counts.
+    [ $attempt -eq 1 ] && [ $rc -ne 0 ] && [ -n "${MPI_LAUNCHER:-}" ] && [ -z "$out" ] &&
+      grep -q -E 'unable to reliably start one or more daemons|orte_init failed' "$last_stderr" || break
+    echo "# [$where $label] Open MPI's daemons did not start; trying once more"
+  done
   cat "$last_stderr" >&2
   while IFS= read -r line; do
     case $line in
