@@ -176,7 +176,7 @@ static int crux_register(void)
     reg_int("group_size", "Group ranks by rank / N for the hierarchical Allreduce, instead of "
             "by node and package (0: discover)", OPAL_INFO_LVL_5, &c->group_size);
 
-    c->hier_min_bytes = 65536;
+    c->hier_min_bytes = 262144;   /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
     reg_size("hier_min_bytes", "Across nodes, Allreduce messages of at least this many bytes use "
              "the hierarchical algorithm; smaller ones the previous module (auto only)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
