@@ -116,7 +116,7 @@ crux_status_t crux_sched_cluster_add_switch(crux_sched_cluster_t *c, const char 
 {
     if (c == NULL || c->sealed || !valid_name(name) || layer < 0)
         return CRUX_ERR_INVALID;
-    if (sched_names_get(c->sw_names, name) >= 0)
+    if (sched_names_get(c->sw_names, name) >= 0 || c->nsw >= CRUX_SCHED_MAX_SWITCHES)
         return CRUX_ERR_INVALID;
     if (grow((void **)&c->sw, &c->cap_sw, c->nsw + 1, sizeof(*c->sw)))
         return CRUX_ERR_NO_MEMORY;

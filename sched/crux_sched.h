@@ -36,6 +36,8 @@
 #define CRUX_SCHED_MAX_LEVELS 16     /* IB has 16 service levels */
 #define CRUX_SCHED_MAX_PORTS  4      /* switch ports of one NIC */
 #define CRUX_SCHED_MAX_GPUS   64     /* GPUs of one host (a 64-bit mask) */
+#define CRUX_SCHED_MAX_SWITCHES 4096 /* switches of a cluster: sealing keeps a ToR x switch
+                                        distance table, quadratic in them */
 
 /* ------------------------------------------------------------------ */
 /* Cluster                                                             */

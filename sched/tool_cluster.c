@@ -30,7 +30,7 @@ static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
         return TOOL_INPUT;
     }
     if (crux_sched_build_clos2(&p, out) != CRUX_OK) {
-        tool_error(d->path, 1, "invalid clos2 parameters");
+        tool_error(d->path, 1, "invalid clos2 parameters (at most %d switches)", CRUX_SCHED_MAX_SWITCHES);
         return TOOL_INPUT;
     }
     return TOOL_OK;
@@ -57,7 +57,8 @@ static int build_double_sided(const tool_doc_t *d, crux_sched_cluster_t **out)
         return TOOL_INPUT;
     }
     if (crux_sched_build_double_sided(&p, out) != CRUX_OK) {
-        tool_error(d->path, 1, "invalid double-sided parameters");
+        tool_error(d->path, 1, "invalid double-sided parameters (at most %d switches)",
+                   CRUX_SCHED_MAX_SWITCHES);
         return TOOL_INPUT;
     }
     return TOOL_OK;
@@ -157,7 +158,8 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             goto out;
         }
         if (crux_sched_cluster_add_switch(c, name, layer, NULL) != CRUX_OK) {
-            tool_error(d->path, line, "switch %zu: needs a new name and a layer >= 0", i);
+            tool_error(d->path, line, "switch %zu: needs a new name and a layer >= 0 (at most %d switches)", i,
+                       CRUX_SCHED_MAX_SWITCHES);
             goto out;
         }
     }
