@@ -6,16 +6,6 @@
 
 #include "sched/sched_internal.h"
 
-void sched_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (err == NULL || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
 crux_sched_cluster_t *crux_sched_cluster_new(void)
 {
     crux_sched_cluster_t *c = calloc(1, sizeof(*c));
@@ -263,23 +253,23 @@ out:
 crux_status_t crux_sched_cluster_seal(crux_sched_cluster_t *c, char *err, size_t errlen)
 {
     if (c == NULL || c->sealed) {
-        sched_err(err, errlen, "cluster already sealed");
+        crux_errf(err, errlen, "cluster already sealed");
         return CRUX_ERR_INVALID;
     }
     if (c->nhosts == 0) {
-        sched_err(err, errlen, "cluster has no hosts");
+        crux_errf(err, errlen, "cluster has no hosts");
         return CRUX_ERR_INVALID;
     }
     for (int n = 0; n < c->nnics; n++)
         if (c->nics[n].nports == 0) {
             const sched_host_t *h = &c->hosts[c->nics[n].host];
-            sched_err(err, errlen, "host %s: NIC %d is not cabled to a switch", h->name,
+            crux_errf(err, errlen, "host %s: NIC %d is not cabled to a switch", h->name,
                       n - h->first_nic);
             return CRUX_ERR_INVALID;
         }
     crux_status_t st = build_index(c);
     if (st != CRUX_OK) {
-        sched_err(err, errlen, "out of memory");
+        crux_errf(err, errlen, "out of memory");
         return st;
     }
     /* Every NIC must reach every other: all ToRs reach NIC 0's ToR and
@@ -290,7 +280,7 @@ crux_status_t crux_sched_cluster_seal(crux_sched_cluster_t *c, char *err, size_t
             continue;
         if (c->dist[(size_t)c->tor_index[t0] * c->nsw + s] == INT16_MAX ||
             c->dist[(size_t)c->tor_index[s] * c->nsw + t0] == INT16_MAX) {
-            sched_err(err, errlen, "switch %s cannot reach switch %s", c->sw[s].name,
+            crux_errf(err, errlen, "switch %s cannot reach switch %s", c->sw[s].name,
                       c->sw[t0].name);
             return CRUX_ERR_INVALID;
         }

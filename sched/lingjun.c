@@ -86,14 +86,14 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
         p->gpus_per_nic < 1 || p->gpus_per_host % p->gpus_per_nic != 0 ||
         p->tor_uplinks < 1 || p->psw_uplinks < 1 || !(p->nic_gbps > 0) ||
         !(p->tor_uplink_gbps > 0) || !(p->psw_uplink_gbps > 0)) {
-        sched_err(err, errlen, "%s: invalid Lingjun parameters", path);
+        crux_errf(err, errlen, "%s: invalid Lingjun parameters", path);
         return CRUX_ERR_INVALID;
     }
     if (err && errlen)
         err[0] = '\0';
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        sched_err(err, errlen, "%s: %s", path, strerror(errno));
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
         return CRUX_ERR_NOT_FOUND;
     }
     crux_sched_cluster_t *c = crux_sched_cluster_new();
@@ -111,7 +111,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
         if (len == 0)
             continue;
         if (split(line, fld, 4) != 0) {
-            sched_err(err, errlen, "%s:%d: expected 4 fields ip,DSW,PSW,ASW", path, lineno);
+            crux_errf(err, errlen, "%s:%d: expected 4 fields ip,DSW,PSW,ASW", path, lineno);
             st = CRUX_ERR_INVALID;
             break;
         }
@@ -124,7 +124,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
         int psw = dsw < 0 ? dsw : switch_id(c, fld[2], 1, NULL);
         int tor = psw < 0 ? psw : switch_id(c, tor_name, 0, &new_tor);
         if (tor < 0) {
-            sched_err(err, errlen, "%s:%d: %s", path, lineno,
+            crux_errf(err, errlen, "%s:%d: %s", path, lineno,
                       tor == -2 ? "a switch name is used in two layers" : "bad switch name");
             st = CRUX_ERR_INVALID;
             break;
@@ -142,7 +142,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
         int h = -1;
         if (st == CRUX_OK &&
             crux_sched_cluster_add_host(c, fld[0], p->gpus_per_host, nics, &h) != CRUX_OK) {
-            sched_err(err, errlen, "%s:%d: host %s: duplicate or invalid name", path, lineno,
+            crux_errf(err, errlen, "%s:%d: host %s: duplicate or invalid name", path, lineno,
                       fld[0]);
             st = CRUX_ERR_INVALID;
         }
@@ -150,7 +150,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
             st = crux_sched_cluster_link_nic(c, h, n, tor, GBPS(p->nic_gbps));
     }
     if (st == CRUX_OK && ferror(f)) {
-        sched_err(err, errlen, "%s: read error", path);
+        crux_errf(err, errlen, "%s: read error", path);
         st = CRUX_ERR_IO;
     }
     free(line);
@@ -160,9 +160,9 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
         char why[256];
         st = crux_sched_cluster_seal(c, why, sizeof(why));
         if (st != CRUX_OK)
-            sched_err(err, errlen, "%s: %s", path, why);
+            crux_errf(err, errlen, "%s: %s", path, why);
     } else if (err && *err == '\0') {
-        sched_err(err, errlen, "%s: cannot build the cluster", path);
+        crux_errf(err, errlen, "%s: cannot build the cluster", path);
     }
     if (st != CRUX_OK) {
         crux_sched_cluster_free(c);

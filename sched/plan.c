@@ -131,40 +131,40 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
 {
     const crux_sched_cluster_t *c = p->c;
     if (!valid_token(job->id)) {
-        sched_err(err, len, "job id must be a non-empty token without blanks or '#'");
+        crux_errf(err, len, "job id must be a non-empty token without blanks or '#'");
         return CRUX_ERR_INVALID;
     }
     for (int i = 0; i < p->njobs; i++)
         if (strcmp(p->jobs[i].id, job->id) == 0) {
-            sched_err(err, len, "job %s: duplicate id", job->id);
+            crux_errf(err, len, "job %s: duplicate id", job->id);
             return CRUX_ERR_INVALID;
         }
     if (job->nplacement < 1 || job->placement == NULL) {
-        sched_err(err, len, "job %s: empty placement", job->id);
+        crux_errf(err, len, "job %s: empty placement", job->id);
         return CRUX_ERR_INVALID;
     }
     if (!(job->compute_s > 0) || !isfinite(job->compute_s) || !(job->overlap >= 0) ||
         !(job->overlap <= 1) || !isfinite(job->work) || !(job->allreduce_bytes >= 0) ||
         !isfinite(job->allreduce_bytes)) {
-        sched_err(err, len, "job %s: needs compute_s > 0, overlap in [0,1], bytes >= 0",
+        crux_errf(err, len, "job %s: needs compute_s > 0, overlap in [0,1], bytes >= 0",
                   job->id);
         return CRUX_ERR_INVALID;
     }
     for (int i = 0; i < job->nplacement; i++) {
         int h = job->placement[i].host;
         if (h < 0 || h >= c->nhosts) {
-            sched_err(err, len, "job %s: placement %d: no such host", job->id, i);
+            crux_errf(err, len, "job %s: placement %d: no such host", job->id, i);
             return CRUX_ERR_INVALID;
         }
         uint64_t all = c->hosts[h].gpus >= 64 ? ~0ULL : (1ULL << c->hosts[h].gpus) - 1;
         if (job->placement[i].gpus & ~all) {
-            sched_err(err, len, "job %s: host %s has only %d GPUs", job->id,
+            crux_errf(err, len, "job %s: host %s has only %d GPUs", job->id,
                       c->hosts[h].name, c->hosts[h].gpus);
             return CRUX_ERR_INVALID;
         }
         for (int k = 0; k < i; k++)
             if (job->placement[k].host == h) {
-                sched_err(err, len, "job %s: host %s placed twice", job->id, c->hosts[h].name);
+                crux_errf(err, len, "job %s: host %s placed twice", job->id, c->hosts[h].name);
                 return CRUX_ERR_INVALID;
             }
     }
@@ -179,7 +179,7 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
             s->dst_nic < 0 || s->dst_nic >= c->hosts[s->dst_host].nics ||
             (s->src_host == s->dst_host && s->src_nic == s->dst_nic) || !(s->bytes > 0) ||
             !isfinite(s->bytes)) {
-            sched_err(err, len, "job %s: flow %d: needs two distinct NICs of placed hosts and "
+            crux_errf(err, len, "job %s: flow %d: needs two distinct NICs of placed hosts and "
                       "bytes > 0", job->id, f);
             return CRUX_ERR_INVALID;
         }
@@ -244,7 +244,7 @@ oom:
     free(j->id);
     free(j->host);
     free(j->gpus);
-    sched_err(err, len, "out of memory");
+    crux_errf(err, len, "out of memory");
     return CRUX_ERR_NO_MEMORY;
 }
 

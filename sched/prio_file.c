@@ -56,7 +56,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 #define FAIL(...)                                                                           \
     do {                                                                                    \
-        prio_err(err, errlen, __VA_ARGS__);                                                 \
+        crux_errf(err, errlen, __VA_ARGS__);                                                 \
         goto fail;                                                                          \
     } while (0)
 
@@ -71,7 +71,7 @@ crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
         free(f);
         free(s);
         free(buf);
-        prio_err(err, errlen, "%s: out of memory", name);
+        crux_errf(err, errlen, "%s: out of memory", name);
         return CRUX_ERR_NO_MEMORY;
     }
     memcpy(buf, text, len);
@@ -192,7 +192,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
                               char *err, size_t errlen)
 {
     if (f == NULL || f->levels < 1 || f->levels > CRUX_PRIO_MAX_LEVELS || f->njobs < 0) {
-        prio_err(err, errlen, "%s: invalid priority table", path);
+        crux_errf(err, errlen, "%s: invalid priority table", path);
         return CRUX_ERR_INVALID;
     }
     for (int i = 0; i < f->njobs; i++) {
@@ -201,7 +201,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
         for (int k = 0; ok && k < e->nkv; k++)
             ok = crux_prio_token_ok(e->kv[k].key) && crux_prio_token_ok(e->kv[k].value);
         if (!ok) {
-            prio_err(err, errlen, "%s: job entry %d: bad id, level or key/value token", path, i);
+            crux_errf(err, errlen, "%s: job entry %d: bad id, level or key/value token", path, i);
             return CRUX_ERR_INVALID;
         }
     }
@@ -209,7 +209,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
     size_t len = 0;
     FILE *m = open_memstream(&data, &len);
     if (m == NULL) {
-        prio_err(err, errlen, "%s: out of memory", path);
+        crux_errf(err, errlen, "%s: out of memory", path);
         return CRUX_ERR_NO_MEMORY;
     }
     fputs("crux-priorities 1\n", m);
@@ -228,7 +228,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
     }
     if (fclose(m) != 0) {
         free(data);
-        prio_err(err, errlen, "%s: out of memory", path);
+        crux_errf(err, errlen, "%s: out of memory", path);
         return CRUX_ERR_NO_MEMORY;
     }
     crux_status_t st = crux_prio_atomic_write(path, data, len, err, errlen);
@@ -244,12 +244,12 @@ crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t 
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)dirlen, path,
                  slash ? slash + 1 : path) >= (int)sizeof(tmp)) {
-        prio_err(err, errlen, "%s: path too long", path);
+        crux_errf(err, errlen, "%s: path too long", path);
         return CRUX_ERR_INVALID;
     }
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        prio_err(err, errlen, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        crux_errf(err, errlen, "%s: cannot create a temporary file: %s", path, strerror(errno));
         return CRUX_ERR_IO;
     }
     const char *p = data;
@@ -274,7 +274,7 @@ crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t 
     }
     if (!ok) {
         unlink(tmp);
-        prio_err(err, errlen, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
+        crux_errf(err, errlen, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
         return CRUX_ERR_IO;
     }
     return CRUX_OK;

@@ -1,24 +1,12 @@
-/* Small helpers for libcrux_prio: error text and reading a whole file. */
+/* Small helpers for libcrux_prio: reading a whole file. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sched/prio_util.h"
-
-void prio_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (err == NULL || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st,
                             char *err, size_t errlen)
@@ -34,23 +22,23 @@ crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, siz
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
-        prio_err(err, errlen, "%s: %s", path, strerror(e));
+        crux_errf(err, errlen, "%s: %s", path, strerror(e));
         return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        prio_err(err, errlen, "%s: %s", path, strerror(errno));
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
         close(fd);
         return CRUX_ERR_IO;
     }
     if (!S_ISREG(sb.st_mode)) {
-        prio_err(err, errlen, "%s: not a regular file", path);
+        crux_errf(err, errlen, "%s: not a regular file", path);
         close(fd);
         return CRUX_ERR_INVALID;
     }
     if (sb.st_size < 0 || (uint64_t)sb.st_size > max_bytes) {
-        prio_err(err, errlen, "%s: %lld bytes, more than the %zu read at most", path,
-                 (long long)sb.st_size, max_bytes);
+        crux_errf(err, errlen, "%s: %lld bytes, more than the %zu read at most", path,
+                  (long long)sb.st_size, max_bytes);
         close(fd);
         return CRUX_ERR_INVALID;
     }
@@ -71,7 +59,7 @@ crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, siz
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            prio_err(err, errlen, "%s: %s", path, strerror(errno));
+            crux_errf(err, errlen, "%s: %s", path, strerror(errno));
             free(buf);
             close(fd);
             return CRUX_ERR_IO;
@@ -80,7 +68,7 @@ crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, siz
             break;
         n += (size_t)r;
         if (n > max_bytes) {   /* grew while being read */
-            prio_err(err, errlen, "%s: more than the %zu bytes read at most", path, max_bytes);
+            crux_errf(err, errlen, "%s: more than the %zu bytes read at most", path, max_bytes);
             free(buf);
             close(fd);
             return CRUX_ERR_INVALID;
@@ -88,7 +76,7 @@ crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, siz
     }
     close(fd);
     if (buf == NULL) {
-        prio_err(err, errlen, "%s: out of memory", path);
+        crux_errf(err, errlen, "%s: out of memory", path);
         return CRUX_ERR_NO_MEMORY;
     }
     buf[n] = '\0';

@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "common/crux_err.h"
 #include "common/crux_status.h"
 
-void prio_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The most prio_read_all reads: more is refused, not read (a huge or
  * sparse file in place of a spec must not cost the reader its memory). */
 #define PRIO_READ_MAX_BYTES ((size_t)64 << 20)

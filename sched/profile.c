@@ -43,7 +43,7 @@ crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char
         sum += ok ? p->host_ranks[i] : 0;
     }
     if (!ok || sum != p->ranks) {
-        prio_err(err, errlen, "%s: invalid profile (job, hosts, ranks or figures)", path);
+        crux_errf(err, errlen, "%s: invalid profile (job, hosts, ranks or figures)", path);
         return CRUX_ERR_INVALID;
     }
     char *data = NULL;
@@ -124,7 +124,7 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
     crux_status_t st = CRUX_ERR_INVALID;
     char *save_line = NULL;
     if (len == 0 || buf[len - 1] != '\n' || memchr(buf, '\0', len)) {
-        prio_err(err, errlen, "%s: empty, truncated or binary file", name);
+        crux_errf(err, errlen, "%s: empty, truncated or binary file", name);
         goto out;
     }
     for (char *line = buf, *next; *line; line = next) {
@@ -139,12 +139,12 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
             continue;
         char *val = strtok_r(NULL, " \t\r", &save_line);
         if (val == NULL || strtok_r(NULL, " \t\r", &save_line) != NULL) {
-            prio_err(err, errlen, "%s:%d: expected 'key value'", name, lineno);
+            crux_errf(err, errlen, "%s:%d: expected 'key value'", name, lineno);
             goto out;
         }
         if (!header) {
             if (strcmp(key, "crux-profile") != 0 || strcmp(val, "1") != 0) {
-                prio_err(err, errlen, "%s:%d: expected 'crux-profile 1'", name, lineno);
+                crux_errf(err, errlen, "%s:%d: expected 'crux-profile 1'", name, lineno);
                 goto out;
             }
             header = 1;
@@ -156,7 +156,7 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
         if (k == K_N)
             continue;                          /* unknown keys are for newer readers */
         if (have[k]) {
-            prio_err(err, errlen, "%s:%d: %s given twice", name, lineno, key);
+            crux_errf(err, errlen, "%s:%d: %s given twice", name, lineno, key);
             goto out;
         }
         have[k] = 1;
@@ -188,21 +188,21 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
             }
         }
         if (bad) {
-            prio_err(err, errlen, "%s:%d: bad value for %s", name, lineno, key);
+            crux_errf(err, errlen, "%s:%d: bad value for %s", name, lineno, key);
             goto out;
         }
     }
     for (int k = 0; k < K_N; k++)
         if (!have[k]) {
-            prio_err(err, errlen, "%s:%d: missing %s", name, lineno, keys[k]);
+            crux_errf(err, errlen, "%s:%d: missing %s", name, lineno, keys[k]);
             goto out;
         }
     int sum = 0;
     for (int i = 0; i < p->nhosts; i++)
         sum += p->host_ranks[i];
     if (sum != p->ranks || !figures_ok(p)) {
-        prio_err(err, errlen, "%s: ranks per host do not add up to ranks, or window_s or "
-                 "period_s is 0", name);
+        crux_errf(err, errlen, "%s: ranks per host do not add up to ranks, or window_s or "
+                  "period_s is 0", name);
         goto out;
     }
     st = CRUX_OK;

@@ -2,9 +2,9 @@
 #ifndef CRUX_SCHED_INTERNAL_H
 #define CRUX_SCHED_INTERNAL_H
 
-#include <stdarg.h>
 #include <stdint.h>
 
+#include "common/crux_err.h"
 #include "sched/crux_sched.h"
 
 /* A link end is a NIC (global NIC id >= 0) or a switch: SCHED_SW(s) < 0. */
@@ -96,10 +96,6 @@ void sched_rng_seed(sched_rng_t *r, uint64_t seed);
 uint64_t sched_rng_next(sched_rng_t *r);
 uint64_t sched_rng_below(sched_rng_t *r, uint64_t n);   /* uniform in [0, n) */
 uint64_t sched_hash64(uint64_t x);
-
-/* Format into err (may be NULL). */
-void sched_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* compress.c: Algorithm 1 on a DAG given as CSR (in- and out-edges). */
 typedef struct {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/keyed.h"
 #include "sched/sched_plan.h"
 
 /* t from the job's bytes through each of its NICs (all ports together). */
@@ -43,20 +44,6 @@ static void edge_times(crux_sched_plan_t *p)
     }
     free(out);
     free(in);
-}
-
-typedef struct {
-    double key;
-    int job;
-} keyed_t;
-
-/* Descending key, then ascending job index. */
-static int by_key_desc(const void *a, const void *b)
-{
-    const keyed_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key > y->key ? -1 : 1;
-    return x->job - y->job;
 }
 
 static uint64_t id_hash(const char *s)
@@ -226,7 +213,7 @@ crux_status_t crux_sched_plan_select_paths(crux_sched_plan_t *p, crux_sched_path
         return CRUX_ERR_INVALID;
     edge_times(p);
     size_t sz = (size_t)(p->njobs ? p->njobs : 1);
-    keyed_t *keyed = malloc(sz * sizeof(*keyed));
+    sched_keyed_t *keyed = malloc(sz * sizeof(*keyed));
     int *order = malloc(sz * sizeof(int)), n = 0;
     if (keyed == NULL || order == NULL) {
         free(keyed);
@@ -235,8 +222,8 @@ crux_status_t crux_sched_plan_select_paths(crux_sched_plan_t *p, crux_sched_path
     }
     for (int i = 0; i < p->njobs; i++)
         if (plan_has_network(&p->jobs[i]))
-            keyed[n++] = (keyed_t){ p->jobs[i].work / p->jobs[i].t_edge, i };
-    qsort(keyed, (size_t)n, sizeof(*keyed), by_key_desc);
+            keyed[n++] = (sched_keyed_t){ p->jobs[i].work / p->jobs[i].t_edge, i };
+    qsort(keyed, (size_t)n, sizeof(*keyed), sched_keyed_desc);
     for (int k = 0; k < n; k++)
         order[k] = keyed[k].job;
     crux_status_t st = choose(p, order, n, mode, seed);

@@ -234,7 +234,7 @@ crux_status_t crux_sim_workload_read(crux_sim_workload_t *w, const crux_sched_cl
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        sim_err(err, len, "%s:0: cannot read: %s", path, strerror(errno));
+        crux_errf(err, len, "%s:0: cannot read: %s", path, strerror(errno));
         return CRUX_ERR_IO;
     }
     int col[NCOLS], have_header = 0, lineno = 0;
@@ -256,15 +256,15 @@ crux_status_t crux_sim_workload_read(crux_sim_workload_t *w, const crux_sched_cl
             have_header = 1;
         }
         if (bad) {
-            sim_err(err, len, "%s:%d: %s", path, lineno, why);
+            crux_errf(err, len, "%s:%d: %s", path, lineno, why);
             st = CRUX_ERR_INVALID;
         }
     }
     if (st == CRUX_OK && ferror(f)) {
-        sim_err(err, len, "%s:%d: read error", path, lineno);
+        crux_errf(err, len, "%s:%d: read error", path, lineno);
         st = CRUX_ERR_IO;
     } else if (st == CRUX_OK && !have_header) {
-        sim_err(err, len, "%s:%d: no header line", path, lineno);
+        crux_errf(err, len, "%s:%d: no header line", path, lineno);
         st = CRUX_ERR_INVALID;
     }
     free(line);

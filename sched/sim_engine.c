@@ -23,9 +23,9 @@ static int config_ok(const crux_sim_config_t *c, char *err, size_t len)
         c->levels > CRUX_SCHED_MAX_LEVELS || c->orders < 1 || !(c->alpha_s >= 0) ||
         !(c->intra_gbps > 0) || !(c->bin_s > 0) || !isfinite(c->bin_s) ||
         !isfinite(c->until_s)) {
-        sim_err(err, len, "bad configuration: needs a known policy and placement, levels "
+        crux_errf(err, len, "bad configuration: needs a known policy and placement, levels "
                           "1..%d, orders >= 1, alpha >= 0, intra > 0, bin > 0",
-                CRUX_SCHED_MAX_LEVELS);
+                  CRUX_SCHED_MAX_LEVELS);
         return 0;
     }
     return 1;
@@ -119,7 +119,7 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
         !s->waiting || !s->running || !s->departed || !s->fresh || !s->place_buf ||
         !order || !s->order || sim_alloc_init(&s->alloc, c, cfg->seed) != CRUX_OK) {
         free(order);
-        sim_err(err, len, "out of memory");
+        crux_errf(err, len, "out of memory");
         return CRUX_ERR_NO_MEMORY;
     }
     for (int l = 0; l < s->nlinks; l++) {
@@ -145,7 +145,7 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
             !sim_alloc_fits_ever(&s->alloc, j->spec->gpus))
             st = CRUX_ERR_INVALID;
         if (st != CRUX_OK)
-            sim_err(err, len, "job %s does not fit this cluster", j->spec->id);
+            crux_errf(err, len, "job %s does not fit this cluster", j->spec->id);
     }
     free(order);
     return st;
@@ -224,8 +224,8 @@ static int start_waiting(sim_t *s)
         int rc = try_start(s, s->waiting[k]);
         if (rc < 0) {
             if (s->err && s->err[0] == '\0')
-                sim_err(s->err, s->errlen, "job %s: cannot start: out of memory",
-                        s->jobs[s->waiting[k]].spec->id);
+                crux_errf(s->err, s->errlen, "job %s: cannot start: out of memory",
+                          s->jobs[s->waiting[k]].spec->id);
             s->failed = 1;
             return -1;
         }
@@ -252,7 +252,7 @@ static int replan(sim_t *s)
 {
     if (sim_policy_run(s) != CRUX_OK || sim_comps_rebuild(s) != 0) {
         if (s->err && s->err[0] == '\0')
-            sim_err(s->err, s->errlen, "out of memory");
+            crux_errf(s->err, s->errlen, "out of memory");
         s->failed = 1;
         return -1;
     }
@@ -366,7 +366,7 @@ static crux_status_t finish(sim_t *s, double end)
             sim_flush_links(s, &s->jobs[i]);
     if (s->failed) {
         if (s->err && s->err[0] == '\0')
-            sim_err(s->err, s->errlen, "out of memory");
+            crux_errf(s->err, s->errlen, "out of memory");
         return CRUX_ERR_NO_MEMORY;
     }
     if (s->link_check && sim_check_links(s) != 0)
@@ -421,7 +421,7 @@ crux_status_t crux_sim_decide(const crux_sched_cluster_t *c, const crux_sim_work
         int n = j->spec->nplacement;
         j->place = n > 0 ? malloc((size_t)n * sizeof(*j->place)) : NULL;
         if (n == 0 || j->place == NULL) {
-            sim_err(err, len, "job %s: needs a placement", j->spec->id);
+            crux_errf(err, len, "job %s: needs a placement", j->spec->id);
             st = n == 0 ? CRUX_ERR_INVALID : CRUX_ERR_NO_MEMORY;
             break;
         }

@@ -11,13 +11,11 @@
 #ifndef CRUX_SIM_INTERNAL_H
 #define CRUX_SIM_INTERNAL_H
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/crux_err.h"
 #include "sched/crux_sim.h"
-
-void sim_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- random numbers (splitmix64: small, seeded, the same everywhere) */
 typedef struct {

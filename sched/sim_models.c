@@ -80,7 +80,7 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
     if (g == NULL || c == NULL || w == NULL || g->jobs < 1 || !(g->span_s > 0) ||
         !(g->load > 0) || !(g->sigma >= 0) || !(g->min_s > 0) || !(g->max_s >= g->min_s) ||
         !isfinite(g->span_s) || !isfinite(g->max_s)) {
-        sim_err(err, len, "generator: needs jobs >= 1, span > 0, load > 0, sigma >= 0, "
+        crux_errf(err, len, "generator: needs jobs >= 1, span > 0, load > 0, sigma >= 0, "
                           "0 < min <= max");
         return CRUX_ERR_INVALID;
     }
@@ -108,7 +108,7 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
         }
     }
     if (share <= 0) {
-        sim_err(err, len, "generator: no model fits this cluster");
+        crux_errf(err, len, "generator: no model fits this cluster");
         return CRUX_ERR_INVALID;
     }
     mean_gpus /= share;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/keyed.h"
 #include "sched/sim_internal.h"
 
 static const char *const policy_names[CRUX_SIM_POLICIES] = {
@@ -23,25 +24,12 @@ int crux_sim_policy_from_name(const char *name)
     return -1;
 }
 
-typedef struct {
-    double key;
-    int job;
-} keyed_t;
-
-static int by_key_desc(const void *a, const void *b)
-{
-    const keyed_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key > y->key ? -1 : 1;
-    return x->job - y->job;
-}
-
 /* Crux priorities onto K levels by rank, without Algorithm 1: the jobs
  * sorted by priority cut into K groups of equal size (the compression a
  * scheduler without one would do). */
 static crux_status_t rank_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n)
 {
-    keyed_t *k = malloc((size_t)(n ? n : 1) * sizeof(*k));
+    sched_keyed_t *k = malloc((size_t)(n ? n : 1) * sizeof(*k));
     if (k == NULL)
         return CRUX_ERR_NO_MEMORY;
     int m = 0, K = s->cfg.levels;
@@ -50,9 +38,9 @@ static crux_status_t rank_levels(sim_t *s, const crux_sched_plan_t *plan, const 
         crux_sched_plan_job(plan, i, &r);
         s->jobs[jobs[i]].next.level = K - 1;
         if (r.nflows > 0)
-            k[m++] = (keyed_t){ r.priority, i };
+            k[m++] = (sched_keyed_t){ r.priority, i };
     }
-    qsort(k, (size_t)m, sizeof(*k), by_key_desc);
+    qsort(k, (size_t)m, sizeof(*k), sched_keyed_desc);
     for (int r = 0; r < m; r++)
         s->jobs[jobs[k[r].job]].next.level = K - 1 - (int)((long)r * K / m);
     free(k);
@@ -152,7 +140,7 @@ crux_status_t sim_policy_run(sim_t *s)
         st = sim_cassini_shifts(s, jobs, n);
     crux_sched_plan_free(plan);
     if (st != CRUX_OK && s->err && s->err[0] == '\0')
-        sim_err(s->err, s->errlen, "policy %s failed: %s", crux_sim_policy_name(s->cfg.policy),
-                crux_status_string(st));
+        crux_errf(s->err, s->errlen, "policy %s failed: %s", crux_sim_policy_name(s->cfg.policy),
+                  crux_status_string(st));
     return st;
 }

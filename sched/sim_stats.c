@@ -77,8 +77,8 @@ int sim_check_links(sim_t *s)
         double a = s->link_bytes[l], b = s->link_check[l];
         if (fabs(a - b) > 1e-6 * (1 + fabs(a))) {
             char name[128];
-            sim_err(s->err, s->errlen, "check: link %s: %.9g bytes from the jobs, %.9g from "
-                    "the rates", crux_sched_link_name(s->c, l, name, sizeof(name)), a, b);
+            crux_errf(s->err, s->errlen, "check: link %s: %.9g bytes from the jobs, %.9g from "
+                      "the rates", crux_sched_link_name(s->c, l, name, sizeof(name)), a, b);
             return -1;
         }
     }

@@ -1,17 +1,6 @@
-/* Small helpers of the simulator: error text, random numbers, GPU masks. */
-#include <stdio.h>
+/* Small helpers of the simulator: random numbers, GPU masks. */
 
 #include "sched/sim_internal.h"
-
-void sim_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (err == NULL || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 /* splitmix64: one 64-bit state, equidistributed, the same on every
  * platform, so a seed reproduces a workload and a run exactly. */

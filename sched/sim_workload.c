@@ -108,23 +108,23 @@ static crux_status_t check_placement(const crux_sched_cluster_t *c, const crux_s
         crux_sched_host_info_t hi;
         int h = j->placement[i].host;
         if (crux_sched_host_info(c, h, &hi) != CRUX_OK) {
-            sim_err(err, len, "job %s: placement %d: no such host", j->id, i);
+            crux_errf(err, len, "job %s: placement %d: no such host", j->id, i);
             return CRUX_ERR_INVALID;
         }
         uint64_t all = sim_all_gpus(hi.gpus), mask = j->placement[i].gpus;
         if (mask & ~all) {
-            sim_err(err, len, "job %s: host %s has only %d GPUs", j->id, hi.name, hi.gpus);
+            crux_errf(err, len, "job %s: host %s has only %d GPUs", j->id, hi.name, hi.gpus);
             return CRUX_ERR_INVALID;
         }
         for (int k = 0; k < i; k++)
             if (j->placement[k].host == h) {
-                sim_err(err, len, "job %s: host %s placed twice", j->id, hi.name);
+                crux_errf(err, len, "job %s: host %s placed twice", j->id, hi.name);
                 return CRUX_ERR_INVALID;
             }
         total += __builtin_popcountll(mask ? mask : all);
     }
     if (total != j->gpus) {
-        sim_err(err, len, "job %s: placement has %d GPUs, gpus says %d", j->id, total, j->gpus);
+        crux_errf(err, len, "job %s: placement has %d GPUs, gpus says %d", j->id, total, j->gpus);
         return CRUX_ERR_INVALID;
     }
     return CRUX_OK;
@@ -144,12 +144,12 @@ static crux_status_t check_shape(const crux_sched_cluster_t *c, const crux_sim_j
         total += hi.gpus;
     }
     if (j->gpus > host_gpus && j->gpus % host_gpus != 0) {
-        sim_err(err, len, "job %s: %d GPUs: more than a host (%d) must be whole hosts", j->id,
-                j->gpus, host_gpus);
+        crux_errf(err, len, "job %s: %d GPUs: more than a host (%d) must be whole hosts", j->id,
+                  j->gpus, host_gpus);
         return CRUX_ERR_INVALID;
     }
     if (j->gpus > host_gpus * crux_sched_cluster_hosts(c) || j->gpus > total) {
-        sim_err(err, len, "job %s: %d GPUs do not fit in the cluster", j->id, j->gpus);
+        crux_errf(err, len, "job %s: %d GPUs do not fit in the cluster", j->id, j->gpus);
         return CRUX_ERR_INVALID;
     }
     return CRUX_OK;
@@ -159,32 +159,32 @@ static crux_status_t check_job(const crux_sim_workload_t *w, const crux_sched_cl
                                const crux_sim_job_t *j, char *err, size_t len)
 {
     if (!token_ok(j->id, 63)) {
-        sim_err(err, len, "job id must be a token of at most 63 characters without blanks, "
+        crux_errf(err, len, "job id must be a token of at most 63 characters without blanks, "
                           "',', ';' or '#'");
         return CRUX_ERR_INVALID;
     }
     if (id_find(w, j->id) >= 0) {
-        sim_err(err, len, "job %s: duplicate id", j->id);
+        crux_errf(err, len, "job %s: duplicate id", j->id);
         return CRUX_ERR_INVALID;
     }
     if (j->model != NULL && !token_ok(j->model, 63)) {
-        sim_err(err, len, "job %s: model must be a token", j->id);
+        crux_errf(err, len, "job %s: model must be a token", j->id);
         return CRUX_ERR_INVALID;
     }
     if (!finite_nonneg(j->arrival_s) || j->gpus < 1 || !(j->compute_s > 0) ||
         !isfinite(j->compute_s) || !(j->overlap >= 0 && j->overlap <= 1) ||
         !finite_nonneg(j->bytes) || !isfinite(j->work)) {
-        sim_err(err, len, "job %s: needs arrival >= 0, gpus >= 1, compute > 0, overlap in "
+        crux_errf(err, len, "job %s: needs arrival >= 0, gpus >= 1, compute > 0, overlap in "
                           "[0,1], bytes >= 0", j->id);
         return CRUX_ERR_INVALID;
     }
     int by_iters = j->iterations > 0, by_time = j->duration_s > 0 && isfinite(j->duration_s);
     if (by_iters == by_time || j->iterations < 0 || j->duration_s < 0) {
-        sim_err(err, len, "job %s: needs exactly one of iterations > 0 and duration > 0", j->id);
+        crux_errf(err, len, "job %s: needs exactly one of iterations > 0 and duration > 0", j->id);
         return CRUX_ERR_INVALID;
     }
     if (j->level < 0 || j->level >= CRUX_SCHED_MAX_LEVELS) {
-        sim_err(err, len, "job %s: level must be 0..%d", j->id, CRUX_SCHED_MAX_LEVELS - 1);
+        crux_errf(err, len, "job %s: level must be 0..%d", j->id, CRUX_SCHED_MAX_LEVELS - 1);
         return CRUX_ERR_INVALID;
     }
     if (j->nplacement > 0 && j->placement != NULL)
@@ -224,7 +224,7 @@ crux_status_t crux_sim_workload_add(crux_sim_workload_t *w, const crux_sched_clu
         free(s->id);
         free(s->model);
         free(s->place);
-        sim_err(err, len, "out of memory");
+        crux_errf(err, len, "out of memory");
         return CRUX_ERR_NO_MEMORY;
     }
     s->job.id = s->id;

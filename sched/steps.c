@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/keyed.h"
 #include "sched/sched_plan.h"
 
 crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *p, double horizon_iters)
@@ -33,19 +34,6 @@ crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *p, double hor
     return CRUX_OK;
 }
 
-typedef struct {
-    double key;
-    int job;
-} keyed_t;
-
-static int by_priority(const void *a, const void *b)
-{
-    const keyed_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key > y->key ? -1 : 1;
-    return x->job - y->job;
-}
-
 /* The contention DAG: an edge j1 -> j2, weight I_j1, when the two share a
  * link and j1 ranks higher (priority, then index).  Sharing is found
  * through per-link job lists; a stamp per job keeps one edge per pair. */
@@ -55,7 +43,7 @@ static crux_status_t build_dag(crux_sched_plan_t *p, sched_dag_t *g)
     int n = p->njobs, nl = c->nlinks;
     size_t sz = (size_t)n + 1;
     int *rank = malloc(sz * sizeof(int)), *mark = malloc(sz * sizeof(int));
-    keyed_t *keyed = malloc(sz * sizeof(*keyed));
+    sched_keyed_t *keyed = malloc(sz * sizeof(*keyed));
     int *link_off = calloc((size_t)nl + 1, sizeof(int));
     int *link_jobs = malloc((p->njl ? p->njl : 1) * sizeof(int));
     int *fill = malloc(((size_t)nl + 1) * sizeof(int));
@@ -67,10 +55,10 @@ static crux_status_t build_dag(crux_sched_plan_t *p, sched_dag_t *g)
     if (!rank || !mark || !keyed || !link_off || !link_jobs || !fill || !to || !g->out_off)
         goto out;
     for (int i = 0; i < n; i++) {
-        keyed[i] = (keyed_t){ p->jobs[i].priority, i };
+        keyed[i] = (sched_keyed_t){ p->jobs[i].priority, i };
         mark[i] = -1;
     }
-    qsort(keyed, (size_t)n, sizeof(*keyed), by_priority);
+    qsort(keyed, (size_t)n, sizeof(*keyed), sched_keyed_desc);
     for (int r = 0; r < n; r++)
         rank[keyed[r].job] = r;
     for (size_t k = 0; k < p->njl; k++)

@@ -21,7 +21,7 @@ static int parse_placement(json_object *arr, const crux_sched_cluster_t *c, tool
                            char *err, size_t errlen)
 {
     if (!json_object_is_type(arr, json_type_array) || json_object_array_length(arr) == 0) {
-        prio_err(err, errlen, "\"placement\" must be a non-empty array");
+        crux_errf(err, errlen, "\"placement\" must be a non-empty array");
         return -1;
     }
     int n = (int)json_object_array_length(arr);
@@ -41,14 +41,14 @@ static int parse_placement(json_object *arr, const crux_sched_cluster_t *c, tool
                 else if (strcmp(key, "gpus") == 0 && json_object_is_type(val, json_type_array))
                     gpus = val;
                 else {
-                    prio_err(err, errlen, "placement %d: unexpected \"%s\"", i, key);
+                    crux_errf(err, errlen, "placement %d: unexpected \"%s\"", i, key);
                     return -1;
                 }
             }
         }
         int h = crux_sched_cluster_find_host(c, host);
         if (h < 0) {
-            prio_err(err, errlen, "placement %d: unknown host \"%s\"", i, host ? host : "");
+            crux_errf(err, errlen, "placement %d: unknown host \"%s\"", i, host ? host : "");
             return -1;
         }
         j->place[i].host = h;
@@ -57,13 +57,13 @@ static int parse_placement(json_object *arr, const crux_sched_cluster_t *c, tool
             int64_t x = json_object_get_int64(v);
             if (!json_object_is_type(v, json_type_int) || x < 0 || x >= CRUX_SCHED_MAX_GPUS ||
                 (j->place[i].gpus >> x) & 1) {
-                prio_err(err, errlen, "placement %d: GPUs must be distinct integers 0..63", i);
+                crux_errf(err, errlen, "placement %d: GPUs must be distinct integers 0..63", i);
                 return -1;
             }
             j->place[i].gpus |= 1ULL << x;
         }
         if (gpus && j->place[i].gpus == 0) {
-            prio_err(err, errlen, "placement %d: empty GPU list", i);
+            crux_errf(err, errlen, "placement %d: empty GPU list", i);
             return -1;
         }
     }
@@ -76,7 +76,7 @@ static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job
                        char *err, size_t errlen)
 {
     if (!json_object_is_type(arr, json_type_array)) {
-        prio_err(err, errlen, "\"flows\" must be an array");
+        crux_errf(err, errlen, "\"flows\" must be an array");
         return -1;
     }
     int n = (int)json_object_array_length(arr);
@@ -94,14 +94,14 @@ static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job
         };
         if (tool_fields(json_object_array_get_idx(arr, (size_t)i), fl, 5, NULL, why,
                         sizeof(why)) != 0) {
-            prio_err(err, errlen, "flow %d: %s", i, why);
+            crux_errf(err, errlen, "flow %d: %s", i, why);
             return -1;
         }
         f->src_host = crux_sched_cluster_find_host(c, src);
         f->dst_host = crux_sched_cluster_find_host(c, dst);
         if (f->src_host < 0 || f->dst_host < 0) {
-            prio_err(err, errlen, "flow %d: unknown host \"%s\"", i,
-                     f->src_host < 0 ? (src ? src : "") : dst ? dst : "");
+            crux_errf(err, errlen, "flow %d: unknown host \"%s\"", i,
+                      f->src_host < 0 ? (src ? src : "") : dst ? dst : "");
             return -1;
         }
     }
@@ -115,7 +115,7 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
 {
     memset(j, 0, sizeof(*j));
     if (!json_object_is_type(obj, json_type_object)) {
-        prio_err(err, errlen, "a job must be an object");
+        crux_errf(err, errlen, "a job must be an object");
         return -1;
     }
     json_object *place = NULL, *flows = NULL, *id = NULL;
@@ -134,17 +134,17 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
     if (id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int)))
         snprintf(j->id, sizeof(j->id), "%s", json_object_get_string(id));
     else if (id || !partial) {
-        prio_err(err, errlen, "needs \"id\" (a string or an integer)");
+        crux_errf(err, errlen, "needs \"id\" (a string or an integer)");
         return -1;
     }
     j->job.id = j->id;
     if (j->id[0] && !crux_prio_token_ok(j->id)) {
-        prio_err(err, errlen, "job id \"%s\" has blanks or '#'", j->id);
+        crux_errf(err, errlen, "job id \"%s\" has blanks or '#'", j->id);
         return -1;
     }
     if (place == NULL) {
         if (!partial) {
-            prio_err(err, errlen, "job %s: needs \"placement\"", j->id);
+            crux_errf(err, errlen, "job %s: needs \"placement\"", j->id);
             return -1;
         }
     } else if (parse_placement(place, c, j, err, errlen) != 0) {
@@ -153,7 +153,7 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
     if (flows && parse_flows(flows, c, j, err, errlen) != 0)
         return -1;
     if (!partial && !j->has_compute) {
-        prio_err(err, errlen, "job %s: needs \"compute_s\"", j->id);
+        crux_errf(err, errlen, "job %s: needs \"compute_s\"", j->id);
         return -1;
     }
     return 0;

@@ -162,7 +162,7 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
                 char *err, size_t errlen)
 {
     if (!json_object_is_type(obj, json_type_object)) {
-        prio_err(err, errlen, "expected an object");
+        crux_errf(err, errlen, "expected an object");
         return -1;
     }
     json_object_object_foreach(obj, key, val)
@@ -176,7 +176,7 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
                 skip = strcmp(ignore[i], key) == 0;
             if (skip)
                 continue;
-            prio_err(err, errlen, "unknown key \"%s\"", key);
+            crux_errf(err, errlen, "unknown key \"%s\"", key);
             return -1;
         }
         const tool_field_t *f = &fields[k];
@@ -203,8 +203,8 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
                 *(const char **)f->out = json_object_get_string(val);
         }
         if (!ok) {
-            prio_err(err, errlen, "\"%s\" must be %s", key,
-                     f->type == F_INT ? "an integer" : f->type == F_DOUBLE ? "a number"
+            crux_errf(err, errlen, "\"%s\" must be %s", key,
+                      f->type == F_INT ? "an integer" : f->type == F_DOUBLE ? "a number"
                                                                            : "a string");
             return -1;
         }

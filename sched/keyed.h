@@ -1,0 +1,20 @@
+/* Jobs sorted by a key, highest first (priorities, ratios): ties go to the
+ * lower job index, so every sort is deterministic. */
+#ifndef CRUX_SCHED_KEYED_H
+#define CRUX_SCHED_KEYED_H
+
+typedef struct {
+    double key;
+    int job;
+} sched_keyed_t;
+
+/* qsort comparator: descending key, then ascending job index. */
+static inline int sched_keyed_desc(const void *a, const void *b)
+{
+    const sched_keyed_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key > y->key ? -1 : 1;
+    return x->job - y->job;
+}
+
+#endif
