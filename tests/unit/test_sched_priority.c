@@ -4,6 +4,7 @@
 
 #include "sched/crux_sched.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/sched_test_util.h"
 
 /* Example 1: W 10 and 5 GFLOP, t 2 s and 1 s, compute 2 s and 1 s, 10 GPUs
  * each, no overlap. */
@@ -82,25 +83,6 @@ START_TEST(correction_neutral_cases)
 }
 END_TEST
 
-/* Two ToRs under one aggregation switch, one 1-NIC host per job end; NICs
- * 10x faster than the uplinks so each job's t is set by the shared uplink
- * tor0 -> agg0 (1 GB/s). */
-static crux_sched_cluster_t *two_tor_cluster(int tors)
-{
-    crux_sched_clos2_t p;
-    crux_sched_clos2_defaults(&p);
-    p.tors = tors;
-    p.aggs = 1;
-    p.hosts_per_tor = 4;
-    p.gpus_per_host = 8;
-    p.gpus_per_nic = 8;
-    p.uplink_gbps = 8;           /* 1e9 bytes/s */
-    p.nic_gbps = 80;
-    crux_sched_cluster_t *c = NULL;
-    ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
-    return c;
-}
-
 /* A job from host a to host b (explicit flow of `bytes`). */
 static int add_flow_job(crux_sched_plan_t *plan, const crux_sched_cluster_t *c, const char *id,
                         const char *a, const char *b, double bytes, double work, double compute,
@@ -119,7 +101,7 @@ static int add_flow_job(crux_sched_plan_t *plan, const crux_sched_cluster_t *c, 
 
 START_TEST(example1_through_a_plan)
 {
-    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     crux_sched_plan_t *plan = crux_sched_plan_new(c);
     /* tor0 hosts h0..h3, tor1 hosts h4..h7 */
     int j1 = add_flow_job(plan, c, "job1", "h0", "h4", 2e9, 10, 2, 0);
@@ -143,7 +125,7 @@ END_TEST
 
 START_TEST(example2_through_a_plan)
 {
-    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     crux_sched_plan_t *plan = crux_sched_plan_new(c);
     int j1 = add_flow_job(plan, c, "job1", "h0", "h4", 1e9, 10, 4, 0.5);
     int j2 = add_flow_job(plan, c, "job2", "h1", "h5", 3e9, 30, 2, 0.5);
@@ -177,7 +159,7 @@ END_TEST
 START_TEST(figure13_through_a_plan)
 {
     /* jobs 1, 2 from tor0 to tor1; jobs 3, 4 from tor2 to tor3; decreasing W */
-    crux_sched_cluster_t *c = two_tor_cluster(4);
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(4);
     crux_sched_plan_t *plan = crux_sched_plan_new(c);
     int j[4];
     j[0] = add_flow_job(plan, c, "job1", "h0", "h4", 1e9, 40, 1, 0);
@@ -211,7 +193,7 @@ END_TEST
 
 START_TEST(reserved_levels_are_not_used)
 {
-    crux_sched_cluster_t *c = two_tor_cluster(2);
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     crux_sched_plan_t *plan = crux_sched_plan_new(c);
     add_flow_job(plan, c, "a", "h0", "h4", 1e9, 40, 1, 0);
     add_flow_job(plan, c, "b", "h1", "h5", 1e9, 30, 1, 0);

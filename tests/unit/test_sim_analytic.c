@@ -14,21 +14,7 @@
 
 #include "sched/crux_sim.h"
 #include "tests/unit/check_main.h"
-
-static crux_sched_cluster_t *one_link(void)
-{
-    crux_sched_clos2_t p;
-    crux_sched_clos2_defaults(&p);
-    p.tors = 2;
-    p.aggs = 1;
-    p.hosts_per_tor = 4;
-    p.gpus_per_nic = 8;
-    p.uplink_gbps = 8;           /* 1e9 bytes/s */
-    p.nic_gbps = 80;
-    crux_sched_cluster_t *c = NULL;
-    ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
-    return c;
-}
+#include "tests/unit/sched_test_util.h"
 
 /* A job on `g` GPUs of host a and of host b (ring of two hosts) whose
  * iteration sends t seconds' worth of the 1 GB/s uplink per ring hop. */
@@ -59,15 +45,6 @@ static crux_sim_config_t config(crux_sim_policy_t policy, int ff)
     return cfg;
 }
 
-static crux_sim_result_t *run(const crux_sched_cluster_t *c, const crux_sim_workload_t *w,
-                              const crux_sim_config_t *cfg)
-{
-    crux_sim_result_t *r = NULL;
-    char err[512] = "";
-    ck_assert_msg(crux_sim_run(c, w, cfg, &r, err, sizeof(err)) == CRUX_OK, "%s", err);
-    return r;
-}
-
 static crux_sim_job_result_t job(const crux_sim_result_t *r, int i)
 {
     crux_sim_job_result_t j;
@@ -96,13 +73,13 @@ START_TEST(one_job_alone)
     static const struct {
         double c, o, t, util;
     } cases[] = { { 2, 0.5, 1.5, 0.8 }, { 2, 0.8, 1, 1.0 }, { 1, 0, 3, 0.25 } };
-    crux_sched_cluster_t *c = one_link();
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
         for (int ff = 0; ff <= 1; ff++) {
             crux_sim_workload_t *w = crux_sim_workload_new();
             add_job(w, c, "a", "h0", "h4", 8, 0, cases[k].c, cases[k].o, cases[k].t, 0, 200, 0);
             crux_sim_config_t cfg = config(CRUX_SIM_NONE, ff);
-            crux_sim_result_t *r = run(c, w, &cfg);
+            crux_sim_result_t *r = sim_test_run(c, w, &cfg);
             crux_sim_summary_t m;
             crux_sim_summary(r, &m);
             ck_assert_double_eq_tol(m.utilization, cases[k].util, 1e-9);
@@ -128,7 +105,7 @@ START_TEST(two_jobs_strict_priority)
      * one gets the odd seconds [2,3] and [4,5], then [6,7] and [8,9]: its
      * iteration k ends at 4k + 1.  The high job runs 100 iterations, the
      * low one 40, so the low one never runs alone. */
-    crux_sched_cluster_t *c = one_link();
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     for (int order = 0; order < 2; order++)
         for (int ff = 0; ff <= 1; ff++) {
             crux_sim_workload_t *w = crux_sim_workload_new();
@@ -137,7 +114,7 @@ START_TEST(two_jobs_strict_priority)
             add_job(w, c, "short", "h1", "h5", 8, 0, 1, 0, 1, 0, order == 0 ? 40 : 100,
                     order == 0 ? 0 : 1);
             crux_sim_config_t cfg = config(CRUX_SIM_FIXED, ff);
-            crux_sim_result_t *r = run(c, w, &cfg);
+            crux_sim_result_t *r = sim_test_run(c, w, &cfg);
             double jct_long = order == 0 ? 3 * 100 : 4 * 40 + 1;
             double jct_short = order == 0 ? 3 * 40 + 1 : 2 * 100;
             ck_assert_double_eq_tol(job(r, 0).jct_s, jct_long, 1e-7);
@@ -155,13 +132,13 @@ END_TEST
  * + compute), measured over the next 12 s. */
 static double example1(crux_sim_policy_t policy, int first_high, int *level2_higher)
 {
-    crux_sched_cluster_t *c = one_link();
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     crux_sim_workload_t *w = crux_sim_workload_new();
     add_job(w, c, "job1", "h0", "h4", 8, 0, 2, 0, 2, 10, 1000, first_high);
     add_job(w, c, "job2", "h1", "h5", 8, 1, 1, 0, 1, 5, 1000, !first_high);
     crux_sim_config_t cfg = config(policy, 0);
     cfg.until_s = 14;
-    crux_sim_result_t *r = run(c, w, &cfg);
+    crux_sim_result_t *r = sim_test_run(c, w, &cfg);
     double util = busy_between(r, 2, 14) / (32 * 12.0);
     *level2_higher = job(r, 1).level > job(r, 0).level;
     crux_sim_result_free(r);
@@ -186,13 +163,13 @@ END_TEST
  * the compute.  Returns job 2's idle GPU-seconds per GPU over [2, 14). */
 static double example2_idle(crux_sim_policy_t policy, int job1_high, int *level2_higher)
 {
-    crux_sched_cluster_t *c = one_link();
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     crux_sim_workload_t *w = crux_sim_workload_new();
     add_job(w, c, "job1", "h0", "h4", 1, 0, 4, 0.5, 1, 10, 1000, job1_high);
     add_job(w, c, "job2", "h1", "h5", 6, 1, 2, 0.5, 3, 30, 1000, !job1_high);
     crux_sim_config_t cfg = config(policy, 0);
     cfg.until_s = 14;
-    crux_sim_result_t *r = run(c, w, &cfg);
+    crux_sim_result_t *r = sim_test_run(c, w, &cfg);
     /* job 2 computed [1, 2) before the window */
     double idle = 12 - (job(r, 1).busy_s - 1);
     *level2_higher = job(r, 1).level > job(r, 0).level;
@@ -217,14 +194,14 @@ START_TEST(fair_sharing_and_cassini)
     /* two identical jobs, compute 1 s, t 0.5 s, arriving together: shared
      * fairly they always collide (iteration 2 s, utilisation 1/2); CASSINI
      * delays one once so their transfers interleave (1.5 s, 2/3) */
-    crux_sched_cluster_t *c = one_link();
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
     double util[2];
     for (int k = 0; k < 2; k++) {
         crux_sim_workload_t *w = crux_sim_workload_new();
         add_job(w, c, "a", "h0", "h4", 8, 0, 1, 0, 0.5, 0, 400, 0);
         add_job(w, c, "b", "h1", "h5", 8, 0, 1, 0, 0.5, 0, 400, 0);
         crux_sim_config_t cfg = config(k ? CRUX_SIM_CASSINI : CRUX_SIM_NONE, 1);
-        crux_sim_result_t *r = run(c, w, &cfg);
+        crux_sim_result_t *r = sim_test_run(c, w, &cfg);
         crux_sim_summary_t m;
         crux_sim_summary(r, &m);
         util[k] = m.utilization;

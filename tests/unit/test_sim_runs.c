@@ -8,6 +8,7 @@
 
 #include "sched/crux_sim.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/sched_test_util.h"
 
 /* 4 ToRs of 4 hosts, 2 aggregation switches, ToR uplinks 4:1
  * oversubscribed: jobs placed at random contend. */
@@ -48,15 +49,6 @@ static crux_sim_config_t config(crux_sim_policy_t policy, int ff)
     return cfg;
 }
 
-static crux_sim_result_t *run(const crux_sched_cluster_t *c, const crux_sim_workload_t *w,
-                              const crux_sim_config_t *cfg)
-{
-    crux_sim_result_t *r = NULL;
-    char err[512] = "";
-    ck_assert_msg(crux_sim_run(c, w, cfg, &r, err, sizeof(err)) == CRUX_OK, "%s", err);
-    return r;
-}
-
 /* Bytes every NIC's uplink carried: each flow starts on exactly one. */
 static double nic_uplink_bytes(const crux_sched_cluster_t *c, const crux_sim_result_t *r)
 {
@@ -76,7 +68,7 @@ START_TEST(conservation)
     crux_sim_workload_t *w = generated(c, 50, 3600, 3);
     for (int ff = 0; ff <= 1; ff++) {
         crux_sim_config_t cfg = config(CRUX_SIM_NONE, ff);
-        crux_sim_result_t *r = run(c, w, &cfg);
+        crux_sim_result_t *r = sim_test_run(c, w, &cfg);
         crux_sim_summary_t m;
         crux_sim_summary(r, &m);
         ck_assert_int_eq(m.jobs_done, 50);
@@ -131,10 +123,10 @@ START_TEST(determinism)
     crux_sched_cluster_t *c = oversubscribed();
     crux_sim_workload_t *w = generated(c, 50, 3600, 4);
     crux_sim_config_t cfg = config(CRUX_SIM_CRUX_FULL, 1);
-    crux_sim_result_t *a = run(c, w, &cfg), *b = run(c, w, &cfg);
+    crux_sim_result_t *a = sim_test_run(c, w, &cfg), *b = sim_test_run(c, w, &cfg);
     ck_assert(same_results(a, b));
     cfg.seed = 2;                /* another random placement */
-    crux_sim_result_t *d = run(c, w, &cfg);
+    crux_sim_result_t *d = sim_test_run(c, w, &cfg);
     ck_assert(!same_results(a, d));
     crux_sim_result_free(a);
     crux_sim_result_free(b);
@@ -172,7 +164,7 @@ START_TEST(fast_forward_periodic_is_exact)
         ck_assert_int_eq(crux_sim_workload_add(w, c, &j, NULL, 0), CRUX_OK);
     }
     crux_sim_config_t step = config(CRUX_SIM_FIXED, 0), ff = config(CRUX_SIM_FIXED, 1);
-    crux_sim_result_t *a = run(c, w, &step), *b = run(c, w, &ff);
+    crux_sim_result_t *a = sim_test_run(c, w, &step), *b = sim_test_run(c, w, &ff);
     crux_sim_summary_t sa, sb;
     crux_sim_summary(a, &sa);
     crux_sim_summary(b, &sb);
@@ -206,7 +198,7 @@ START_TEST(fast_forward_close_to_stepping)
         for (int pol = 0; pol < 2; pol++) {
             crux_sim_policy_t policy = pol ? CRUX_SIM_CRUX_FULL : CRUX_SIM_NONE;
             crux_sim_config_t step = config(policy, 0), ff = config(policy, 1);
-            crux_sim_result_t *a = run(c, w, &step), *b = run(c, w, &ff);
+            crux_sim_result_t *a = sim_test_run(c, w, &step), *b = sim_test_run(c, w, &ff);
             crux_sim_summary_t sa, sb;
             crux_sim_summary(a, &sa);
             crux_sim_summary(b, &sb);
