@@ -45,6 +45,8 @@ static crux_status_t discover(struct crux_topo *t, char *err, size_t errlen)
 
     if (t->xml_path && (st = crux_topo_xml_check(t->xml_path, &facts, err, errlen)) != CRUX_OK)
         return st;
+    if (t->xml_path && (st = crux_topo_xml_trial(t->xml_path, err, errlen)) != CRUX_OK)
+        return st;
     if ((st = crux_topo_hwloc_open(t->xml_path, &topo, err, errlen)) != CRUX_OK)
         return st;
     st = crux_topo_hwloc_discover(t, topo);

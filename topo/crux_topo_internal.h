@@ -90,6 +90,10 @@ struct crux_topo_xml_facts {
 };
 crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts,
                                   char *err, size_t errlen);
+/* crux_topo_xmltrial.c: CRUX_ERR_INVALID when hwloc crashes (or hangs)
+ * importing the file in a child process; CRUX_OK when it loads or rejects
+ * it there. */
+crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen);
 
 /* crux_topo_hwloc.c: discovery of packages, NUMA nodes and the PCIe tree */
 crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topology,

@@ -5,6 +5,15 @@
  * one-line reason: a missing or unreadable file, something that is not an
  * hwloc export, a truncated file, a file from a newer hwloc.
  *
+ * Some faults hwloc does not reject but crashes on (found by fuzz_topo_xml):
+ * hwloc 2.9 dereferences an object's cpuset, complete_cpuset, nodeset and
+ * complete_nodeset without checking they were given.  Every hwloc export
+ * writes all four for each object of the CPU and memory tree, and a
+ * complete_ set with its plain twin on any object, so a file where one is
+ * missing is refused here, before hwloc sees it.  Likewise a declared encoding other
+ * than UTF-8 (hwloc writes nothing else): libxml2 then loads an iconv
+ * converter and leaks it when the parse fails.
+ *
  * It also records how many objects each NVLinkBandwidth matrix names: hwloc
  * silently drops the members it cannot find in the topology, so comparing
  * with what it loaded is the only way to notice a matrix naming unknown
@@ -15,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "topo/crux_topo_internal.h"
 
@@ -85,6 +95,77 @@ static int tag_attr(const char *tag, const char *end, const char *attr, char *ou
     return 0;
 }
 
+/* The XML declaration at p, if any, may name no encoding but UTF-8 or its
+ * ASCII subset (libxml2 reads one however garbled the declaration is). */
+static crux_status_t check_encoding(const char *p, const char *path, char *err, size_t errlen)
+{
+    const char *end = strncmp(p, "<?xml", 5) ? NULL : strchr(p, '>');
+    char encoding[32] = "", reason[96];
+    const char *named = end ? strstr(p, "encoding") : NULL;
+    if (!named || named > end)
+        return CRUX_OK;
+    if (tag_attr(p, end, "encoding", encoding, sizeof(encoding)) &&
+        (!strcasecmp(encoding, "UTF-8") || !strcasecmp(encoding, "US-ASCII")))
+        return CRUX_OK;
+    snprintf(reason, sizeof(reason), "encoding \"%.32s\" declared: hwloc exports are UTF-8", encoding);
+    return fail(CRUX_ERR_INVALID, err, errlen, path, reason);
+}
+
+/* Line number of position p in text, for messages. */
+static unsigned line_of(const char *text, const char *p)
+{
+    unsigned line = 1;
+    for (const char *q = text; q < p; q++)
+        line += *q == '\n';
+    return line;
+}
+
+/* Whether an object of this type (an hwloc XML type name) sits in the CPU
+ * and memory tree, and so has CPU and node sets: all but I/O and Misc. */
+static int has_sets(const char *type)
+{
+    static const char *const outside[] = { "Bridge", "PCIDev", "OSDev", "Misc" };
+    for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+        if (!strcmp(type, outside[i]))
+            return 0;
+    return 1;
+}
+
+/* Refuses an <object> of the CPU and memory tree that lacks one of its four
+ * sets, and any object with a set but not its complete_ twin or the other
+ * way round (see the top of the file). */
+static crux_status_t check_object_sets(const char *text, const char *from, const char *path,
+                                       char *err, size_t errlen)
+{
+    static const char *const sets[] = { "cpuset", "complete_cpuset", "nodeset",
+                                        "complete_nodeset" };
+    char value[32], type[32], reason[192];
+    for (const char *p = strstr(from, "<object"); p; p = strstr(p + 1, "<object")) {
+        const char *end = strchr(p, '>');
+        if (!end)
+            return CRUX_OK;   /* truncation is reported by the caller */
+        int has[4];
+        for (int i = 0; i < 4; i++)
+            has[i] = tag_attr(p, end, sets[i], value, sizeof(value));
+        int needed = tag_attr(p, end, "type", type, sizeof(type)) && has_sets(type);
+        for (int i = 0; i < 4; i++) {
+            int twin = i ^ 1;   /* cpuset <-> complete_cpuset, nodeset <-> complete_nodeset */
+            if (has[i] || !(needed || has[twin]))
+                continue;
+            if (needed)
+                snprintf(reason, sizeof(reason),
+                         "line %u: a %s object without %s (hwloc would crash on it)",
+                         line_of(text, p), type, sets[i]);
+            else
+                snprintf(reason, sizeof(reason),
+                         "line %u: an object with %s but no %s (hwloc would crash on it)",
+                         line_of(text, p), sets[twin], sets[i]);
+            return fail(CRUX_ERR_INVALID, err, errlen, path, reason);
+        }
+    }
+    return CRUX_OK;
+}
+
 static void find_nvlink_matrices(const char *text, struct crux_topo_xml_facts *facts)
 {
     static const char open_tag[] = "<distances2";   /* also <distances2hetero */
@@ -122,6 +203,10 @@ crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *
     if (st != CRUX_OK)
         goto out;
 
+    st = check_encoding(p, path, err, errlen);
+    if (st != CRUX_OK)
+        goto out;
+
     const char *top = strstr(p, "<topology");
     while (top && top[9] != '>' && top[9] != ' ' && top[9] != '\t' && top[9] != '\n' && top[9] != '\r')
         top = strstr(top + 1, "<topology");
@@ -143,7 +228,9 @@ crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *
         st = fail(CRUX_ERR_INVALID, err, errlen, path, "truncated: no closing </topology> tag");
         goto out;
     }
-    find_nvlink_matrices(top_end, facts);
+    st = check_object_sets(text, top_end, path, err, errlen);
+    if (st == CRUX_OK)
+        find_nvlink_matrices(top_end, facts);
 out:
     free(text);
     return st;
