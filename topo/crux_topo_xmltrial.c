@@ -40,6 +40,11 @@ crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
             dup2(null, STDOUT_FILENO);
             dup2(null, STDERR_FILENO);
         }
+        /* die of a crash, without the process's handlers (Open MPI's
+         * backtrace printer, a fuzzer's crash reporter) */
+        static const int deadly[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+        for (size_t i = 0; i < sizeof(deadly) / sizeof(deadly[0]); i++)
+            signal(deadly[i], SIG_DFL);
         alarm(TRIAL_SECONDS);
         int loaded = crux_topo_hwloc_open(path, &topo, ignored, sizeof(ignored)) == CRUX_OK;
         _exit(loaded ? TRIAL_LOADED : TRIAL_REJECTED);   /* no atexit handlers, no flush */
