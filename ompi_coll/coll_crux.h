@@ -110,6 +110,7 @@ typedef struct {
 
     ompi_communicator_t *comm;
     int                  allreduce_algorithm;   /* coll_crux_alg_param_t */
+    size_t               handoff_below;         /* host messages this small go to previous_ */
     bool                 all_local;             /* every rank on this node */
     bool                 building;              /* making subcommunicators: fall back */
     crux_group_state_t   group_state;           /* the flat group, over all ranks */
@@ -161,6 +162,11 @@ void coll_crux_job_exit(coll_crux_ticket_t *ticket);
 void coll_crux_job_finalize(void);
 
 /* the profile (coll_crux_profile.c): only the job's leader records */
+static inline bool coll_crux_profile_configured(void)
+{
+    const char *dir = mca_coll_crux_component.profile_dir;
+    return dir != NULL && dir[0] != '\0';
+}
 double coll_crux_now(void);
 bool coll_crux_profiling(void);
 void coll_crux_profile_record(size_t bytes, double start, double end);
@@ -175,6 +181,11 @@ int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datat
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);
+/* Whether no buffer of this process can be device memory (no CUDA build,
+ * driver or device): then no pointer needs a look.  Set by
+ * coll_crux_device_probe, at every module enable. */
+extern bool coll_crux_no_devices;
+void coll_crux_device_probe(void);
 /* the flat Allreduce over the multipath engine, for host or device buffers */
 int coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf, void *rbuf,
                                int count, crux_dtype_t cdtype, crux_op_t cop);

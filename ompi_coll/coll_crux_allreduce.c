@@ -175,6 +175,13 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
                             mca_coll_base_module_t *module)
 {
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
+    /* Small host messages go on first, past every other check: crux hands
+     * them on, and at a fraction of a microsecond a call, each check showed
+     * (10% slower than Open MPI without crux at 4-64 bytes, before). */
+    if ((size_t)count * dtype->super.size < m->handoff_below &&
+        __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED) && !coll_crux_profile_configured()) {
+        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+    }
     if (!coll_crux_profiling()) {
         return allreduce(sbuf, rbuf, count, dtype, op, comm, m);
     }

@@ -13,8 +13,18 @@
 #include "ompi_coll/coll_crux.h"
 #include "ompi_coll/crux_dev.h"
 
+bool coll_crux_no_devices;
+
+void coll_crux_device_probe(void)
+{
+    __atomic_store_n(&coll_crux_no_devices, crux_dev_count() == 0, __ATOMIC_RELAXED);
+}
+
 bool coll_crux_is_device(const void *sbuf, const void *rbuf)
 {
+    if (__atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED)) {
+        return false;
+    }
     return crux_dev_is_device(rbuf) || (sbuf != MPI_IN_PLACE && crux_dev_is_device(sbuf));
 }
 

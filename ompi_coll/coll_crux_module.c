@@ -58,6 +58,23 @@ static bool crux_handles(ompi_communicator_t *comm)
     return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
+/* Below this many bytes every host Allreduce goes to the previous module
+ * (what coll_crux_allreduce_host's choice would decide, known up front). */
+static size_t handoff_below(const mca_coll_crux_module_t *m)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    if (m->allreduce_algorithm == CRUX_ALG_FALLBACK) {
+        return SIZE_MAX;
+    }
+    if (m->allreduce_algorithm != CRUX_ALG_AUTO) {
+        return 0;
+    }
+    if (!m->all_local && c->hier_min_bytes > c->allreduce_min_bytes) {
+        return c->hier_min_bytes;   /* across nodes, smaller ones go to the PML's algorithms */
+    }
+    return c->allreduce_min_bytes;
+}
+
 static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
@@ -68,6 +85,8 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     m->comm = comm;
     m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
+    m->handoff_below = handoff_below(m);
+    coll_crux_device_probe();
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;
     }

@@ -46,8 +46,7 @@ double coll_crux_now(void)
 
 bool coll_crux_profiling(void)
 {
-    const char *dir = mca_coll_crux_component.profile_dir;
-    if (dir == NULL || dir[0] == '\0') {
+    if (!coll_crux_profile_configured()) {
         return false;
     }
     /* threads may ask at once: the same answer, written atomically */
