@@ -51,7 +51,9 @@ void crux_prio_file_free(crux_prio_file_t *file);
 const crux_prio_entry_t *crux_prio_find(const crux_prio_file_t *file, const char *job);
 const char *crux_prio_get(const crux_prio_entry_t *entry, const char *key);
 
-/* Write `file` (with optional comment lines) to path atomically. */
+/* Write `file` (with optional comment lines) to path atomically.  A table
+ * larger than CRUX_PRIO_MAX_FILE_BYTES, which no reader would take, is
+ * refused (CRUX_ERR_INVALID) and the file left as it was. */
 crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *file,
                               const char *comment, char *err, size_t errlen);
 /* Replace path with data atomically: a hidden temporary file in the same

@@ -231,6 +231,12 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
         crux_errf(err, errlen, "%s: out of memory", path);
         return CRUX_ERR_NO_MEMORY;
     }
+    if (len > CRUX_PRIO_MAX_FILE_BYTES) {   /* every reader would refuse it */
+        free(data);
+        crux_errf(err, errlen, "%s: %zu bytes, more than the %zu a job reads at most: not written",
+                  path, len, CRUX_PRIO_MAX_FILE_BYTES);
+        return CRUX_ERR_INVALID;
+    }
     crux_status_t st = crux_prio_atomic_write(path, data, len, err, errlen);
     free(data);
     return st;

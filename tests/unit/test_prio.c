@@ -74,6 +74,35 @@ START_TEST(round_trip)
 }
 END_TEST
 
+START_TEST(writer_refuses_what_readers_would)
+{
+    /* a table past CRUX_PRIO_MAX_FILE_BYTES: every job's reader would refuse
+     * the file, so the writer must keep the last good one instead */
+    put("p", "crux-priorities 1\nlevels 8\njob kept level 3\n");
+    static char value[4000];
+    memset(value, 'v', sizeof(value) - 1);
+    crux_prio_kv_t kv[] = { { "note", value } };
+    int n = (int)(CRUX_PRIO_MAX_FILE_BYTES / sizeof(value)) + 2;
+    crux_prio_entry_t *e = calloc((size_t)n, sizeof(*e));
+    char (*ids)[16] = calloc((size_t)n, sizeof(*ids));
+    ck_assert(e != NULL && ids != NULL);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "job%d", i);
+        e[i] = (crux_prio_entry_t){ ids[i], 1, 1, kv };
+    }
+    crux_prio_file_t f = { 8, n, e, NULL };
+    char err[256];
+    ck_assert_int_eq(crux_prio_write(in_dir("p"), &f, NULL, err, sizeof(err)), CRUX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "a job reads at most"));
+    crux_prio_file_t *g;
+    ck_assert_int_eq(crux_prio_load(in_dir("p"), &g, err, sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(crux_prio_find(g, "kept")->level, 3);
+    crux_prio_file_free(g);
+    free(e);
+    free(ids);
+}
+END_TEST
+
 START_TEST(parse_accepts_comments_and_unknown_keys)
 {
     const char *t = "# made by hand\ncrux-priorities 1   # header\n\nlevels 4\n"
@@ -421,6 +450,7 @@ static Suite *suite(void)
     tcase_add_test(t, malformed_files);
     tcase_add_test(t, reader_follows_the_file);
     tcase_add_test(t, reader_refuses_huge_and_special_files);
+    tcase_add_test(t, writer_refuses_what_readers_would);
     tcase_add_test(t, reader_checks_at_most_every_interval);
     tcase_add_test(t, no_torn_reads_while_replaced);
     tcase_add_test(t, job_id_resolution);
