@@ -51,6 +51,8 @@ crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
     }
     int status;
     while (waitpid(pid, &status, 0) < 0) {
+        if (errno == ECHILD)   /* SIGCHLD ignored by the caller: the child was reaped unseen */
+            return CRUX_OK;
         if (errno != EINTR) {
             snprintf(err, errlen, "%s: lost hwloc's trial import: %s", path, strerror(errno));
             return CRUX_ERR_IO;

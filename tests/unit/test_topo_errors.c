@@ -5,6 +5,7 @@
 #include "tests/unit/check_main.h"
 #include "tests/unit/topo_test_util.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 /* Loads path, which must fail with status; err must name the file and
@@ -120,6 +121,19 @@ START_TEST(test_hwloc_crash_contained)
     snprintf(path, sizeof(path), "%s/../fuzz/corpus/topo_xml/hwloc-segv-damaged-sets.xml",
              getenv("CRUX_TEST_DATA"));
     expect_failure(path, CRUX_ERR_INVALID, "hwloc crashes importing it");
+}
+END_TEST
+
+START_TEST(test_trial_with_sigchld_ignored)
+{
+    /* a caller that ignores SIGCHLD never sees the trial child's status:
+     * the load must go on, not fail */
+    signal(SIGCHLD, SIG_IGN);
+    struct topo_warnings w;
+    crux_topo_t *t = topo_load_path(topo_data("cts1-p100-pcie.xml"), 0, &w);
+    ck_assert_int_eq(crux_topo_count(t, CRUX_TOPO_DEV_GPU), 2);
+    crux_topo_free(t);
+    signal(SIGCHLD, SIG_DFL);
 }
 END_TEST
 
@@ -255,6 +269,7 @@ static Suite *topo_errors_suite(void)
     tcase_add_test(tc, test_object_without_a_set);
     tcase_add_test(tc, test_foreign_encoding);
     tcase_add_test(tc, test_hwloc_crash_contained);
+    tcase_add_test(tc, test_trial_with_sigchld_ignored);
     tcase_add_test(tc, test_matrix_unknown_objects);
     tcase_add_test(tc, test_intact_matrix_no_warning);
     tcase_add_test(tc, test_hwloc_xmlfile_env);
