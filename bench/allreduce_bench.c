@@ -64,7 +64,9 @@ static void usage(const char *argv0)
                 "  --compare LIST comma-separated selections among crux, tuned, han,\n"
                 "                 fallback, flat, hier, hier-seq and engine (default\n"
                 "                 crux,tuned);\n"
-                "                 ratios are against the first\n"
+                "                 ratios are against the first; tuned and han need\n"
+                "                 those components: not under --mca coll crux alone,\n"
+                "                 where Open MPI finds no module for them and crashes\n"
                 "  --in-place     use MPI_IN_PLACE\n"
                 "  --csv          machine-readable output, with bus bandwidth (GB/s,\n"
                 "                 algbw * 2(n-1)/n as nccl-tests define it)\n", argv0);
