@@ -38,10 +38,12 @@ run_mpi() {
           2>"$last_stderr" </dev/null)
     rc=$?
     # Open MPI's daemons of fake nodes occasionally fail to start on a loaded
-    # machine (before any test ran): that is Open MPI's launch, not crux, so
-    # such a run is tried once more.  Any other failure counts.
+    # machine, or to connect to each other over its runtime's TCP (before any
+    # test ran): that is Open MPI's launch, not crux, so such a run is tried
+    # once more.  Any other failure counts.
     [ $attempt -eq 1 ] && [ $rc -ne 0 ] && [ -n "${MPI_LAUNCHER:-}" ] && [ -z "$out" ] &&
-      grep -q -E 'unable to reliably start one or more daemons|orte_init failed' "$last_stderr" || break
+      grep -q -E 'unable to reliably start one or more daemons|orte_init failed|unable to complete a TCP connection' \
+        "$last_stderr" || break
     echo "# [$where $label] Open MPI's daemons did not start; trying once more"
   done
   cat "$last_stderr" >&2
