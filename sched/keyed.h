@@ -1,5 +1,5 @@
-/* Jobs sorted by a key, highest first (priorities, ratios): ties go to the
- * lower job index, so every sort is deterministic. */
+/* Sorting jobs by a key (priorities, ratios, arrival times, periods): ties
+ * go to the lower job index, so every sort is deterministic. */
 #ifndef CRUX_SCHED_KEYED_H
 #define CRUX_SCHED_KEYED_H
 
@@ -15,6 +15,22 @@ static inline int sched_keyed_desc(const void *a, const void *b)
     if (x->key != y->key)
         return x->key > y->key ? -1 : 1;
     return x->job - y->job;
+}
+
+/* qsort comparator: ascending key, then ascending job index. */
+static inline int sched_keyed_asc(const void *a, const void *b)
+{
+    const sched_keyed_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->job - y->job;
+}
+
+/* qsort comparator for plain doubles, ascending. */
+static inline int sched_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/keyed.h"
 #include "sched/sim_internal.h"
 
 static void comp_arrays_free(sim_comp_t *c)
@@ -311,19 +312,6 @@ static int unchanged(const sim_t *s, const sim_comp_t *o, const sim_comp_t *c)
     return 1;
 }
 
-typedef struct {
-    double period;
-    int pos;
-} by_period_t;
-
-static int by_period(const void *a, const void *b)
-{
-    const by_period_t *x = a, *y = b;
-    if (x->period != y->period)
-        return x->period < y->period ? -1 : 1;
-    return x->pos - y->pos;
-}
-
 /* The anchor of steady-state detection: the job with the median iteration
  * alone (the upper one of two).  Its iterations set the averaging window,
  * long enough for most jobs to complete several, short enough that a large
@@ -331,13 +319,13 @@ static int by_period(const void *a, const void *b)
  * after every change (sim_step.c). */
 static int median_period(const sim_t *s, const sim_comp_t *c)
 {
-    by_period_t *p = malloc((size_t)(c->n ? c->n : 1) * sizeof(*p));
+    sched_keyed_t *p = malloc((size_t)(c->n ? c->n : 1) * sizeof(*p));
     if (p == NULL)
         return 0;
     for (int q = 0; q < c->n; q++)
-        p[q] = (by_period_t){ s->jobs[c->jobs[q]].alone_period, q };
-    qsort(p, (size_t)c->n, sizeof(*p), by_period);
-    int a = p[c->n / 2].pos;
+        p[q] = (sched_keyed_t){ s->jobs[c->jobs[q]].alone_period, q };
+    qsort(p, (size_t)c->n, sizeof(*p), sched_keyed_asc);
+    int a = p[c->n / 2].job;
     free(p);
     return a;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sched/keyed.h"
 #include "sched/sim_internal.h"
 
 void crux_sim_config_defaults(crux_sim_config_t *c)
@@ -71,19 +72,6 @@ static void sim_free(sim_t *s)
     sim_heap_free(&s->heap);
 }
 
-typedef struct {
-    double arrival;
-    int index;
-} arrival_t;
-
-static int by_arrival(const void *a, const void *b)
-{
-    const arrival_t *x = a, *y = b;
-    if (x->arrival != y->arrival)
-        return x->arrival < y->arrival ? -1 : 1;
-    return x->index - y->index;
-}
-
 static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
                               const crux_sim_workload_t *w, const crux_sim_config_t *cfg,
                               char *err, size_t len)
@@ -112,7 +100,7 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
     s->departed = malloc(nj * sizeof(int));
     s->fresh = calloc(nj, 1);
     s->place_buf = malloc(((size_t)crux_sched_cluster_hosts(c) + 1) * sizeof(crux_sched_place_t));
-    arrival_t *order = malloc(nj * sizeof(arrival_t));
+    sched_keyed_t *order = malloc(nj * sizeof(*order));
     s->order = malloc(nj * sizeof(int));
     if (!s->link_bw || !s->link_users || !s->link_stamp || !s->link_slot || !s->link_mark ||
         !s->link_demand || !s->link_bytes || (cfg->check && !s->link_check) || !s->jobs ||
@@ -128,13 +116,13 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
         s->link_bw[l] = li.bytes_per_s;
     }
     for (int i = 0; i < s->njobs; i++)
-        order[i] = (arrival_t){ w->specs[i].job.arrival_s, i };
-    qsort(order, (size_t)s->njobs, sizeof(*order), by_arrival);
+        order[i] = (sched_keyed_t){ w->specs[i].job.arrival_s, i };
+    qsort(order, (size_t)s->njobs, sizeof(*order), sched_keyed_asc);
     crux_status_t st = CRUX_OK;
     for (int i = 0; i < s->njobs; i++) {
         sim_job_t *j = &s->jobs[i];
-        s->order[i] = order[i].index;
-        j->spec = &w->specs[order[i].index].job;
+        s->order[i] = order[i].job;
+        j->spec = &w->specs[order[i].job].job;
         j->work = j->spec->work > 0 ? j->spec->work : j->spec->gpus * j->spec->compute_s;
         j->comp = -1;
         j->state = JOB_PENDING;

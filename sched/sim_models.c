@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sched/keyed.h"
 #include "sched/sim_internal.h"
 
 static const crux_sim_model_t models[] = {
@@ -60,12 +61,6 @@ static int count_ok(const shape_t *s, int gpus)
     if (gpus > s->total)
         return 0;
     return gpus <= s->host_gpus || (gpus % s->host_gpus == 0 && gpus / s->host_gpus <= s->hosts);
-}
-
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Round to a step so the CSV form is short and reads back exactly. */
@@ -122,7 +117,7 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
         return CRUX_ERR_NO_MEMORY;
     for (int i = 0; i < g->jobs; i++)
         arrival[i] = round_to(sim_rng_uniform(&rng) * g->span_s, 1e-3);
-    qsort(arrival, (size_t)g->jobs, sizeof(double), by_double);
+    qsort(arrival, (size_t)g->jobs, sizeof(double), sched_double_asc);
     crux_status_t st = CRUX_OK;
     for (int i = 0; i < g->jobs && st == CRUX_OK; i++) {
         const crux_sim_model_t *md;

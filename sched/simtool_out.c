@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sched/keyed.h"
 #include "sched/simtool.h"
 
 int simtool_out_dir(const char *dir)
@@ -40,12 +41,6 @@ static int close_out(FILE *f, const char *path)
     return 0;
 }
 
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double simtool_jct_quantile(const crux_sim_result_t *r, double q)
 {
     int n = crux_sim_result_jobs(r), k = 0;
@@ -59,7 +54,7 @@ double simtool_jct_quantile(const crux_sim_result_t *r, double q)
             v[k++] = j.jct_s;
     }
     if (k > 0) {
-        qsort(v, (size_t)k, sizeof(double), by_double);
+        qsort(v, (size_t)k, sizeof(double), sched_double_asc);
         int idx = (int)(q * (k - 1) + 0.5);
         out = v[idx];
     }
