@@ -19,6 +19,9 @@ for alg in staged cma; do
   for np in 3 4; do
     run_mpi $np "$alg forced" --mca coll_crux_allreduce_algorithm $alg "${verbose[@]}" -- $prog counts bits comms
     expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
+    # forced, crux takes even the sizes it would hand on (one float: 4 bytes)
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg from 4 bytes" \
+      "[np=$np $alg forced] small messages too"
   done
 done
 for np in 2 3; do
