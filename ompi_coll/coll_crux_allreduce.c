@@ -43,17 +43,13 @@ void coll_crux_log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, cons
 static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t **layout,
                   crux_coll_group_t **group, const char **why)
 {
-    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     int alg = m->allreduce_algorithm;
     *why = "";
-    if (alg == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) {
-        return CRUX_ALG_FALLBACK;
-    }
     if (alg == CRUX_ALG_AUTO) {
         /* one node: flat, through shared memory; across nodes: three stages
-         * for large messages, the PML's own algorithms for small ones */
-        alg = m->all_local ? CRUX_ALG_FLAT
-            : bytes >= c->hier_min_bytes ? CRUX_ALG_HIER : CRUX_ALG_FALLBACK;
+         * (smaller messages, and all with algorithm fallback, were handed on
+         * before: module->handoff_below) */
+        alg = m->all_local ? CRUX_ALG_FLAT : CRUX_ALG_HIER;
     }
     if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
         *layout = coll_crux_get_layout(m);
@@ -61,9 +57,6 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
             *why = "no usable groups";
             return CRUX_ALG_FALLBACK;
         }
-        return alg;
-    }
-    if (alg == CRUX_ALG_FALLBACK) {
         return alg;
     }
     if (!m->all_local) {
@@ -134,7 +127,6 @@ int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datat
                              struct ompi_op_t *op, ompi_communicator_t *comm,
                              mca_coll_crux_module_t *m)
 {
-    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     crux_dtype_t cdtype;
     crux_op_t cop;
 
@@ -143,8 +135,7 @@ int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datat
     }
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
-    if ((m->allreduce_algorithm == CRUX_ALG_AUTO && bytes < c->allreduce_min_bytes) ||
-        m->allreduce_algorithm == CRUX_ALG_FALLBACK || m->building ||
+    if (bytes < m->handoff_below || m->building ||
         coll_crux_dtype(dtype, &cdtype) != 0 || coll_crux_op(op, &cop) != 0 ||
         crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);

@@ -58,8 +58,10 @@ static bool crux_handles(ompi_communicator_t *comm)
     return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
-/* Below this many bytes every host Allreduce goes to the previous module
- * (what coll_crux_allreduce_host's choice would decide, known up front). */
+/* Below this many bytes every host Allreduce goes to the previous module:
+ * auto's size threshold (across nodes, the hierarchical one's too), every
+ * size for algorithm fallback, none when an algorithm is forced.  Decided
+ * here once, so the hand-off costs one comparison a call. */
 static size_t handoff_below(const mca_coll_crux_module_t *m)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
