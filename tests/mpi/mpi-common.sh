@@ -38,12 +38,15 @@ run_mpi() {
           2>"$last_stderr" </dev/null)
     rc=$?
     # Open MPI's daemons of fake nodes occasionally fail to start on a loaded
-    # machine, or to connect to each other over its runtime's TCP (before any
-    # test ran): that is Open MPI's launch, not crux, so such a run is tried
-    # once more.  Any other failure counts.
-    [ $attempt -eq 1 ] && [ $rc -ne 0 ] && [ -n "${MPI_LAUNCHER:-}" ] && [ -z "$out" ] &&
-      grep -q -E 'unable to reliably start one or more daemons|orte_init failed|unable to complete a TCP connection' \
-        "$last_stderr" || break
+    # machine, or to connect to each other over its runtime's TCP, before any
+    # test ran (no TAP line; mpirun prints the reason on stdout or stderr):
+    # that is Open MPI's launch, not crux, so such a run is tried once more.
+    # Any other failure counts.
+    [ $attempt -eq 1 ] && [ $rc -ne 0 ] && [ -n "${MPI_LAUNCHER:-}" ] &&
+      ! grep -q -E '^(not )?ok - ' <<<"$out" &&
+      cat "$last_stderr" - <<<"$out" |
+        grep -q -E 'unable to reliably start one or more daemons|orte_init failed|unable to complete a TCP connection' ||
+      break
     echo "# [$where $label] Open MPI's daemons did not start; trying once more"
   done
   cat "$last_stderr" >&2
