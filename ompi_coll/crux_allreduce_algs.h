@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "ompi_coll/crux_copy.h"
+#include "common/crux_copy.h"
 #include "ompi_coll/crux_group_internal.h"
 
 /* Flat with inter == NULL; hierarchical with the caller's inter-group step,

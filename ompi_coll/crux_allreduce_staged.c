@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "ompi_coll/crux_allreduce_algs.h"
-#include "ompi_coll/crux_copy.h"
+#include "common/crux_copy.h"
 #include "ompi_coll/crux_shard.h"
 
 #define CRUX_MAX_DEPTH 64

@@ -1,7 +1,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ompi_coll/crux_copy.h"
+#include "common/crux_copy.h"
 
 #if defined(__x86_64__)
 #include <emmintrin.h>

@@ -1,7 +1,8 @@
-/* Internal to libcrux_coll: copies that bypass the cache.  A large result
- * written with ordinary stores costs a read of every destination line first
- * (read-for-ownership) and evicts data still needed; streaming stores skip
- * both, which matters once messages outgrow the last-level cache. */
+/* Copies that bypass the cache, for libcrux_coll's results and libcrux_tl's
+ * landings.  A large result written with ordinary stores costs a read of
+ * every destination line first (read-for-ownership) and evicts data still
+ * needed; streaming stores skip both, which matters once messages outgrow
+ * the last-level cache. */
 #ifndef CRUX_COPY_H
 #define CRUX_COPY_H
 
