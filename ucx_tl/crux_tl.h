@@ -322,6 +322,12 @@ typedef struct {
     uint32_t channels;   /* receiver: pair channels it may use (bit i = index i); 0: all */
     unsigned max_paths;  /* receiver: at most this many channels (0: no limit) */
     size_t   chunk;      /* receiver: force this chunk size (0: the planner's) */
+    /* receiver, host memory: land with streaming stores, bypassing the
+     * cache, for large results the caller does not read again soon.  Only
+     * the channels the receiver lands itself can (shm, model: cma copies
+     * inside the kernel), so the transfer keeps to those when the pair has
+     * one.  Ignored by a reducing receive. */
+    int      stream;
 } crux_tl_xfer_params_t;
 
 /* Post a send of 'bytes' from 'buffer' to the peer, or a receive into
@@ -336,6 +342,33 @@ crux_status_t crux_tl_send(crux_tl_pair_t *pair, const void *buffer, size_t byte
                            const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
 crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
                            const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
+
+/* A receive that reduces what arrives into the buffer instead of storing it:
+ *     buffer[i] = local[i] op incoming[i]   (incoming_first: incoming[i] op local[i])
+ * element by element with 'fn', as the bytes land, so the reduction costs no
+ * copy of its own ('local' spans the buffer's length and may be the buffer
+ * itself).  Host memory at both ends.  It travels only over the channels on
+ * which the receiver reads the incoming bytes itself, the shm slots and model
+ * channels (cma lands inside the kernel); a pair without them, or a device
+ * buffer at either end, fails the transfer on both sides with
+ * CRUX_ERR_UNSUPPORTED.  The receiver never takes the sender's stripes over
+ * (that would be cma).  CRUX_ERR_INVALID at posting unless esize divides 64
+ * (stripes and chunks start on 64-byte multiples) and 'bytes'. */
+typedef void (*crux_tl_reduce_fn_t)(void *out, const void *a, const void *b, size_t count);
+
+typedef struct {
+    crux_tl_reduce_fn_t fn;
+    size_t      esize;           /* bytes per element */
+    const void *local;
+    int         incoming_first;  /* the incoming element is the left operand */
+} crux_tl_reduce_t;
+
+crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
+                                  const crux_tl_reduce_t *reduce,
+                                  const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
+
+/* 1 when the pair has a channel a reducing receive can use. */
+int crux_tl_pair_reduces(const crux_tl_pair_t *pair);
 
 /* Make progress on every pair's transfers without blocking: publish, plan,
  * issue chunks, retire completed ones.  Both sides of a transfer must

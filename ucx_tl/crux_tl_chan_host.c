@@ -5,7 +5,9 @@
  * measured ones.  cma moves data with process_vm_readv/writev (a kernel copy
  * by the actor's CPU); a put is issued by the sender once it has seen the
  * receiver's plan, hence its higher latency.  The shm channel copies twice,
- * once on each side, and pipelines the two copies through its slots. */
+ * once on each side, and pipelines the two copies through its slots.  The
+ * channels that the receiver copies out of memory it addresses (shm, model)
+ * can also reduce on landing (crux_tl_land). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +121,13 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
     if (c->copied < c->length && now > c->start) {
         double carried = (now - c->start) * m->model.bandwidth;
         size_t upto = carried >= (double)c->length ? c->length : (size_t)carried;
+        const crux_tl_xfer_t *x = c->xfer;
+        if (x->reduce.fn != NULL && upto < c->length) {
+            upto -= upto % x->reduce.esize;   /* reduce whole elements */
+        }
         if (upto > c->copied) {
-            memcpy((uint8_t *)c->dst + c->copied, (const uint8_t *)c->src + c->copied,
-                   upto - c->copied);
+            crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer) + c->copied,
+                         (const uint8_t *)c->src + c->copied, upto - c->copied);
             c->copied = upto;
             chan->moved++;
         }
@@ -134,6 +140,17 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 }
 
 static const crux_tl_chan_ops_t model_ops = { model_issue, model_test, plain_destroy };
+
+int crux_tl_pair_reduces(const crux_tl_pair_t *pair)
+{
+    for (unsigned i = 0; i < pair->nhost; i++) {
+        crux_tl_chan_kind_t kind = pair->chan[i]->attr.kind;
+        if (kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* --- the table ------------------------------------------------------------- */
 

@@ -12,6 +12,22 @@ static int receiver_acts(crux_tl_chan_kind_t kind)
     return kind != CRUX_TL_CHAN_CMA_PUT && kind != CRUX_TL_CHAN_SHM;
 }
 
+/* Channels whose landings the receiver writes itself, from memory it can
+ * read: the only ones that can reduce on landing. */
+static int lands_by_receiver(crux_tl_chan_kind_t kind)
+{
+    return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL;
+}
+
+/* A reducing receive's chunks start on element boundaries: multiples of
+ * the granule (every element size divides it), within the channel's cap. */
+static size_t granular_chunk(size_t chunk, size_t max_chunk)
+{
+    size_t cap = max_chunk / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
+    chunk = (chunk + CRUX_TL_GRANULE - 1) / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
+    return cap >= CRUX_TL_GRANULE && chunk > cap ? cap : chunk;
+}
+
 /* Host and model channels usable for a host to host transfer. */
 static unsigned host_candidates(crux_tl_pair_t *pair, unsigned *index)
 {
@@ -119,6 +135,10 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         return CRUX_OK;
     }
     unsigned candidates[CRUX_TL_MAX_PATHS], index[CRUX_TL_MAX_PATHS], n = 0, all;
+    int reducing = x->reduce.fn != NULL;
+    if (reducing && (sbuf->mem_type != CRUX_TL_MEM_HOST || x->mem.type != CRUX_TL_MEM_HOST)) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
     if (sbuf->mem_type == CRUX_TL_MEM_HOST && x->mem.type == CRUX_TL_MEM_HOST) {
         x->peer_mapped = (void *)(uintptr_t)sbuf->addr;   /* for model channels */
         all = host_candidates(pair, candidates);
@@ -131,18 +151,25 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
     } else {
         return CRUX_ERR_UNSUPPORTED;   /* mixed host and device, or no IPC handle */
     }
-    for (unsigned j = 0; j < all; j++) {
-        const crux_tl_chan_t *c = pair->chan[candidates[j]];
-        int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
-                      (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
-        if (kind_on && (x->params.channels == 0 || (x->params.channels & (1u << candidates[j])))) {
-            index[n++] = candidates[j];
+    /* A streamed landing needs a channel the receiver lands itself; without
+     * one the transfer goes on with ordinary stores. */
+    int streaming = x->params.stream && !reducing;
+    for (int pass = 0; pass < 2 && n == 0; pass++, streaming = 0) {
+        for (unsigned j = 0; j < all; j++) {
+            const crux_tl_chan_t *c = pair->chan[candidates[j]];
+            int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
+                          (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
+            kind_on &= !(reducing || streaming) || lands_by_receiver(c->attr.kind);
+            uint32_t asked = x->params.channels;
+            if (kind_on && (asked == 0 || (asked & (1u << candidates[j])))) {
+                index[n++] = candidates[j];
+            }
         }
     }
     if (n == 0) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    for (unsigned j = 0; j < n; j++) {
+    for (unsigned j = 0; j < n && !reducing; j++) {
         if (pair->chan[index[j]]->attr.kind == CRUX_TL_CHAN_CMA_GET) {
             x->steal_index = (int)index[j];   /* host_candidates kept it: usable */
         }
@@ -166,12 +193,12 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         run->index  = e->index[j];
         run->offset = s->offset;
         run->bytes  = s->bytes;
-        run->chunk  = s->chunk;
+        run->chunk  = reducing ? granular_chunk(s->chunk, chan->attr.max_chunk) : s->chunk;
         run->depth  = s->depth;
         x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT;
         x->sender_runs += !receiver_acts(run->kind);
         x->stats.stripe[x->nruns].channel = e->index[j];
-        x->stats.stripe[x->nruns].chunk   = s->chunk;
+        x->stats.stripe[x->nruns].chunk   = run->chunk;
         x->stats.stripe[x->nruns].depth   = s->depth;
         x->nruns++;
     }

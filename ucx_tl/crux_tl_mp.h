@@ -203,6 +203,7 @@ struct crux_tl_xfer {
     size_t              bytes;
     crux_tl_mem_t       mem;
     crux_tl_xfer_params_t params;
+    crux_tl_reduce_t    reduce;         /* receiver: fn set for a reducing receive */
     xfer_state_t        state;
     crux_status_t       status;
     int                 released;
@@ -291,6 +292,9 @@ unsigned crux_tl_pair_progress(crux_tl_pair_t *pair);
 unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x);
 int crux_tl_peer_alive(const crux_tl_pair_t *pair);
 void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *chunk);
+/* Land 'length' bytes that arrived for offset 'at' of the receive's buffer:
+ * a copy (streaming if asked) or the reduction of a reducing receive. */
+void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length);
 
 /* crux_tl_match.c: the receiver's matching and planning */
 void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x);

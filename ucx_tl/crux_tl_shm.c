@@ -67,8 +67,8 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair)
             return events;   /* cannot happen: chunks follow the plan, which follows the match */
         }
         if (!x->failed) {
-            memcpy(x->buffer + slot->offset,
-                   pair->their_slots + (size_t)k * cfg->shm_slot_size, slot->bytes);
+            crux_tl_land(x, slot->offset, pair->their_slots + (size_t)k * cfg->shm_slot_size,
+                         slot->bytes);
         }
         run->landed += slot->bytes;
         run->chunks++;

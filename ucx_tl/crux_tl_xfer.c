@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crux_copy.h"
 #include "ucx_tl/crux_tl_mp.h"
 
 #define LIVENESS_POLLS 4096u   /* idle progress calls between checks that the peer lives */
@@ -52,6 +53,40 @@ crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
                            const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
 {
     return post(pair, 0, buffer, bytes, params, xfer_p);
+}
+
+crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
+                                  const crux_tl_reduce_t *reduce,
+                                  const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
+{
+    if (reduce == NULL || reduce->fn == NULL || reduce->esize == 0 ||
+        CRUX_TL_GRANULE % reduce->esize != 0 || bytes % reduce->esize != 0 ||
+        (reduce->local == NULL && bytes > 0)) {
+        return CRUX_ERR_INVALID;
+    }
+    crux_status_t st = post(pair, 0, buffer, bytes, params, xfer_p);
+    if (st == CRUX_OK) {
+        (*xfer_p)->reduce = *reduce;
+    }
+    return st;
+}
+
+void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length)
+{
+    uint8_t *out = x->buffer + at;
+    if (x->reduce.fn != NULL) {
+        const uint8_t *local = (const uint8_t *)x->reduce.local + at;
+        size_t count = length / x->reduce.esize;
+        if (x->reduce.incoming_first) {
+            x->reduce.fn(out, src, local, count);
+        } else {
+            x->reduce.fn(out, local, src, count);
+        }
+    } else if (x->params.stream) {
+        crux_copy_stream(out, src, length);
+    } else {
+        memcpy(out, src, length);
+    }
 }
 
 static void fail(crux_tl_xfer_t *x, crux_status_t status)
@@ -234,6 +269,9 @@ static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         if (status == CRUX_OK) {
             status = (crux_status_t)s->status;
         }
+    }
+    if (x->params.stream) {
+        crux_copy_fence();   /* the landed bytes before the word that says so */
     }
     crux_tl_wire_done_t *d = &pair->mine->recv_done[k];
     d->status = status;

@@ -2,7 +2,8 @@
  * the right place for sizes from 1 B to 256 MiB, from and to unaligned
  * addresses; many transfers in flight at once (more than a ring holds);
  * two processes sending to each other at the same time over buffers they
- * share; size mismatches, empty transfers, and a single channel forced. */
+ * share; size mismatches, empty transfers, and a single channel forced;
+ * receives that reduce on landing. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -257,6 +258,105 @@ START_TEST(test_two_processes_both_ways)
 }
 END_TEST
 
+/* A reduction that tells its operands apart (out = 3a + b, on uint32),
+ * through memcpy so unaligned elements are fine. */
+static void three_a_plus_b(void *out, const void *a, const void *b, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint32_t x, y;
+        memcpy(&x, (const uint8_t *)a + 4 * i, 4);
+        memcpy(&y, (const uint8_t *)b + 4 * i, 4);
+        x = 3 * x + y;
+        memcpy((uint8_t *)out + 4 * i, &x, 4);
+    }
+}
+
+static uint32_t element(const unsigned char *p, size_t i)
+{
+    uint32_t v;
+    memcpy(&v, p + 4 * i, 4);
+    return v;
+}
+
+/* Reducing receives on model channels: every element reduced exactly once
+ * with the right operand order, from and to unaligned addresses, in place
+ * (local is the buffer) or not, chunks on element boundaries even when a
+ * chunk size that is not is forced; and the arguments it refuses. */
+START_TEST(test_reducing_receive)
+{
+    tl_engine_t t;
+    ck_assert_int_eq(tl_engine_open(&t, 0, models, 3, ""), 0);
+    crux_tl_pair_t *pair;
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 1, 1, NULL, &pair), CRUX_OK);
+    ck_assert_int_eq(crux_tl_pair_reduces(pair), 1);
+    const size_t counts[] = { 1, 15, 16, 17, 1000, 65537, (4u << 20) + 3 };
+    const size_t largest = 4 * ((4u << 20) + 3);
+    unsigned char *src = malloc(largest + 8), *dst = malloc(largest + 8),
+                  *local = malloc(largest + 8);
+    ck_assert(src != NULL && dst != NULL && local != NULL);
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        for (int variant = 0; variant < 3; variant++) {   /* local first, incoming first, in place */
+            size_t n = counts[c] * 4;
+            unsigned char *from = src + 1, *to = dst + 3;
+            const unsigned char *with = variant == 2 ? to : local + 2;
+            tl_fill(from, n, (unsigned)c);
+            tl_fill(to, n, (unsigned)c + 50);
+            tl_fill(local + 2, n, (unsigned)c + 90);
+            to[-1] = 0xab;
+            to[n] = 0xcd;
+            crux_tl_reduce_t red = { .fn = three_a_plus_b, .esize = 4, .local = with,
+                                     .incoming_first = variant == 1 };
+            crux_tl_xfer_params_t odd_chunk = { .chunk = 1000 };   /* rounded up to 1024 */
+            crux_tl_xfer_t *r, *s;
+            ck_assert_int_eq(crux_tl_recv_reduce(pair, to, n, &red, c == 4 ? &odd_chunk : NULL, &r),
+                             CRUX_OK);
+            ck_assert_int_eq(crux_tl_send(pair, from, n, NULL, &s), CRUX_OK);
+            ck_assert_int_eq(crux_tl_xfer_wait(r), CRUX_OK);
+            ck_assert_int_eq(crux_tl_xfer_wait(s), CRUX_OK);
+            /* the local operand as it was before the landing */
+            unsigned char *before = malloc(n);
+            ck_assert(before != NULL);
+            tl_fill(before, n, variant == 2 ? (unsigned)c + 50 : (unsigned)c + 90);
+            for (size_t i = 0; i < counts[c]; i++) {
+                uint32_t in = element(from, i), l = element(before, i);
+                uint32_t want = variant == 1 ? 3 * in + l : 3 * l + in;
+                ck_assert_msg(element(to, i) == want, "element %zu of %zu, variant %d", i,
+                              counts[c], variant);
+            }
+            free(before);
+            ck_assert(to[-1] == 0xab && to[n] == 0xcd);
+            const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
+            for (unsigned i = 0; i < st->nstripes; i++) {
+                ck_assert_uint_eq(st->stripe[i].chunk % 64, 0);
+            }
+            if (c == 4) {
+                ck_assert_uint_eq(st->stripe[0].chunk, 1024);
+            }
+            crux_tl_xfer_release(r);
+            crux_tl_xfer_release(s);
+        }
+    }
+    crux_tl_reduce_t red = { .fn = three_a_plus_b, .esize = 4, .local = local };
+    crux_tl_xfer_t *r;
+    crux_tl_reduce_t bad = red;
+    bad.esize = 3;    /* does not divide 64 */
+    ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 12, &bad, NULL, &r), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 10, &red, NULL, &r), CRUX_ERR_INVALID);
+    bad = red;
+    bad.fn = NULL;
+    ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 8, &bad, NULL, &r), CRUX_ERR_INVALID);
+    bad = red;
+    bad.local = NULL;
+    ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 8, &bad, NULL, &r), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 8, NULL, NULL, &r), CRUX_ERR_INVALID);
+    free(src);
+    free(dst);
+    free(local);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("tl_engine");
@@ -266,6 +366,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_many_concurrent_transfers);
     tcase_add_test(tc, test_mismatch_empty_and_forced_channel);
     tcase_add_test(tc, test_two_processes_both_ways);
+    tcase_add_test(tc, test_reducing_receive);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,8 @@
 /* The multipath engine's host channels between two real processes with
  * private buffers: cma get, cma put and shm staging, each alone and all
  * together, both directions at once, unaligned; without cma; calibration
- * and its cache file; a peer that dies. */
+ * and its cache file; a peer that dies; receives that reduce on landing or
+ * stream. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -344,6 +345,91 @@ START_TEST(test_dead_peer_fails_the_transfer)
 }
 END_TEST
 
+static void add_u8(void *out, const void *a, const void *b, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        ((uint8_t *)out)[i] = (uint8_t)(((const uint8_t *)a)[i] + ((const uint8_t *)b)[i]);
+    }
+}
+
+/* Host channels between two processes with private buffers: a reducing
+ * receive folds over the shm slots; a streamed receive keeps to them too;
+ * an engine without shm cannot reduce, and says so on both sides. */
+static int folds(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    const size_t n = (3u << 20) + 5;
+    unsigned kinds[2] = { CRUX_TL_KINDS_HOST,
+                          CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) };
+    unsigned char *out = malloc(n), *in = malloc(n + 1), *want = malloc(n);
+    int rc = 0;
+    for (int e = 0; e < 2 && rc == 0; e++) {
+        tl_engine_t t;
+        if (tl_engine_open(&t, kinds[e], NULL, 0, "") != 0) {
+            return 10;
+        }
+        crux_tl_pair_t *pair = tl_connect(m, &t);
+        if (pair == NULL) {
+            return 11;
+        }
+        tl_fill(out, n, (unsigned)m->rank);
+        tl_fill(in, n, 77);
+        in[n] = 0x5a;
+        tl_fill(want, n, (unsigned)(1 - m->rank));
+        add_u8(want, want, in, n);
+        crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = in };
+        crux_tl_xfer_t *s, *r;
+        if (crux_tl_recv_reduce(pair, in, n, &red, NULL, &r) != CRUX_OK ||
+            crux_tl_send(pair, out, n, NULL, &s) != CRUX_OK) {
+            return 12;
+        }
+        crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
+        if (e == 1) {   /* cma only */
+            rc = crux_tl_pair_reduces(pair) != 0 ? 13
+               : rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 14 : 0;
+        } else if (rs != CRUX_OK || ss != CRUX_OK || memcmp(in, want, n) != 0 || in[n] != 0x5a) {
+            rc = 15;
+        } else {
+            const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
+            for (unsigned i = 0; i < st->nstripes; i++) {
+                rc |= st->stripe[i].channel != 2 ? 16 : 0;   /* shm */
+            }
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+        /* a streamed plain receive: over shm alone where there is shm */
+        crux_tl_xfer_params_t stream = { .stream = 1 };
+        tl_prepare_dst(in, n, (unsigned)(1 - m->rank));
+        if (crux_tl_recv(pair, in, n, &stream, &r) != CRUX_OK ||
+            crux_tl_send(pair, out, n, NULL, &s) != CRUX_OK) {
+            return 17;
+        }
+        if (crux_tl_xfer_wait(r) != CRUX_OK || crux_tl_xfer_wait(s) != CRUX_OK ||
+            tl_landed_once(in, n, (unsigned)(1 - m->rank), r) != 0) {
+            rc |= 18;
+        }
+        const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
+        for (unsigned i = 0; e == 0 && i < st->nstripes; i++) {
+            rc |= st->stripe[i].channel != 2 ? 19 : 0;
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+        fork_group_barrier(m);
+        crux_tl_pair_disconnect(pair);
+        tl_engine_close(&t);
+    }
+    free(out);
+    free(in);
+    free(want);
+    return rc;
+}
+
+START_TEST(test_reducing_and_streamed_receives)
+{
+    ck_assert_int_eq(fork_group_run(2, folds, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_bad_cards_and_configurations)
 {
     tl_engine_t t;
@@ -384,6 +470,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_receiver_takes_over_from_a_sleeping_sender);
     tcase_add_test(tc, test_dead_peer_fails_the_transfer);
     tcase_add_test(tc, test_bad_cards_and_configurations);
+    tcase_add_test(tc, test_reducing_and_streamed_receives);
     suite_add_tcase(s, tc);
     return s;
 }
