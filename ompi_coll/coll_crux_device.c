@@ -45,7 +45,9 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
             .rank = ompi_comm_rank(m->comm), .size = ompi_comm_size(m->comm),
         };
         crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
-        config.tl = coll_crux_config().tl;
+        crux_coll_config_t host = coll_crux_config();
+        config.tl = host.tl;
+        config.stream_min_bytes = host.stream_min_bytes;
         crux_status_t status = crux_dev_group_create(&oob, &config, &m->dev_group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {

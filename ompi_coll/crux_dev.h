@@ -73,10 +73,14 @@ typedef struct {
      * max_peers is set by the group */
     crux_tl_engine_config_t engine;
     int      calibrate;     /* calibrate host channels at creation (cached per node) */
+    /* host buffers: results of at least this many bytes land with streaming
+     * stores (0: never) */
+    size_t   stream_min_bytes;
 } crux_dev_config_t;
 
 #define CRUX_DEV_CONFIG_DEFAULT {              \
     .chunk_size = 4u << 20, .window = 4,        \
+    .stream_min_bytes = 8u << 20,               \
     .tl = CRUX_TL_CONFIG_DEFAULT,               \
     .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \
     .calibrate = 1,                             \

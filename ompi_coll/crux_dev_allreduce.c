@@ -14,6 +14,13 @@
  * own chunks are reduced into a scratch slot and copied back, as the chain
  * reads our input after other members' pieces.
  *
+ * Host buffers fold instead, when the pairs allow it (crux_tl_recv_reduce):
+ * the owner's receives of a chunk's pieces reduce on landing, one peer after
+ * the other in rank order, into the chunk's accumulator (the result itself,
+ * or a scratch slot in place past rank 1), so no piece is stored before it
+ * is reduced: the same bytes move as in the staged algorithm.  The pieces
+ * of a chunk arrive one after the other, so successive chunks overlap.
+ *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
  * then reports the error. */
@@ -32,6 +39,9 @@ typedef struct {
     crux_dtype_t  dtype;
     crux_op_t     op;
     crux_reduce_fn_t cpu;        /* host memory */
+    int           fold;          /* host: receives reduce on landing */
+    int           stream;        /* host: gathered chunks bypass the cache */
+    unsigned     *folded;        /* fold: [chunk of our shard] steps issued */
     const uint8_t *src;
     uint8_t      *dst;
     int           in_place, do_rs, do_ag;
@@ -142,7 +152,8 @@ static void recv_chunk(call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot, u
                        int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
-    crux_status_t st = crux_tl_recv(pair, to, chunk_count(c, p, k) * c->esize, NULL, &x);
+    crux_tl_xfer_params_t params = { .stream = c->stream && p != c->g->rank };
+    crux_status_t st = crux_tl_recv(pair, to, chunk_count(c, p, k) * c->esize, &params, &x);
     post(c, st, slot, x);
 }
 
@@ -203,6 +214,98 @@ static crux_status_t reduce_chunk(call_t *c, unsigned k)
     return c->device < 0 ? CRUX_OK : crux_dev_queue_mark(g->queue, k);
 }
 
+/* --- folding: host pieces reduced as they land --------------------------------------- */
+
+/* Chunk k's pieces fold into its accumulator in rank order.  Steps: member
+ * 0 folds peer 1 into its input, then peers 2, 3 ... into the result;
+ * member 1 folds its input into peer 0's piece, then peers 2, 3 ...; a
+ * member r past 1 receives peer 0's piece as it is, folds peer 1, and
+ * when its own turn comes reduces its input in itself (no transfer). */
+static unsigned fold_steps(const call_t *c)
+{
+    return c->g->rank < 2 ? (unsigned)c->g->size - 1 : (unsigned)c->g->size;
+}
+
+/* The peer whose piece step i brings (our own rank: the local step). */
+static int fold_peer(const call_t *c, unsigned i)
+{
+    int r = c->g->rank;
+    return r == 0 ? (int)i + 1 : r == 1 ? (i == 0 ? 0 : (int)i + 1) : (int)i;
+}
+
+static uint8_t *fold_target(const call_t *c, unsigned k)
+{
+    size_t at = chunk_first(c, c->g->rank, k) * c->esize;
+    return c->in_place && c->g->rank >= 2 ? accumulator(c, k) : c->dst + at;
+}
+
+static void fold_step(call_t *c, unsigned k, unsigned i)
+{
+    crux_dev_group_t *g = c->g;
+    int r = g->rank;
+    int q = fold_peer(c, i);
+    size_t at = chunk_first(c, r, k) * c->esize, n = chunk_count(c, r, k);
+    uint8_t *acc = fold_target(c, k);
+    crux_tl_xfer_t **slot = &c->rs_recv[(size_t)q * c->kmax + k];
+    if (q == r) {
+        c->cpu(acc, acc, c->src + at, n);
+        return;
+    }
+    if (r >= 2 && i == 0) {
+        recv_chunk(c, g->rs[q], slot, acc, r, k);
+        return;
+    }
+    crux_tl_reduce_t red = {
+        .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
+        .local = i == 0 ? c->src + at : acc,
+    };
+    crux_tl_xfer_t *x = NULL;
+    crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);
+    post(c, st, slot, x);
+}
+
+/* The transfer of chunk k's latest step, NULL when none is in flight. */
+static crux_tl_xfer_t **fold_inflight(call_t *c, unsigned k)
+{
+    if (c->folded[k] == 0) {
+        return NULL;
+    }
+    int q = fold_peer(c, c->folded[k] - 1);
+    return q == c->g->rank ? NULL : &c->rs_recv[(size_t)q * c->kmax + k];
+}
+
+/* Advance every started chunk as far as it goes.  A chunk issues a step only
+ * after the chunk before it did, so each pair's receives are posted in chunk
+ * order (the i-th receive matches the peer's i-th send). */
+static unsigned fold_chunks(call_t *c)
+{
+    unsigned events = 0, steps = fold_steps(c);
+    for (unsigned k = c->launched; k < c->rs_posted; k++) {
+        for (;;) {
+            crux_tl_xfer_t **x = fold_inflight(c, k);
+            if ((x != NULL && !finished(c, x)) || c->folded[k] == steps ||
+                (k > 0 && c->folded[k - 1] <= c->folded[k])) {
+                break;
+            }
+            fold_step(c, k, c->folded[k]++);
+            events++;
+        }
+    }
+    while (c->launched < c->rs_posted && c->folded[c->launched] == steps) {
+        crux_tl_xfer_t **x = fold_inflight(c, c->launched);
+        if (x != NULL && !finished(c, x)) {
+            break;
+        }
+        unsigned k = c->launched++;
+        if (c->in_place && c->g->rank >= 2) {
+            memcpy(c->dst + chunk_first(c, c->g->rank, k) * c->esize, fold_target(c, k),
+                   chunk_count(c, c->g->rank, k) * c->esize);
+        }
+        events++;
+    }
+    return events;
+}
+
 /* --- one step of the state machine -------------------------------------------------- */
 
 static unsigned post_scatter_receives(call_t *c)
@@ -211,7 +314,7 @@ static unsigned post_scatter_receives(call_t *c)
     unsigned events = 0;
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
            c->rs_posted < c->reduced + g->config.window) {
-        for (int q = 0; q < g->size; q++) {
+        for (int q = 0; !c->fold && q < g->size; q++) {   /* folds post step by step */
             if (q != g->rank) {
                 recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
                            piece(c, c->rs_posted, q), g->rank, c->rs_posted);
@@ -296,7 +399,7 @@ static unsigned step(call_t *c)
     crux_dev_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
     events += post_scatter_receives(c);
-    events += launch_reductions(c);
+    events += c->fold ? fold_chunks(c) : launch_reductions(c);
     events += send_reduced(c);
     for (size_t i = 0; i < (size_t)g->size * c->kmax; i++) {
         finished(c, &c->rs_send[i]);
@@ -323,7 +426,13 @@ static crux_status_t check(call_t *c, const void *sbuf, void *rbuf)
         if (c->device >= 0 ? !crux_dev_reduce_supported(c->dtype, c->op) : c->cpu == NULL) {
             return CRUX_ERR_UNSUPPORTED;
         }
+        c->fold = c->device < 0 && 64 % c->esize == 0;
+        for (int q = 0; c->fold && q < c->g->size; q++) {
+            c->fold = q == c->g->rank || crux_tl_pair_reduces(c->g->rs[q]);
+        }
     }
+    size_t stream_from = c->g->config.stream_min_bytes;
+    c->stream = c->device < 0 && stream_from > 0 && c->count * c->esize >= stream_from;
     (void)sbuf;
     return CRUX_OK;
 }
@@ -366,6 +475,12 @@ static crux_status_t setup(call_t *c)
     } else {
         c->launched = c->chunks[g->rank];   /* a gather sends our shard as it is */
     }
+    if (c->fold) {
+        c->folded = calloc(c->chunks[g->rank] + 1u, sizeof(*c->folded));
+        if (c->folded == NULL) {
+            return CRUX_ERR_NO_MEMORY;
+        }
+    }
     return CRUX_OK;
 }
 
@@ -376,6 +491,7 @@ static void teardown(call_t *c)
     free(c->rs_recv);
     free(c->ag_send);
     free(c->ag_recv);
+    free(c->folded);
 }
 
 static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,

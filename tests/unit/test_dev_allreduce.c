@@ -27,6 +27,7 @@ typedef struct {
     crux_op_t    op;
     size_t       count;
     int          in_place;
+    int          host;       /* host channels (shm, cma) instead of model ones */
 } case_t;
 
 static uint8_t *input_of(const case_t *c, int rank)
@@ -64,10 +65,11 @@ static int body(fork_group_member_t *m, void *arg)
     cfg.chunk_size = 48u << 10;   /* many chunks ... */
     cfg.window = 2;               /* ... through few scratch slots */
     cfg.calibrate = 0;
-    cfg.engine.kinds = 0;
-    cfg.engine.models = models;
-    cfg.engine.nmodels = 3;
+    cfg.engine.kinds = c->host ? CRUX_TL_KINDS_HOST : 0;
+    cfg.engine.models = c->host ? NULL : models;
+    cfg.engine.nmodels = c->host ? 0 : 3;
     cfg.engine.calib_path = "";
+    cfg.stream_min_bytes = 1u << 20;   /* the larger cases land gathered chunks streamed */
     crux_coll_oob_t oob = fork_group_oob(m);
     crux_dev_group_t *g;
     if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
@@ -134,18 +136,25 @@ static int body(fork_group_member_t *m, void *arg)
     return rc;
 }
 
-static void run_case(int size, step_t step, crux_dtype_t dtype, crux_op_t op, size_t count,
-                     int in_place)
+static void run_on(int host, int size, step_t step, crux_dtype_t dtype, crux_op_t op,
+                   size_t count, int in_place)
 {
     size_t region = (size_t)size * 2 * MAX_BYTES;
-    case_t c = { .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place };
+    case_t c = { .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place,
+                 .host = host };
     c.region = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(c.region != MAP_FAILED);
     ck_assert_uint_le(count * crux_dtype_size(dtype), MAX_BYTES);
-    ck_assert_msg(fork_group_run(size, body, &c) == 0, "%d members, step %d, %s %s, count %zu%s",
+    ck_assert_msg(fork_group_run(size, body, &c) == 0, "%d members, step %d, %s %s, count %zu%s%s",
                   size, step, crux_dtype_name(dtype), crux_op_name(op), count,
-                  in_place ? ", in place" : "");
+                  in_place ? ", in place" : "", host ? ", host channels" : "");
     munmap(c.region, region);
+}
+
+static void run_case(int size, step_t step, crux_dtype_t dtype, crux_op_t op, size_t count,
+                     int in_place)
+{
+    run_on(0, size, step, dtype, op, count, in_place);
 }
 
 START_TEST(test_allreduce_two_to_four_members)
@@ -171,6 +180,22 @@ START_TEST(test_reduce_scatter_and_allgather_alone)
         run_case(size, ALLGATHER, CRUX_DT_INT16, CRUX_OP_SUM, 250007, 1);
         run_case(size, ALLGATHER, CRUX_DT_FLOAT, CRUX_OP_SUM, 2, 1);
     }
+}
+END_TEST
+
+/* Host buffers between processes over shm and cma: the pieces fold on
+ * landing (over shm), in rank order, so float sums come out bit for bit as
+ * the rank-order chain, whichever member owns a shard (members 0, 1 and
+ * past 1 fold differently). */
+START_TEST(test_host_channels_fold_in_rank_order)
+{
+    for (int size = 2; size <= 4; size++) {
+        run_on(1, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
+        run_on(1, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
+        run_on(1, size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
+        run_on(1, size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
+    }
+    run_on(1, 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
 }
 END_TEST
 
@@ -263,6 +288,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_allreduce_two_to_four_members);
     tcase_add_test(tc, test_reduce_scatter_and_allgather_alone);
     tcase_add_test(tc, test_refusals_and_host_channels);
+    tcase_add_test(tc, test_host_channels_fold_in_rank_order);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
     suite_add_tcase(s, tc);
