@@ -18,8 +18,11 @@
  * the owner's receives of a chunk's pieces reduce on landing, one peer after
  * the other in rank order, into the chunk's accumulator (the result itself,
  * or a scratch slot in place past rank 1), so no piece is stored before it
- * is reduced: the same bytes move as in the staged algorithm.  The pieces
- * of a chunk arrive one after the other, so successive chunks overlap.
+ * is reduced: the same bytes move as in the staged algorithm.  A chunk's
+ * receives are posted at once, each chained after the one before it
+ * (crux_tl_reduce_t.after), so peers stage their pieces concurrently and
+ * the engine applies them in order; only a member's own input, reduced by
+ * the member itself, waits for the landing before it.
  *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
@@ -239,63 +242,85 @@ static uint8_t *fold_target(const call_t *c, unsigned k)
     return c->in_place && c->g->rank >= 2 ? accumulator(c, k) : c->dst + at;
 }
 
-static void fold_step(call_t *c, unsigned k, unsigned i)
+/* Step i's transfer of chunk k (NULL for the local step, or once released). */
+static crux_tl_xfer_t **fold_slot(call_t *c, unsigned k, unsigned i)
+{
+    int q = fold_peer(c, i);
+    return q == c->g->rank ? NULL : &c->rs_recv[(size_t)q * c->kmax + k];
+}
+
+/* Issue step i of chunk k; 'before' is step i-1's transfer, if it had one:
+ * the engine lands this step's piece only once that one is done. */
+static void fold_step(call_t *c, unsigned k, unsigned i, const crux_tl_xfer_t *before)
 {
     crux_dev_group_t *g = c->g;
     int r = g->rank;
     int q = fold_peer(c, i);
     size_t at = chunk_first(c, r, k) * c->esize, n = chunk_count(c, r, k);
     uint8_t *acc = fold_target(c, k);
-    crux_tl_xfer_t **slot = &c->rs_recv[(size_t)q * c->kmax + k];
     if (q == r) {
         c->cpu(acc, acc, c->src + at, n);
         return;
     }
+    crux_tl_xfer_t **slot = fold_slot(c, k, i);
     if (r >= 2 && i == 0) {
         recv_chunk(c, g->rs[q], slot, acc, r, k);
         return;
     }
     crux_tl_reduce_t red = {
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
-        .local = i == 0 ? c->src + at : acc,
+        .local = i == 0 ? c->src + at : acc, .after = before,
     };
     crux_tl_xfer_t *x = NULL;
     crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);
     post(c, st, slot, x);
 }
 
-/* The transfer of chunk k's latest step, NULL when none is in flight. */
-static crux_tl_xfer_t **fold_inflight(call_t *c, unsigned k)
+/* 1 once every step of chunk k is issued and landed; its transfers are
+ * then retired together (a chained step refers to the one before it). */
+static int fold_done(call_t *c, unsigned k)
 {
-    if (c->folded[k] == 0) {
-        return NULL;
+    unsigned steps = fold_steps(c);
+    if (c->folded[k] < steps) {
+        return 0;
     }
-    int q = fold_peer(c, c->folded[k] - 1);
-    return q == c->g->rank ? NULL : &c->rs_recv[(size_t)q * c->kmax + k];
+    for (unsigned i = 0; i < steps; i++) {
+        crux_tl_xfer_t **x = fold_slot(c, k, i);
+        if (x != NULL && *x != NULL && !crux_tl_xfer_done(*x)) {
+            return 0;
+        }
+    }
+    for (unsigned i = 0; i < steps; i++) {
+        crux_tl_xfer_t **x = fold_slot(c, k, i);
+        if (x != NULL) {
+            finished(c, x);
+        }
+    }
+    return 1;
 }
 
-/* Advance every started chunk as far as it goes.  A chunk issues a step only
- * after the chunk before it did, so each pair's receives are posted in chunk
- * order (the i-th receive matches the peer's i-th send). */
+/* Issue what every started chunk can: a chunk's steps go out at once,
+ * chained, except the local step, which waits for the landing before it.
+ * A chunk issues a step only after the chunk before it did, so each pair's
+ * receives are posted in chunk order (the i-th receive matches the peer's
+ * i-th send). */
 static unsigned fold_chunks(call_t *c)
 {
     unsigned events = 0, steps = fold_steps(c);
     for (unsigned k = c->launched; k < c->rs_posted; k++) {
-        for (;;) {
-            crux_tl_xfer_t **x = fold_inflight(c, k);
-            if ((x != NULL && !finished(c, x)) || c->folded[k] == steps ||
-                (k > 0 && c->folded[k - 1] <= c->folded[k])) {
+        while (c->folded[k] < steps && (k == 0 || c->folded[k - 1] > c->folded[k])) {
+            unsigned i = c->folded[k];
+            crux_tl_xfer_t **prev = i > 0 ? fold_slot(c, k, i - 1) : NULL;
+            const crux_tl_xfer_t *before = prev != NULL ? *prev : NULL;
+            if (fold_peer(c, i) == c->g->rank && before != NULL && !crux_tl_xfer_done(before)) {
                 break;
             }
-            fold_step(c, k, c->folded[k]++);
+            fold_step(c, k, i, before);
+            c->folded[k]++;
             events++;
         }
     }
-    while (c->launched < c->rs_posted && c->folded[c->launched] == steps) {
-        crux_tl_xfer_t **x = fold_inflight(c, c->launched);
-        if (x != NULL && !finished(c, x)) {
-            break;
-        }
+    while (c->launched < c->rs_posted && fold_done(c, c->launched)) {
         unsigned k = c->launched++;
         if (c->in_place && c->g->rank >= 2) {
             memcpy(c->dst + chunk_first(c, c->g->rank, k) * c->esize, fold_target(c, k),

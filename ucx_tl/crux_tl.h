@@ -361,6 +361,11 @@ typedef struct {
     size_t      esize;           /* bytes per element */
     const void *local;
     int         incoming_first;  /* the incoming element is the left operand */
+    /* NULL, or a receive of this engine (on another pair) that must be done
+     * before anything of this one lands: a chain of reductions into one
+     * buffer, posted at once, applied in order.  It must not be released
+     * before this transfer is done. */
+    const crux_tl_xfer_t *after;
 } crux_tl_reduce_t;
 
 crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,

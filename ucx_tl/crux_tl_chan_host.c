@@ -118,6 +118,9 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 {
     model_chan_t *m = (model_chan_t *)chan;
     double now = crux_tl_now();
+    if (!crux_tl_may_land(c->xfer)) {
+        return 0;   /* a chained reduction: its turn has not come */
+    }
     if (c->copied < c->length && now > c->start) {
         double carried = (now - c->start) * m->model.bandwidth;
         size_t upto = carried >= (double)c->length ? c->length : (size_t)carried;

@@ -295,6 +295,8 @@ void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *chunk);
 /* Land 'length' bytes that arrived for offset 'at' of the receive's buffer:
  * a copy (streaming if asked) or the reduction of a reducing receive. */
 void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length);
+/* 0 while a reducing receive must wait for the one it comes after. */
+int crux_tl_may_land(const crux_tl_xfer_t *x);
 
 /* crux_tl_match.c: the receiver's matching and planning */
 void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x);

@@ -71,6 +71,11 @@ crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t byt
     return st;
 }
 
+int crux_tl_may_land(const crux_tl_xfer_t *x)
+{
+    return x->reduce.after == NULL || x->reduce.after->state == XFER_DONE;
+}
+
 void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length)
 {
     uint8_t *out = x->buffer + at;
