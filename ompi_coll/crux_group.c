@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/crux_cpus.h"
 #include "ompi_coll/crux_group_internal.h"
 
 #define CRUX_SPIN_POLLS 4096u
@@ -50,16 +51,6 @@ static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int f
         *all_flags = flags;
     }
     return result;
-}
-
-static unsigned online_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
-        return (unsigned)CPU_COUNT(&set);
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
 }
 
 static crux_status_t alloc_arrays(crux_coll_group_t *g)
@@ -238,7 +229,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
         }
         unsigned local = config->local_procs > 0 ? (unsigned)config->local_procs
                                                  : (unsigned)g->size;
-        g->spin = local > online_cpus() ? 0 : CRUX_SPIN_POLLS;
+        g->spin = local > crux_cpus_online() ? 0 : CRUX_SPIN_POLLS;
     }
 
 out:
