@@ -76,6 +76,9 @@ typedef struct {
     /* host buffers: results of at least this many bytes land with streaming
      * stores (0: never) */
     size_t   stream_min_bytes;
+    /* processes on this node (0: the group size): a member waiting on its
+     * peers spins only when each has a core, else yields at once */
+    int      local_procs;
 } crux_dev_config_t;
 
 #define CRUX_DEV_CONFIG_DEFAULT {              \

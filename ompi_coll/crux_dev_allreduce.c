@@ -33,7 +33,6 @@
 
 #include "ompi_coll/crux_dev_group.h"
 
-#define IDLE_SPINS 64u
 
 typedef struct {
     crux_dev_group_t *g;
@@ -549,8 +548,8 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     while (!complete(&c)) {
         if (step(&c) > 0) {
             idle = 0;
-        } else if (++idle > IDLE_SPINS) {
-            sched_yield();   /* peers may share our cores */
+        } else if (++idle > g->spins) {
+            sched_yield();   /* what we wait for needs a peer to run */
         }
     }
     teardown(&c);

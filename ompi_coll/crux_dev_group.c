@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crux_cpus.h"
 #include "ompi_coll/crux_dev_group.h"
+
+#define IDLE_SPINS 64u   /* idle polls before a member with a core of its own yields it */
 
 static crux_status_t exchange_cards(crux_dev_group_t *g, const crux_coll_oob_t *oob,
                                     uint8_t **cards_p, size_t *size_p)
@@ -76,6 +79,9 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     }
     g->rank = oob->rank;
     g->size = oob->size;
+    unsigned local = g->config.local_procs > 0 ? (unsigned)g->config.local_procs
+                                               : (unsigned)g->size;
+    g->spins = local > crux_cpus_online() ? 0 : IDLE_SPINS;
     g->rs = calloc((size_t)g->size, sizeof(*g->rs));
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));
     crux_tl_engine_config_t ecfg = g->config.engine;

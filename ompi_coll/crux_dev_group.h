@@ -17,6 +17,7 @@ struct crux_dev_group {
     size_t              scratch_size;
     int                 scratch_device;   /* -1: host */
     crux_dev_queue_t   *queue;            /* kernels, on scratch_device */
+    unsigned            spins;            /* idle polls before yielding the core */
 };
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
