@@ -3,7 +3,7 @@
  * addresses; many transfers in flight at once (more than a ring holds);
  * two processes sending to each other at the same time over buffers they
  * share; size mismatches, empty transfers, and a single channel forced;
- * receives that reduce on landing. */
+ * receives that reduce on landing, alone and chained. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -357,6 +357,58 @@ START_TEST(test_reducing_receive)
 }
 END_TEST
 
+/* A reducing receive chained after another (on a second pair) lands
+ * nothing before that one is done, even when its own data is there first. */
+START_TEST(test_chained_reductions_land_in_order)
+{
+    tl_engine_t t;
+    ck_assert_int_eq(tl_engine_open(&t, 0, models, 3, ""), 0);
+    crux_tl_pair_t *first, *second;
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 1, 1, NULL, &first), CRUX_OK);
+    ck_assert_int_eq(crux_tl_pair_connect(t.engine, 2, 2, NULL, &second), CRUX_OK);
+    enum { N = 50000 };
+    uint32_t *acc = malloc(4 * N), *a = malloc(4 * N), *b = malloc(4 * N);
+    ck_assert(acc != NULL && a != NULL && b != NULL);
+    for (uint32_t i = 0; i < N; i++) {
+        acc[i] = i;
+        a[i] = i * 7 + 1;
+        b[i] = i * 13 + 5;
+    }
+    crux_tl_reduce_t red = { .fn = three_a_plus_b, .esize = 4, .local = acc };
+    crux_tl_xfer_t *ra, *rb, *sa, *sb;
+    ck_assert_int_eq(crux_tl_recv_reduce(first, acc, 4 * N, &red, NULL, &ra), CRUX_OK);
+    red.after = ra;
+    ck_assert_int_eq(crux_tl_recv_reduce(second, acc, 4 * N, &red, NULL, &rb), CRUX_OK);
+    ck_assert_int_eq(crux_tl_send(second, b, 4 * N, NULL, &sb), CRUX_OK);
+    for (int polls = 0; polls < 100000; polls++) {
+        crux_tl_engine_progress(t.engine);   /* b's pieces are there, a's are not */
+    }
+    ck_assert(!crux_tl_xfer_done(rb));
+    for (uint32_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(acc[i], i);
+    }
+    ck_assert_int_eq(crux_tl_send(first, a, 4 * N, NULL, &sa), CRUX_OK);
+    ck_assert_int_eq(crux_tl_xfer_wait(rb), CRUX_OK);
+    ck_assert(crux_tl_xfer_done(ra));
+    ck_assert_int_eq(crux_tl_xfer_status(ra), CRUX_OK);
+    ck_assert_int_eq(crux_tl_xfer_wait(sa), CRUX_OK);
+    ck_assert_int_eq(crux_tl_xfer_wait(sb), CRUX_OK);
+    for (uint32_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(acc[i], 3 * (3 * i + a[i]) + b[i]);
+    }
+    crux_tl_xfer_release(rb);
+    crux_tl_xfer_release(ra);
+    crux_tl_xfer_release(sa);
+    crux_tl_xfer_release(sb);
+    free(acc);
+    free(a);
+    free(b);
+    crux_tl_pair_disconnect(first);
+    crux_tl_pair_disconnect(second);
+    tl_engine_close(&t);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("tl_engine");
@@ -367,6 +419,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_mismatch_empty_and_forced_channel);
     tcase_add_test(tc, test_two_processes_both_ways);
     tcase_add_test(tc, test_reducing_receive);
+    tcase_add_test(tc, test_chained_reductions_land_in_order);
     suite_add_tcase(s, tc);
     return s;
 }
