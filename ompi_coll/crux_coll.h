@@ -50,7 +50,7 @@ typedef struct {
     .chunk_size     = 256u << 10,             \
     .cma_chunk_size = 256u << 10,             \
     .cma_min_bytes  = 0,                      \
-    .stream_min_bytes = 4u << 20,             \
+    .stream_min_bytes = 2u << 20,             \
     .local_procs    = 0,                      \
     .tl             = CRUX_TL_CONFIG_DEFAULT, \
 }

@@ -83,7 +83,7 @@ typedef struct {
 
 #define CRUX_DEV_CONFIG_DEFAULT {              \
     .chunk_size = 4u << 20, .window = 4,        \
-    .stream_min_bytes = 4u << 20,               \
+    .stream_min_bytes = 2u << 20,               \
     .tl = CRUX_TL_CONFIG_DEFAULT,               \
     .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \
     .calibrate = 1,                             \
