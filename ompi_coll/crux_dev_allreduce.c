@@ -33,7 +33,6 @@
 
 #include "ompi_coll/crux_dev_group.h"
 
-
 typedef struct {
     crux_dev_group_t *g;
     int           device;        /* -1: host memory */
