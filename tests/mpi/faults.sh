@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Faults (tests/mpi/test_faults.c):
-#  1. a rank SIGKILLed inside a large crux Allreduce: the job ends non-zero
+#  1. a rank SIGKILLed inside a large crux Allreduce (staged, hierarchical,
+#     over the engine): the job ends non-zero
 #     within 60 s, no process of it is left, and no crux shared-memory
 #     segment is left in /dev/shm (crux's segments come from UCX's posix
 #     memory domain, /dev/shm/ucx_shm_posix_*, unlinked once mapped; its
@@ -55,6 +56,7 @@ kill_case() {   # kill_case NP LABEL ALGORITHM [MPIRUN-ARGS...]
 kill_case 3 "kill posix" staged
 kill_case 3 "kill sysv" staged --mca coll_crux_shm_mds sysv
 kill_case 4 "kill hier" hier --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier
+kill_case 3 "kill engine" engine --mca coll_crux_allreduce_algorithm engine
 
 # 2. a communicator freed while another thread uses a different one
 run_mpi 2 "comm free" --mca coll crux --mca coll_crux_verbose 2 -- $prog commfree 40
