@@ -70,7 +70,7 @@ typedef struct {
     unsigned window;        /* chunks of the own shard being gathered at once */
     crux_tl_config_t tl;    /* the transport context */
     /* channels: kinds, model channels (tests), calibration cache;
-     * max_peers is set by the group */
+     * max_peers and eager_max (one shm slot) are set by the group */
     crux_tl_engine_config_t engine;
     int      calibrate;     /* calibrate host channels at creation (cached per node) */
     /* host buffers: results of at least this many bytes land with streaming

@@ -86,6 +86,7 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));
     crux_tl_engine_config_t ecfg = g->config.engine;
     ecfg.max_peers = 2 * g->size;
+    ecfg.eager_max = ecfg.shm_slot_size;   /* small pieces and chunks skip the plan's round trip */
     crux_status_t st = g->rs != NULL && g->ag != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
     if (st == CRUX_OK) {
         st = crux_tl_context_open(&g->config.tl, &g->ctx);

@@ -280,13 +280,18 @@ typedef struct {
     /* Calibration cache file.  NULL: $XDG_CACHE_HOME/crux/calibration-<host>,
      * else $HOME/.cache/crux/..., else /tmp/crux-<uid>/...; "": no cache. */
     const char      *calib_path;
+    /* Host sends of at most this many bytes go out eagerly: the sender
+     * copies them into its shm slots as it publishes them, before the
+     * receiver's plan, which saves a round trip; the receiver lands them
+     * over shm whatever its params ask (0: never). */
+    size_t           eager_max;
 } crux_tl_engine_config_t;
 
 #define CRUX_TL_ENGINE_CONFIG_DEFAULT {                     \
     .max_peers = 64, .kinds = CRUX_TL_KINDS_HOST | CRUX_TL_KINDS_CUDA, \
     .shm_slot_size = 256u << 10, .shm_slots = 8,             \
     .nmodels = 0, .models = NULL, .path_cost = 0.5e-6,       \
-    .calib_path = NULL,                                      \
+    .calib_path = NULL, .eager_max = 0,                      \
 }
 
 /* Create an engine on an open context (which must outlive it).  It allocates

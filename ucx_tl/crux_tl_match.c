@@ -206,6 +206,35 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
     return CRUX_OK;
 }
 
+/* An eager send's bytes are on their way through the shm slots already: the
+ * plan is that one stripe, kept even when the receive cannot take them, so
+ * the slots are drained (landing nothing) and the sender is not stuck. */
+static crux_status_t plan_eager(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
+                                const crux_tl_wire_buf_t *sbuf)
+{
+    unsigned index = 0;
+    while (index + 1 < pair->nhost && pair->chan[index]->attr.kind != CRUX_TL_CHAN_SHM) {
+        index++;
+    }
+    const crux_tl_chan_t *shm = pair->chan[index];
+    crux_tl_run_t *run = &x->run[0];
+    memset(run, 0, sizeof(*run));
+    run->kind  = CRUX_TL_CHAN_SHM;
+    run->index = index;
+    run->bytes = sbuf->bytes;
+    run->chunk = shm->attr.max_chunk;
+    run->depth = shm->attr.max_depth;
+    x->nruns = 1;
+    x->stats.nstripes = 1;
+    x->stats.stripe[0].channel = index;
+    x->stats.stripe[0].chunk   = run->chunk;
+    x->stats.stripe[0].depth   = run->depth;
+    if (sbuf->bytes != x->bytes) {
+        return CRUX_ERR_INVALID;
+    }
+    return x->mem.type == CRUX_TL_MEM_HOST ? CRUX_OK : CRUX_ERR_UNSUPPORTED;
+}
+
 void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
     unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
@@ -222,11 +251,12 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     x->peer_addr = sbuf.addr;
     x->steal_index = -1;
     x->t_matched = crux_tl_now();
-    crux_status_t status = plan_transfer(pair, x, &sbuf);
+    int eager = w->eager != 0;
+    crux_status_t status = eager ? plan_eager(pair, x, &sbuf) : plan_transfer(pair, x, &sbuf);
     if (status != CRUX_OK) {
         x->failed = 1;
         x->status = status;
-        x->nruns = 0;
+        x->nruns = eager ? x->nruns : 0;
         x->peer_pushes = 0;
     }
 

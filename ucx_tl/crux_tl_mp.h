@@ -16,6 +16,8 @@
  *      the receiver publishes recv_done when every byte has landed (and after
  *      send_done when the sender pushed), and the sender completes on it.
  * A ring entry is reused only when both sides are done with its transfer.
+ * An eager send (small, host memory) skips step 2 for the sender: it stages
+ * its bytes into the shm slots at once, and the receiver's plan is that. 
  *
  * The sender claims the stripes it pushes when it takes the plan.  If it
  * has not by the time the receiver finished its own stripes and a grace
@@ -59,6 +61,7 @@ typedef struct {
 typedef struct {
     alignas(64) uint64_t seq;     /* sequence + 1 once valid */
     crux_tl_wire_buf_t buf;
+    uint32_t eager;               /* 1: staged over shm at once, no plan awaited */
 } crux_tl_wire_send_t;
 
 typedef struct {

@@ -64,7 +64,7 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair)
         }
         crux_tl_run_t *run = x != NULL ? shm_run(x) : NULL;
         if (run == NULL) {
-            return events;   /* cannot happen: chunks follow the plan, which follows the match */
+            return events;   /* an eager send's chunks wait for the receive's match */
         }
         if (!x->failed && !crux_tl_may_land(x)) {
             return events;   /* a chained reduction: its turn has not come */

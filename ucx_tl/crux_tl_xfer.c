@@ -118,6 +118,26 @@ void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *c)
 
 /* --- the sender ------------------------------------------------------------ */
 
+static crux_tl_chan_t *own_channel(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind);
+
+/* A small host send goes out eagerly when the pair has shm slots: one
+ * stripe over shm, staged from now on. */
+static int start_eager(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    const crux_tl_chan_t *shm = own_channel(pair, CRUX_TL_CHAN_SHM);
+    if (shm == NULL || x->bytes == 0 || x->bytes > pair->engine->config.eager_max ||
+        x->mem.type != CRUX_TL_MEM_HOST) {
+        return 0;
+    }
+    crux_tl_run_t *run = &x->run[x->nruns++];
+    memset(run, 0, sizeof(*run));
+    run->kind  = CRUX_TL_CHAN_SHM;
+    run->bytes = x->bytes;
+    run->chunk = shm->attr.max_chunk;
+    run->depth = shm->attr.max_depth;
+    return 1;
+}
+
 static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
     unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
@@ -131,9 +151,10 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         crux_tl_cuda_export(pair->engine, x->buffer, &w->buf) != CRUX_OK) {
         w->buf.mem_type = -1;   /* the receiver refuses it */
     }
+    w->eager = (uint32_t)start_eager(pair, x);
     pair->send_busy[k] = 1;
     mp_store(&w->seq, x->seq + 1);
-    x->state = XFER_PUBLISHED;
+    x->state = w->eager ? XFER_ACTIVE : XFER_PUBLISHED;
 }
 
 static crux_tl_chan_t *own_channel(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)

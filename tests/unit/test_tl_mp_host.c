@@ -2,7 +2,7 @@
  * private buffers: cma get, cma put and shm staging, each alone and all
  * together, both directions at once, unaligned; without cma; calibration
  * and its cache file; a peer that dies; receives that reduce on landing or
- * stream. */
+ * stream; eager sends. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -430,6 +430,80 @@ START_TEST(test_reducing_and_streamed_receives)
 }
 END_TEST
 
+/* Eager sends: rank 0 sends and stages before rank 1 has posted anything;
+ * up to eager_max they go over shm whatever the receiver asks, past it the
+ * receiver's plan rules; a size mismatch fails both sides and the slots are
+ * drained for the next transfer; a reducing receive takes an eager send. */
+static int eager(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    tl_engine_t t;
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    cfg.max_peers = 2;
+    cfg.calib_path = "";
+    cfg.eager_max = 64u << 10;
+    if (crux_tl_context_open(NULL, &t.ctx) != CRUX_OK ||
+        crux_tl_engine_create(t.ctx, &cfg, &t.engine) != CRUX_OK) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL) {
+        return 11;
+    }
+    static unsigned char buf[(64u << 10) + 1], want[(64u << 10) + 1];
+    const size_t sizes[] = { 1, 4099, 64u << 10, (64u << 10) + 1, 100, 100, 1000 };
+    const size_t takes[] = { 1, 4099, 64u << 10, (64u << 10) + 1, 50, 100, 1000 };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && rc == 0; i++) {
+        crux_tl_xfer_t *x;
+        crux_status_t want_st = sizes[i] == takes[i] ? CRUX_OK : CRUX_ERR_INVALID;
+        if (m->rank == 0) {
+            tl_fill(buf, sizes[i], (unsigned)i);
+            if (crux_tl_send(pair, buf, sizes[i], NULL, &x) != CRUX_OK) {
+                return 12;
+            }
+            for (int polls = 0; polls < 1000; polls++) {
+                crux_tl_engine_progress(t.engine);   /* stages what it may */
+            }
+            fork_group_barrier(m);
+            rc = crux_tl_xfer_wait(x) != want_st ? 13 : 0;
+        } else {
+            fork_group_barrier(m);   /* the sender has staged before we post */
+            crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
+            crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = want };
+            tl_prepare_dst(buf, takes[i], (unsigned)i);
+            memset(want, 1, takes[i]);
+            crux_status_t st = i == 6 ? crux_tl_recv_reduce(pair, buf, takes[i], &red, NULL, &x)
+                                      : crux_tl_recv(pair, buf, takes[i], &get_only, &x);
+            if (st != CRUX_OK) {
+                return 14;
+            }
+            st = crux_tl_xfer_wait(x);
+            const crux_tl_xfer_stats_t *stats = crux_tl_xfer_stats(x);
+            unsigned want_channel = sizes[i] <= cfg.eager_max ? 2 : 0;   /* shm, else cma-get */
+            if (st != want_st || stats->nstripes != 1 || stats->stripe[0].channel != want_channel) {
+                rc = 15;
+            } else if (st == CRUX_OK && i != 6 && tl_landed_once(buf, takes[i], (unsigned)i, x) != 0) {
+                rc = 16;
+            }
+            for (size_t b = 0; i == 6 && rc == 0 && b < takes[i]; b++) {
+                rc = buf[b] != (unsigned char)(tl_pattern(b, 6) + 1) ? 17 : 0;
+            }
+        }
+        crux_tl_xfer_release(x);
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc;
+}
+
+START_TEST(test_eager_sends)
+{
+    ck_assert_int_eq(fork_group_run(2, eager, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_bad_cards_and_configurations)
 {
     tl_engine_t t;
@@ -471,6 +545,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_dead_peer_fails_the_transfer);
     tcase_add_test(tc, test_bad_cards_and_configurations);
     tcase_add_test(tc, test_reducing_and_streamed_receives);
+    tcase_add_test(tc, test_eager_sends);
     suite_add_tcase(s, tc);
     return s;
 }
