@@ -1,0 +1,53 @@
+/* Internal to libcrux_dev: one call of the Allreduce data movement, shared
+ * by the pipeline (crux_dev_allreduce.c) and the folding of host pieces
+ * (crux_dev_fold.c). */
+#ifndef CRUX_DEV_CALL_H
+#define CRUX_DEV_CALL_H
+
+#include <stdint.h>
+
+#include "ompi_coll/crux_dev_group.h"
+
+typedef struct {
+    crux_dev_group_t *g;
+    int           device;        /* -1: host memory */
+    size_t        esize, chunk;  /* chunk: elements */
+    crux_dtype_t  dtype;
+    crux_op_t     op;
+    crux_reduce_fn_t cpu;        /* host memory */
+    int           fold;          /* host: receives reduce on landing */
+    int           stream;        /* host: gathered chunks bypass the cache */
+    unsigned     *folded;        /* fold: [chunk of our shard] steps issued */
+    const uint8_t *src;
+    uint8_t      *dst;
+    int           in_place, do_rs, do_ag;
+    size_t        count;
+    unsigned      kmax;          /* chunks of the largest shard */
+    unsigned     *chunks;        /* [size] chunks of each shard */
+    /* transfers, [peer * kmax + chunk] */
+    crux_tl_xfer_t **rs_send, **rs_recv, **ag_send, **ag_recv;
+    unsigned      rs_posted;     /* chunks of our shard whose pieces are posted */
+    unsigned      launched;      /* chunks whose reduction is enqueued */
+    unsigned      reduced;       /* chunks reduced (and sent on) */
+    unsigned      pending;       /* transfers not yet finished */
+    crux_status_t status;
+} crux_dev_call_t;
+
+/* Chunk k of member p's shard: its first element and its element count. */
+size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k);
+size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k);
+/* Chunk k's scratch accumulator (in place, past rank 1). */
+uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k);
+/* Account a posted transfer in 'slot', or the error that kept it from posting. */
+void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x);
+/* Post the receive of chunk k of member p's shard into 'to'. */
+void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                         uint8_t *to, int p, unsigned k);
+/* Retire a finished transfer; 1 when the slot holds none (any more). */
+int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot);
+
+/* crux_dev_fold.c: issue what every started chunk of our shard can, and
+ * count the chunks whose fold is complete into c->launched. */
+unsigned crux_dev_fold_chunks(crux_dev_call_t *c);
+
+#endif
