@@ -144,11 +144,25 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 
 static const crux_tl_chan_ops_t model_ops = { model_issue, model_test, plain_destroy };
 
+int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind)
+{
+    return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL;
+}
+
+int crux_tl_pair_channel(const crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
+{
+    for (unsigned i = 0; i < pair->nhost; i++) {
+        if (pair->chan[i]->attr.kind == kind) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 int crux_tl_pair_reduces(const crux_tl_pair_t *pair)
 {
     for (unsigned i = 0; i < pair->nhost; i++) {
-        crux_tl_chan_kind_t kind = pair->chan[i]->attr.kind;
-        if (kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL) {
+        if (crux_tl_chan_lands_by_receiver(pair->chan[i]->attr.kind)) {
             return 1;
         }
     }

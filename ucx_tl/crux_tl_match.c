@@ -12,13 +12,6 @@ static int receiver_acts(crux_tl_chan_kind_t kind)
     return kind != CRUX_TL_CHAN_CMA_PUT && kind != CRUX_TL_CHAN_SHM;
 }
 
-/* Channels whose landings the receiver writes itself, from memory it can
- * read: the only ones that can reduce on landing. */
-static int lands_by_receiver(crux_tl_chan_kind_t kind)
-{
-    return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL;
-}
-
 /* A reducing receive's chunks start on element boundaries: multiples of
  * the granule (every element size divides it), within the channel's cap. */
 static size_t granular_chunk(size_t chunk, size_t max_chunk)
@@ -159,7 +152,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
             const crux_tl_chan_t *c = pair->chan[candidates[j]];
             int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
                           (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
-            kind_on &= !(reducing || streaming) || lands_by_receiver(c->attr.kind);
+            kind_on &= !(reducing || streaming) || crux_tl_chan_lands_by_receiver(c->attr.kind);
             uint32_t asked = x->params.channels;
             if (kind_on && (asked == 0 || (asked & (1u << candidates[j])))) {
                 index[n++] = candidates[j];
@@ -212,21 +205,11 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
 static crux_status_t plan_eager(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
                                 const crux_tl_wire_buf_t *sbuf)
 {
-    unsigned index = 0;
-    while (index + 1 < pair->nhost && pair->chan[index]->attr.kind != CRUX_TL_CHAN_SHM) {
-        index++;
-    }
-    const crux_tl_chan_t *shm = pair->chan[index];
     crux_tl_run_t *run = &x->run[0];
-    memset(run, 0, sizeof(*run));
-    run->kind  = CRUX_TL_CHAN_SHM;
-    run->index = index;
-    run->bytes = sbuf->bytes;
-    run->chunk = shm->attr.max_chunk;
-    run->depth = shm->attr.max_depth;
+    crux_tl_shm_eager_run(pair, sbuf->bytes, run);
     x->nruns = 1;
     x->stats.nstripes = 1;
-    x->stats.stripe[0].channel = index;
+    x->stats.stripe[0].channel = run->index;
     x->stats.stripe[0].chunk   = run->chunk;
     x->stats.stripe[0].depth   = run->depth;
     if (sbuf->bytes != x->bytes) {

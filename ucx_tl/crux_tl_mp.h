@@ -17,7 +17,7 @@
  *      send_done when the sender pushed), and the sender completes on it.
  * A ring entry is reused only when both sides are done with its transfer.
  * An eager send (small, host memory) skips step 2 for the sender: it stages
- * its bytes into the shm slots at once, and the receiver's plan is that. 
+ * its bytes into the shm slots at once, and the receiver's plan is that.
  *
  * The sender claims the stripes it pushes when it takes the plan.  If it
  * has not by the time the receiver finished its own stripes and a grace
@@ -288,6 +288,11 @@ crux_status_t crux_tl_host_channels(crux_tl_pair_t *pair);
 void crux_tl_chan_init(crux_tl_chan_t *chan, const crux_tl_chan_ops_t *ops,
                        crux_tl_chan_kind_t kind, const char *name);
 unsigned crux_tl_chan_poll(crux_tl_chan_t *chan);
+/* 1 for the channels whose landings the receiver writes itself, from memory
+ * it reads (shm, model): the only ones that can reduce or stream. */
+int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind);
+/* Index of the pair's host channel of this kind, -1 if it has none. */
+int crux_tl_pair_channel(const crux_tl_pair_t *pair, crux_tl_chan_kind_t kind);
 
 /* crux_tl_xfer.c */
 unsigned crux_tl_pair_progress(crux_tl_pair_t *pair);
@@ -308,6 +313,9 @@ void crux_tl_plan_invalidate(crux_tl_pair_t *pair);
 /* crux_tl_shm.c: the staged slots */
 unsigned crux_tl_shm_stage(crux_tl_pair_t *pair);
 unsigned crux_tl_shm_drain(crux_tl_pair_t *pair);
+/* The one stripe of an eager send of 'bytes', as both sides see it: all of
+ * it over the pair's shm channel, a slot per chunk. */
+void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run_t *run);
 
 /* crux_tl_calib.c: the cache */
 void crux_tl_calib_path(crux_tl_engine_t *engine, const char *path);

@@ -18,6 +18,22 @@ static crux_tl_run_t *shm_run(crux_tl_xfer_t *x)
     return NULL;
 }
 
+void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run_t *run)
+{
+    int index = crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM);
+    memset(run, 0, sizeof(*run));
+    run->kind  = CRUX_TL_CHAN_SHM;
+    run->bytes = bytes;
+    if (index >= 0) {   /* (a receiver without shm only drains the slots: any figures do) */
+        run->index = (unsigned)index;
+        run->chunk = pair->chan[index]->attr.max_chunk;
+        run->depth = pair->chan[index]->attr.max_depth;
+    } else {
+        run->chunk = pair->engine->config.shm_slot_size;
+        run->depth = 1;
+    }
+}
+
 unsigned crux_tl_shm_stage(crux_tl_pair_t *pair)
 {
     const crux_tl_engine_config_t *cfg = &pair->engine->config;

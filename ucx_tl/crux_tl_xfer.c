@@ -118,23 +118,15 @@ void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *c)
 
 /* --- the sender ------------------------------------------------------------ */
 
-static crux_tl_chan_t *own_channel(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind);
-
 /* A small host send goes out eagerly when the pair has shm slots: one
  * stripe over shm, staged from now on. */
 static int start_eager(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
-    const crux_tl_chan_t *shm = own_channel(pair, CRUX_TL_CHAN_SHM);
-    if (shm == NULL || x->bytes == 0 || x->bytes > pair->engine->config.eager_max ||
-        x->mem.type != CRUX_TL_MEM_HOST) {
+    if (crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM) < 0 || x->bytes == 0 ||
+        x->bytes > pair->engine->config.eager_max || x->mem.type != CRUX_TL_MEM_HOST) {
         return 0;
     }
-    crux_tl_run_t *run = &x->run[x->nruns++];
-    memset(run, 0, sizeof(*run));
-    run->kind  = CRUX_TL_CHAN_SHM;
-    run->bytes = x->bytes;
-    run->chunk = shm->attr.max_chunk;
-    run->depth = shm->attr.max_depth;
+    crux_tl_shm_eager_run(pair, x->bytes, &x->run[x->nruns++]);
     return 1;
 }
 
@@ -155,16 +147,6 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     pair->send_busy[k] = 1;
     mp_store(&w->seq, x->seq + 1);
     x->state = w->eager ? XFER_ACTIVE : XFER_PUBLISHED;
-}
-
-static crux_tl_chan_t *own_channel(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
-{
-    for (unsigned i = 0; i < pair->nhost; i++) {
-        if (pair->chan[i]->attr.kind == kind) {
-            return pair->chan[i];
-        }
-    }
-    return NULL;
 }
 
 /* Take the receiver's plan: the stripes this side pushes become its runs. */
@@ -197,7 +179,8 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         crux_tl_run_t *run = &x->run[x->nruns++];
         memset(run, 0, sizeof(*run));
         run->kind   = (crux_tl_chan_kind_t)s->kind;
-        run->chan   = s->kind == CRUX_TL_CHAN_CMA_PUT ? own_channel(pair, CRUX_TL_CHAN_CMA_PUT) : NULL;
+        int put     = crux_tl_pair_channel(pair, CRUX_TL_CHAN_CMA_PUT);
+        run->chan   = s->kind == CRUX_TL_CHAN_CMA_PUT && put >= 0 ? pair->chan[put] : NULL;
         run->offset = s->offset;
         run->bytes  = s->bytes;
         run->chunk  = s->chunk;
