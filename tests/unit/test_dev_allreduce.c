@@ -1,8 +1,10 @@
-/* libcrux_dev's Allreduce data movement on model channels, in 2 to 4 forked
- * processes: reduce-scatter, allgather and the pipelined allreduce give,
- * bit for bit, the rank-order reduction of every member's input, in place
- * or not, for odd counts and counts smaller than the group; and the
- * device-buffer pieces behave as the API says on a machine without a GPU. */
+/* libcrux_dev's Allreduce data movement in 2 to 4 forked processes, on
+ * model channels and on host channels (shm and cma: pieces fold on landing;
+ * cma alone: they land in scratch and are reduced afterwards):
+ * reduce-scatter, allgather and the pipelined allreduce give, bit for bit,
+ * the rank-order reduction of every member's input, in place or not, for
+ * odd counts and counts smaller than the group; and the device-buffer
+ * pieces behave as the API says on a machine without a GPU. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -27,7 +29,7 @@ typedef struct {
     crux_op_t    op;
     size_t       count;
     int          in_place;
-    int          host;       /* host channels (shm, cma) instead of model ones */
+    unsigned     kinds;      /* host channel kinds instead of model channels (0: models) */
 } case_t;
 
 static uint8_t *input_of(const case_t *c, int rank)
@@ -65,9 +67,9 @@ static int body(fork_group_member_t *m, void *arg)
     cfg.chunk_size = 48u << 10;   /* many chunks ... */
     cfg.window = 2;               /* ... through few scratch slots */
     cfg.calibrate = 0;
-    cfg.engine.kinds = c->host ? CRUX_TL_KINDS_HOST : 0;
-    cfg.engine.models = c->host ? NULL : models;
-    cfg.engine.nmodels = c->host ? 0 : 3;
+    cfg.engine.kinds = c->kinds;
+    cfg.engine.models = c->kinds != 0 ? NULL : models;
+    cfg.engine.nmodels = c->kinds != 0 ? 0 : 3;
     cfg.engine.calib_path = "";
     cfg.stream_min_bytes = 1u << 20;   /* the larger cases land gathered chunks streamed */
     crux_coll_oob_t oob = fork_group_oob(m);
@@ -136,18 +138,18 @@ static int body(fork_group_member_t *m, void *arg)
     return rc;
 }
 
-static void run_on(int host, int size, step_t step, crux_dtype_t dtype, crux_op_t op,
+static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, crux_op_t op,
                    size_t count, int in_place)
 {
     size_t region = (size_t)size * 2 * MAX_BYTES;
     case_t c = { .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place,
-                 .host = host };
+                 .kinds = kinds };
     c.region = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(c.region != MAP_FAILED);
     ck_assert_uint_le(count * crux_dtype_size(dtype), MAX_BYTES);
     ck_assert_msg(fork_group_run(size, body, &c) == 0, "%d members, step %d, %s %s, count %zu%s%s",
                   size, step, crux_dtype_name(dtype), crux_op_name(op), count,
-                  in_place ? ", in place" : "", host ? ", host channels" : "");
+                  in_place ? ", in place" : "", kinds != 0 ? ", host channels" : "");
     munmap(c.region, region);
 }
 
@@ -190,12 +192,25 @@ END_TEST
 START_TEST(test_host_channels_fold_in_rank_order)
 {
     for (int size = 2; size <= 4; size++) {
-        run_on(1, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
-        run_on(1, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
-        run_on(1, size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
-        run_on(1, size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
+        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
+        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
+        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
+        run_on(CRUX_TL_KINDS_HOST, size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
     }
-    run_on(1, 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
+    run_on(CRUX_TL_KINDS_HOST, 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
+}
+END_TEST
+
+/* cma alone cannot reduce on landing: pieces land in the owner's scratch
+ * and are reduced afterwards by the CPU, still in rank order. */
+START_TEST(test_host_channels_without_shm_reduce_from_scratch)
+{
+    const unsigned cma = CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT);
+    for (int size = 2; size <= 4; size++) {
+        run_on(cma, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 300007, 0);
+        run_on(cma, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 300007, 1);
+    }
+    run_on(cma, 3, REDUCE_SCATTER, CRUX_DT_DOUBLE, CRUX_OP_PROD, 1001, 1);
 }
 END_TEST
 
@@ -289,6 +304,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_reduce_scatter_and_allgather_alone);
     tcase_add_test(tc, test_refusals_and_host_channels);
     tcase_add_test(tc, test_host_channels_fold_in_rank_order);
+    tcase_add_test(tc, test_host_channels_without_shm_reduce_from_scratch);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
     suite_add_tcase(s, tc);
