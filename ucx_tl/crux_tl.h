@@ -148,6 +148,7 @@ typedef enum {
     CRUX_TL_CHAN_CMA_GET,    /* receiver pulls over cma: single copy by its CPU */
     CRUX_TL_CHAN_CMA_PUT,    /* sender pushes over cma: single copy by its CPU */
     CRUX_TL_CHAN_SHM,        /* sender copies into a shared segment's slots, receiver copies out */
+    CRUX_TL_CHAN_SHM_DIRECT, /* receiver copies straight out of a shared send buffer (crux_tl_shared_alloc) */
     CRUX_TL_CHAN_MODEL,      /* a paced memcpy by the receiver (see crux_tl_model_t) */
     CRUX_TL_CHAN_CUDA_IPC,   /* receiver copies from the sender's device buffer, mapped by IPC */
     CRUX_TL_CHAN_CUDA_PEER,  /* the same, staged through buffers in one or two peer GPUs */
@@ -265,7 +266,7 @@ typedef struct crux_tl_xfer   crux_tl_xfer_t;   /* one send or receive */
 /* Bit (1u << kind) of crux_tl_chan_kind_t. */
 #define CRUX_TL_KIND(kind) (1u << (kind))
 #define CRUX_TL_KINDS_HOST (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) | \
-                            CRUX_TL_KIND(CRUX_TL_CHAN_SHM))
+                            CRUX_TL_KIND(CRUX_TL_CHAN_SHM) | CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT))
 #define CRUX_TL_KINDS_CUDA (CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_IPC) | CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_PEER) | \
                             CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST))
 
@@ -371,14 +372,41 @@ typedef struct {
      * buffer, posted at once, applied in order.  It must not be released
      * before this transfer is done. */
     const crux_tl_xfer_t *after;
+    /* NULL, or a second place (spanning the buffer's length) every landed
+     * result is also written to, while it is still in cache: e.g. a shared
+     * buffer (crux_tl_shared_alloc) the result is then sent on from. */
+    void       *also;
 } crux_tl_reduce_t;
 
 crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
                                   const crux_tl_reduce_t *reduce,
                                   const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
 
-/* 1 when the pair has a channel a reducing receive can use. */
+/* 1 when the pair has a channel a reducing receive can use whatever the
+ * sender's buffer (shm slots, model channels). */
 int crux_tl_pair_reduces(const crux_tl_pair_t *pair);
+
+/* --- shared buffers ---------------------------------------------------------- */
+
+/* Host memory that every peer of the engine reads in place.  A send whose
+ * buffer lies within one travels in a single copy: the receiver copies (or
+ * reduces, or streams) straight out of its own mapping of it, over the
+ * pair's shm-direct channel, with no staging by the sender and no system
+ * call; the sender only publishes it and waits for the receiver's word.  So
+ * one shared buffer written once can be sent to every peer (a gather reads
+ * it once per peer), and a reducing receive from it needs no shm slots.
+ * The receiver maps a peer's shared buffer the first time a send names it
+ * and keeps a few mappings per pair.  CRUX_ERR_UNSUPPORTED when the engine
+ * does not use CRUX_TL_CHAN_SHM_DIRECT, CRUX_ERR_NO_MEMORY when the shared
+ * memory domain has no room. */
+crux_status_t crux_tl_shared_alloc(crux_tl_engine_t *engine, size_t bytes, void **ptr_p);
+/* Free a shared buffer; no send from it may be in flight.  Peers' mappings
+ * of it stay valid until they drop them. */
+void crux_tl_shared_free(crux_tl_engine_t *engine, void *ptr);
+
+/* 1 when sends from shared buffers to the peer go over shm-direct (both
+ * sides use the kind). */
+int crux_tl_pair_direct(const crux_tl_pair_t *pair);
 
 /* Make progress on every pair's transfers without blocking: publish, plan,
  * issue chunks, retire completed ones.  Both sides of a transfer must

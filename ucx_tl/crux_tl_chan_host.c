@@ -6,8 +6,10 @@
  * by the actor's CPU); a put is issued by the sender once it has seen the
  * receiver's plan, hence its higher latency.  The shm channel copies twice,
  * once on each side, and pipelines the two copies through its slots.  The
- * channels that the receiver copies out of memory it addresses (shm, model)
- * can also reduce on landing (crux_tl_land). */
+ * shm-direct channel copies once, by the receiver, out of its mapping of
+ * the sender's buffer, which must be a shared buffer (crux_tl_shared.c).
+ * The channels that the receiver copies out of memory it addresses (shm,
+ * shm-direct, model) can also reduce on landing (crux_tl_land). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "ucx_tl/crux_tl_mp.h"
 
 static const char *const kind_names[CRUX_TL_CHAN_KIND_COUNT] = {
-    "cma-get", "cma-put", "shm", "model", "cuda-ipc", "cuda-peer", "cuda-host",
+    "cma-get", "cma-put", "shm", "shm-direct", "model", "cuda-ipc", "cuda-peer", "cuda-host",
 };
 
 const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind)
@@ -91,6 +93,29 @@ static const crux_tl_chan_ops_t cma_put_ops = { cma_put_issue, cma_test, plain_d
  * through issue and test. */
 static const crux_tl_chan_ops_t shm_ops = { NULL, NULL, plain_destroy };
 
+/* --- shm-direct ------------------------------------------------------------ */
+
+static crux_status_t direct_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
+{
+    (void)chan;
+    (void)c;
+    return CRUX_OK;   /* the copy is made when polled, once the chunk may land */
+}
+
+static int direct_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
+{
+    const crux_tl_xfer_t *x = c->xfer;
+    (void)chan;
+    if (!crux_tl_may_land(x)) {
+        return 0;   /* a chained reduction: its turn has not come */
+    }
+    crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer), c->src, c->length);
+    c->status = CRUX_OK;
+    return 1;
+}
+
+static const crux_tl_chan_ops_t direct_ops = { direct_issue, direct_test, plain_destroy };
+
 /* --- model ----------------------------------------------------------------- */
 
 typedef struct {
@@ -146,7 +171,8 @@ static const crux_tl_chan_ops_t model_ops = { model_issue, model_test, plain_des
 
 int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind)
 {
-    return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_MODEL;
+    return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_SHM_DIRECT ||
+           kind == CRUX_TL_CHAN_MODEL;
 }
 
 int crux_tl_pair_channel(const crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
@@ -162,7 +188,8 @@ int crux_tl_pair_channel(const crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
 int crux_tl_pair_reduces(const crux_tl_pair_t *pair)
 {
     for (unsigned i = 0; i < pair->nhost; i++) {
-        if (crux_tl_chan_lands_by_receiver(pair->chan[i]->attr.kind)) {
+        crux_tl_chan_kind_t kind = pair->chan[i]->attr.kind;
+        if (kind != CRUX_TL_CHAN_SHM_DIRECT && crux_tl_chan_lands_by_receiver(kind)) {
             return 1;
         }
     }
@@ -228,6 +255,25 @@ static crux_tl_chan_t *shm_chan(crux_tl_pair_t *pair)
     return c;
 }
 
+/* Chunks keep a landing's source and destination within L2 and let a
+ * chained reduction behind it start early. */
+static crux_tl_chan_t *direct_chan(void)
+{
+    crux_tl_chan_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    crux_tl_chan_init(c, &direct_ops, CRUX_TL_CHAN_SHM_DIRECT, "shm-direct");
+    c->attr.bandwidth  = 10e9;
+    c->attr.latency    = 0.2e-6;
+    c->attr.chunk_cost = 0.1e-6;
+    c->attr.hops       = 1;
+    c->attr.max_depth  = 4;
+    c->attr.max_chunk  = 256u << 10;
+    c->attr.resources  = CRUX_TL_RES_RX_CPU;
+    return c;
+}
+
 static crux_tl_chan_t *model_chan(const crux_tl_model_t *model, unsigned i)
 {
     model_chan_t *m = calloc(1, sizeof(*m));
@@ -260,6 +306,9 @@ crux_status_t crux_tl_host_channels(crux_tl_pair_t *pair)
     }
     if (st == CRUX_OK && (cfg->kinds & CRUX_TL_KIND(CRUX_TL_CHAN_SHM))) {
         st = add(pair, shm_chan(pair));
+    }
+    if (st == CRUX_OK && (cfg->kinds & CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT))) {
+        st = add(pair, direct_chan());
     }
     for (unsigned i = 0; st == CRUX_OK && i < cfg->nmodels; i++) {
         st = add(pair, model_chan(&cfg->models[i], i));

@@ -111,6 +111,7 @@ void crux_tl_engine_destroy(crux_tl_engine_t *e)
         crux_tl_pair_disconnect(e->pairs);
     }
     crux_tl_cuda_destroy(e);
+    crux_tl_shared_free_all(e);
     while (e->free_chunks != NULL) {
         crux_tl_chunk_t *c = e->free_chunks;
         e->free_chunks = c->next;
@@ -262,6 +263,7 @@ void crux_tl_pair_disconnect(crux_tl_pair_t *pair)
             pair->chan[i]->ops->destroy(pair->chan[i]);
         }
     }
+    crux_tl_shared_unmap_all(pair);
     crux_tl_ep_destroy(pair->ep);
     crux_tl_rseg_detach(pair->rseg);
     free(pair);

@@ -29,7 +29,8 @@ static unsigned host_candidates(crux_tl_pair_t *pair, unsigned *index)
     for (unsigned i = 0; i < pair->nhost && n < CRUX_TL_MAX_PATHS; i++) {
         const crux_tl_chan_t *c = pair->chan[i];
         if ((c->attr.kind == CRUX_TL_CHAN_CMA_GET && !c->usable) ||
-            (c->attr.kind == CRUX_TL_CHAN_CMA_PUT && !peer_cma)) {
+            (c->attr.kind == CRUX_TL_CHAN_CMA_PUT && !peer_cma) ||
+            c->attr.kind == CRUX_TL_CHAN_SHM_DIRECT) {   /* shared buffers only: plan_direct */
             continue;
         }
         index[n++] = i;
@@ -117,6 +118,42 @@ void crux_tl_plan_invalidate(crux_tl_pair_t *pair)
     pair->generation++;
 }
 
+/* The sender's buffer is shared: the receiver copies it out of its own
+ * mapping, one copy, which no other host channel beats (they copy as much
+ * or more, through the kernel or twice), so it goes over shm-direct alone.
+ * 0 when that is not asked, or not possible here. */
+static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wire_buf_t *sbuf,
+                       crux_status_t *status)
+{
+    int index = crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM_DIRECT);
+    uint32_t asked = x->params.channels;
+    if (sbuf->shared_id == 0 || index < 0 || (asked != 0 && !(asked & (1u << index)))) {
+        return 0;
+    }
+    *status = crux_tl_shared_import(pair, sbuf, &x->peer_mapped);
+    if (*status != CRUX_OK) {
+        return 1;
+    }
+    crux_tl_chan_t *chan = pair->chan[index];
+    size_t chunk = x->params.chunk > 0 && x->params.chunk < chan->attr.max_chunk
+                 ? x->params.chunk : chan->attr.max_chunk;
+    crux_tl_run_t *run = &x->run[0];
+    memset(run, 0, sizeof(*run));
+    run->kind  = CRUX_TL_CHAN_SHM_DIRECT;
+    run->chan  = chan;
+    run->index = (unsigned)index;
+    run->bytes = x->bytes;
+    run->chunk = x->reduce.fn != NULL ? granular_chunk(chunk, chan->attr.max_chunk) : chunk;
+    run->depth = chan->attr.max_depth;
+    x->nruns = 1;
+    x->stats.nstripes = 1;
+    x->stats.stripe[0].channel = run->index;
+    x->stats.stripe[0].chunk   = run->chunk;
+    x->stats.stripe[0].depth   = run->depth;
+    x->stats.predicted = chan->attr.latency + (double)x->bytes / chan->attr.bandwidth;
+    return 1;
+}
+
 /* Choose the channels and plan; fills the transfer's runs. */
 static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
                                    const crux_tl_wire_buf_t *sbuf)
@@ -133,6 +170,10 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         return CRUX_ERR_UNSUPPORTED;
     }
     if (sbuf->mem_type == CRUX_TL_MEM_HOST && x->mem.type == CRUX_TL_MEM_HOST) {
+        crux_status_t st = CRUX_OK;
+        if (plan_direct(pair, x, sbuf, &st)) {
+            return st;
+        }
         x->peer_mapped = (void *)(uintptr_t)sbuf->addr;   /* for model channels */
         all = host_candidates(pair, candidates);
     } else if (sbuf->mem_type == CRUX_TL_MEM_CUDA && x->mem.type == CRUX_TL_MEM_CUDA) {

@@ -37,6 +37,8 @@
 #define CRUX_TL_MAX_SLOTS 32          /* shm staging slots per direction */
 #define CRUX_TL_MAX_CHANS 32          /* channels in a pair's table */
 #define CRUX_TL_GRANULE   64          /* stripes start on cache lines */
+#define CRUX_TL_SHARED_KEY_MAX 128   /* bytes of a shared buffer's segment key */
+#define CRUX_TL_SHARED_MAPS 4        /* peer shared buffers a pair keeps mapped */
 #define CRUX_TL_AREA_MAGIC 0x6372757870616972ull   /* "cruxpair" */
 #define CRUX_TL_CARD_MAGIC 0x6372757863617264ull   /* "cruxcard" */
 
@@ -50,6 +52,9 @@ typedef struct {
     char     pci[16];       /* device's PCI bus id */
     uint64_t alloc_base;    /* device memory: base of its allocation, and ... */
     uint8_t  ipc[64];       /* ... that allocation's CUDA IPC handle */
+    uint64_t shared_id;     /* host memory in a shared buffer: its number (0: private) ... */
+    uint64_t shared_offset; /* ... where in it addr lies ... */
+    uint8_t  shared_key[CRUX_TL_SHARED_KEY_MAX];   /* ... and its segment's key */
 } crux_tl_wire_buf_t;
 
 typedef struct {
@@ -223,6 +228,23 @@ struct crux_tl_xfer {
     double              t_matched;
 };
 
+/* A peer's shared buffer, mapped here. */
+typedef struct {
+    uint64_t        id;         /* 0: free */
+    crux_tl_rseg_t *rseg;
+    uint64_t        last_use;
+} crux_tl_shared_map_t;
+
+/* One of this engine's shared buffers. */
+typedef struct crux_tl_shared {
+    struct crux_tl_shared *next;
+    crux_tl_seg_t *seg;
+    uint64_t       id;
+    uint8_t       *base;
+    size_t         bytes;
+    uint8_t        key[CRUX_TL_SHARED_KEY_MAX];
+} crux_tl_shared_t;
+
 /* ---- pairs and the engine ---------------------------------------------------- */
 
 typedef struct {
@@ -261,6 +283,8 @@ struct crux_tl_pair {
     crux_tl_plan_entry_t plans[CRUX_TL_PLAN_CACHE];
     unsigned            plan_next;
     unsigned            idle_polls;
+    crux_tl_shared_map_t shared_maps[CRUX_TL_SHARED_MAPS];
+    uint64_t            shared_uses;
 };
 
 typedef struct crux_tl_cuda_state crux_tl_cuda_state_t;
@@ -275,6 +299,8 @@ struct crux_tl_engine {
     crux_tl_chunk_t    *free_chunks;
     char                calib_path[512];
     crux_tl_cuda_state_t *cuda;         /* NULL until a device transfer or without CUDA */
+    crux_tl_shared_t   *shared;         /* shared buffers, newest first */
+    uint64_t            shared_ids;     /* numbers handed out */
 };
 
 /* crux_tl_engine.c */
@@ -316,6 +342,17 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair);
 /* The one stripe of an eager send of 'bytes', as both sides see it: all of
  * it over the pair's shm channel, a slot per chunk. */
 void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run_t *run);
+
+/* crux_tl_shared.c: shared buffers */
+/* Name the shared buffer holding [ptr, ptr + bytes) in 'wire' (nothing if
+ * none does); 1 when one does. */
+int crux_tl_shared_describe(const crux_tl_engine_t *engine, const void *ptr, size_t bytes,
+                            crux_tl_wire_buf_t *wire);
+/* The sender's shared buffer named in 'wire', mapped here: where its addr is. */
+crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
+                                    void **ptr_p);
+void crux_tl_shared_unmap_all(crux_tl_pair_t *pair);
+void crux_tl_shared_free_all(crux_tl_engine_t *engine);
 
 /* crux_tl_calib.c: the cache */
 void crux_tl_calib_path(crux_tl_engine_t *engine, const char *path);

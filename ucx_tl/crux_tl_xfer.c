@@ -11,6 +11,7 @@
 #include "ucx_tl/crux_tl_mp.h"
 
 #define LIVENESS_POLLS 4096u   /* idle progress calls between checks that the peer lives */
+#define ALSO_BLOCK (16u << 10)  /* a multiple of the granule, so of every element size */
 
 static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_t bytes,
                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
@@ -80,12 +81,20 @@ void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t le
 {
     uint8_t *out = x->buffer + at;
     if (x->reduce.fn != NULL) {
-        const uint8_t *local = (const uint8_t *)x->reduce.local + at;
-        size_t count = length / x->reduce.esize;
-        if (x->reduce.incoming_first) {
-            x->reduce.fn(out, src, local, count);
-        } else {
-            x->reduce.fn(out, local, src, count);
+        /* with a second place, in blocks that its copy reads from L1 */
+        size_t block = x->reduce.also != NULL ? ALSO_BLOCK : length;
+        for (size_t done = 0; done < length; done += block) {
+            size_t n = length - done < block ? length - done : block;
+            const uint8_t *local = (const uint8_t *)x->reduce.local + at + done;
+            const uint8_t *in = (const uint8_t *)src + done;
+            if (x->reduce.incoming_first) {
+                x->reduce.fn(out + done, in, local, n / x->reduce.esize);
+            } else {
+                x->reduce.fn(out + done, local, in, n / x->reduce.esize);
+            }
+            if (x->reduce.also != NULL) {
+                memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
+            }
         }
     } else if (x->params.stream) {
         crux_copy_stream(out, src, length);
@@ -143,7 +152,11 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         crux_tl_cuda_export(pair->engine, x->buffer, &w->buf) != CRUX_OK) {
         w->buf.mem_type = -1;   /* the receiver refuses it */
     }
-    w->eager = (uint32_t)start_eager(pair, x);
+    /* a shared buffer goes in one copy by the receiver: staging it eagerly
+     * would copy twice */
+    int shared = x->mem.type == CRUX_TL_MEM_HOST && x->bytes > 0 &&
+                 crux_tl_shared_describe(pair->engine, x->buffer, x->bytes, &w->buf);
+    w->eager = (uint32_t)(!shared && start_eager(pair, x));
     pair->send_busy[k] = 1;
     mp_store(&w->seq, x->seq + 1);
     x->state = w->eager ? XFER_ACTIVE : XFER_PUBLISHED;

@@ -2,7 +2,8 @@
  * private buffers: cma get, cma put and shm staging, each alone and all
  * together, both directions at once, unaligned; without cma; calibration
  * and its cache file; a peer that dies; receives that reduce on landing or
- * stream; eager sends. */
+ * stream; eager sends.  And sends from shared buffers, in one copy over
+ * shm-direct. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -73,8 +74,9 @@ static int every_channel(fork_group_member_t *m, void *argp)
     }
     crux_tl_chan_attr_t attrs[8];
     unsigned nchan = crux_tl_pair_channels(pair, attrs, 8);
-    if (nchan != 3 || attrs[0].kind != CRUX_TL_CHAN_CMA_GET ||
-        attrs[1].kind != CRUX_TL_CHAN_CMA_PUT || attrs[2].kind != CRUX_TL_CHAN_SHM) {
+    if (nchan != 4 || attrs[0].kind != CRUX_TL_CHAN_CMA_GET ||
+        attrs[1].kind != CRUX_TL_CHAN_CMA_PUT || attrs[2].kind != CRUX_TL_CHAN_SHM ||
+        attrs[3].kind != CRUX_TL_CHAN_SHM_DIRECT) {
         return 12;
     }
     unsigned char *out = malloc(BIG + 64), *in = malloc(BIG + 64);
@@ -111,6 +113,16 @@ static int every_channel(fork_group_member_t *m, void *argp)
         crux_tl_xfer_release(s);
         crux_tl_xfer_release(r);
     }
+    /* shm-direct forced on a private buffer: refused on both sides */
+    crux_tl_xfer_params_t direct_only = { .channels = 1u << 3 };
+    crux_tl_xfer_t *s, *r;
+    if (crux_tl_recv(pair, in, 100, &direct_only, &r) != CRUX_OK ||
+        crux_tl_send(pair, out, 100, NULL, &s) != CRUX_OK ||
+        crux_tl_xfer_wait(r) != CRUX_ERR_UNSUPPORTED || crux_tl_xfer_wait(s) != CRUX_ERR_UNSUPPORTED) {
+        return 32;
+    }
+    crux_tl_xfer_release(s);
+    crux_tl_xfer_release(r);
     fork_group_barrier(m);
     crux_tl_pair_disconnect(pair);
     tl_engine_close(&t);
@@ -147,7 +159,7 @@ static int calibrate(fork_group_member_t *m, void *argp)
         return 11;
     }
     crux_tl_chan_attr_t mine[3], theirs[2][3];
-    if (crux_tl_pair_channels(pair, mine, 3) != 3) {
+    if (crux_tl_pair_channels(pair, mine, 3) != 4) {   /* shm-direct is not measured */
         return 12;
     }
     for (int i = 0; i < 3; i++) {
@@ -504,6 +516,179 @@ START_TEST(test_eager_sends)
 }
 END_TEST
 
+/* Sends from shared buffers: one stripe over shm-direct (index 3) at every
+ * size and unaligned offset, the same bytes to two receives at once, a
+ * streamed receive, cma forced instead; a reducing receive with a second
+ * place on an engine without shm slots (cma and shm-direct only); more
+ * shared buffers than a pair keeps mapped; and the refusals. */
+static int check_direct(const crux_tl_xfer_t *r, unsigned channel)
+{
+    const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
+    return st->nstripes == 1 && st->stripe[0].channel == channel ? 0 : 1;
+}
+
+static int shared_plain(fork_group_member_t *m, crux_tl_pair_t *pair, tl_engine_t *t)
+{
+    const size_t sizes[] = { 1, 63, 4099, (256u << 10) + 1, (5u << 20) + 3 };
+    unsigned char *sh, *in = malloc((5u << 20) + 200), *in2 = malloc((5u << 20) + 200);
+    if (crux_tl_shared_alloc(t->engine, (5u << 20) + 100, (void **)&sh) != CRUX_OK) {
+        return 20;
+    }
+    int peer = 1 - m->rank, rc = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && rc == 0; i++) {
+        size_t n = sizes[i], off = i % 7;
+        tl_fill(sh + off, n, (unsigned)(m->rank * 5 + i));
+        tl_prepare_dst(in + 1, n, (unsigned)(peer * 5 + i));
+        tl_prepare_dst(in2 + 3, n, (unsigned)(peer * 5 + i));
+        crux_tl_xfer_params_t stream = { .stream = 1 };
+        crux_tl_xfer_t *s1, *s2, *r1, *r2;
+        if (crux_tl_send(pair, sh + off, n, NULL, &s1) != CRUX_OK ||
+            crux_tl_send(pair, sh + off, n, NULL, &s2) != CRUX_OK ||
+            crux_tl_recv(pair, in + 1, n, NULL, &r1) != CRUX_OK ||
+            crux_tl_recv(pair, in2 + 3, n, &stream, &r2) != CRUX_OK) {
+            return 21;
+        }
+        if (crux_tl_xfer_wait(r1) != CRUX_OK || crux_tl_xfer_wait(r2) != CRUX_OK ||
+            crux_tl_xfer_wait(s1) != CRUX_OK || crux_tl_xfer_wait(s2) != CRUX_OK) {
+            rc = 22;
+        } else if (tl_landed_once(in + 1, n, (unsigned)(peer * 5 + i), r1) != 0 ||
+                   tl_landed_once(in2 + 3, n, (unsigned)(peer * 5 + i), r2) != 0) {
+            rc = 23;
+        } else if (check_direct(r1, 3) || check_direct(r2, 3)) {
+            rc = 24;
+        }
+        crux_tl_xfer_release(s1);
+        crux_tl_xfer_release(s2);
+        crux_tl_xfer_release(r1);
+        crux_tl_xfer_release(r2);
+    }
+    /* the receiver may still ask for cma alone: the shared buffer is plain memory to it */
+    crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
+    crux_tl_xfer_t *s, *r;
+    tl_fill(sh, 70000, 9);
+    tl_prepare_dst(in, 70000, 9);
+    if (crux_tl_send(pair, sh, 70000, NULL, &s) != CRUX_OK ||
+        crux_tl_recv(pair, in, 70000, &get_only, &r) != CRUX_OK ||
+        crux_tl_xfer_wait(r) != CRUX_OK || crux_tl_xfer_wait(s) != CRUX_OK ||
+        tl_landed_once(in, 70000, 9, r) != 0 || check_direct(r, 0) != 0) {
+        rc = rc != 0 ? rc : 25;
+    }
+    crux_tl_xfer_release(s);
+    crux_tl_xfer_release(r);
+    fork_group_barrier(m);
+    crux_tl_shared_free(t->engine, sh);
+    free(in);
+    free(in2);
+    return rc;
+}
+
+/* On an engine with cma and shm-direct only: a reducing receive from a
+ * private buffer is refused, from a shared one it folds, writing the
+ * result to the second place too; then ten shared buffers in turn, more
+ * than the pair keeps mapped. */
+static int shared_reduce(fork_group_member_t *m)
+{
+    tl_engine_t t;
+    unsigned kinds = CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) |
+                     CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT);
+    if (tl_engine_open(&t, kinds, NULL, 0, "") != 0) {
+        return 30;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL || crux_tl_pair_reduces(pair) || !crux_tl_pair_direct(pair)) {
+        return 31;
+    }
+    const size_t n = (2u << 20) + 6;
+    unsigned char *sh, *acc = malloc(n), *also = malloc(n + 1), *want = malloc(n);
+    if (crux_tl_shared_alloc(t.engine, n, (void **)&sh) != CRUX_OK) {
+        return 32;
+    }
+    int rc = 0;
+    for (int shared = 0; shared < 2 && rc == 0; shared++) {
+        tl_fill(sh, n, (unsigned)m->rank);
+        tl_fill(acc, n, 40);
+        tl_fill(want, n, (unsigned)(1 - m->rank));
+        add_u8(want, acc, want, n);
+        memset(also, 0, n + 1);
+        crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = acc, .also = also };
+        crux_tl_xfer_t *s, *r;
+        if (crux_tl_recv_reduce(pair, acc, n, &red, NULL, &r) != CRUX_OK ||
+            crux_tl_send(pair, shared ? sh : want, n, NULL, &s) != CRUX_OK) {
+            return 33;
+        }
+        crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
+        if (!shared) {
+            rc = rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 34 : 0;
+        } else if (rs != CRUX_OK || ss != CRUX_OK || memcmp(acc, want, n) != 0 ||
+                   memcmp(also, want, n) != 0 || also[n] != 0 || check_direct(r, 2)) {
+            rc = 35;
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+        fork_group_barrier(m);
+    }
+    crux_tl_shared_free(t.engine, sh);
+    for (unsigned i = 0; i < 10 && rc == 0; i++) {
+        unsigned char *b;
+        if (crux_tl_shared_alloc(t.engine, 4096 * (i + 1), (void **)&b) != CRUX_OK) {
+            return 36;
+        }
+        tl_fill(b, 4000, i);
+        tl_prepare_dst(acc, 4000, i);
+        crux_tl_xfer_t *s, *r;
+        if (crux_tl_send(pair, b, 4000, NULL, &s) != CRUX_OK ||
+            crux_tl_recv(pair, acc, 4000, NULL, &r) != CRUX_OK ||
+            crux_tl_xfer_wait(r) != CRUX_OK || crux_tl_xfer_wait(s) != CRUX_OK ||
+            tl_landed_once(acc, 4000, i, r) != 0 || check_direct(r, 2) != 0) {
+            rc = 37;
+        }
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+        fork_group_barrier(m);   /* the peer is done with it before it is freed */
+        crux_tl_shared_free(t.engine, b);
+    }
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    free(acc);
+    free(also);
+    free(want);
+    return rc;
+}
+
+static int shared_sends(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL || !crux_tl_pair_direct(pair)) {
+        return 11;
+    }
+    int rc = shared_plain(m, pair, &t);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc != 0 ? rc : shared_reduce(m);
+}
+
+START_TEST(test_shared_buffers_go_in_one_copy)
+{
+    ck_assert_int_eq(fork_group_run(2, shared_sends, NULL), 0);
+    /* the refusals */
+    tl_engine_t t;
+    void *p;
+    ck_assert_int_eq(tl_engine_open(&t, CRUX_TL_KIND(CRUX_TL_CHAN_SHM), NULL, 0, ""), 0);
+    ck_assert_int_eq(crux_tl_shared_alloc(t.engine, 100, &p), CRUX_ERR_UNSUPPORTED);
+    tl_engine_close(&t);
+    ck_assert_int_eq(tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, ""), 0);
+    ck_assert_int_eq(crux_tl_shared_alloc(t.engine, 0, &p), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_tl_shared_alloc(t.engine, 100, &p), CRUX_OK);
+    crux_tl_shared_free(t.engine, (char *)p + 1);   /* not one: ignored */
+    tl_engine_close(&t);                              /* frees it */
+}
+END_TEST
+
 START_TEST(test_bad_cards_and_configurations)
 {
     tl_engine_t t;
@@ -546,6 +731,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_bad_cards_and_configurations);
     tcase_add_test(tc, test_reducing_and_streamed_receives);
     tcase_add_test(tc, test_eager_sends);
+    tcase_add_test(tc, test_shared_buffers_go_in_one_copy);
     suite_add_tcase(s, tc);
     return s;
 }
