@@ -66,7 +66,9 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes);
 typedef struct crux_dev_group crux_dev_group_t;
 
 typedef struct {
-    size_t   chunk_size;    /* bytes per pipeline chunk of a shard */
+    size_t   chunk_size;    /* bytes per pipeline chunk of a shard: device buffers ... */
+    size_t   host_chunk_size; /* ... and host buffers, whose copies are the CPU's and
+                               * pipeline finer (the stage holds window rows of them) */
     unsigned window;        /* chunks of the own shard being gathered at once */
     crux_tl_config_t tl;    /* the transport context */
     /* channels: kinds, model channels (tests), calibration cache;
@@ -82,7 +84,7 @@ typedef struct {
 } crux_dev_config_t;
 
 #define CRUX_DEV_CONFIG_DEFAULT {              \
-    .chunk_size = 4u << 20, .window = 4,        \
+    .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4, \
     .stream_min_bytes = 2u << 20,               \
     .tl = CRUX_TL_CONFIG_DEFAULT,               \
     .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \

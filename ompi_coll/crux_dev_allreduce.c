@@ -24,6 +24,15 @@
  * the engine applies them in order; only a member's own input, reduced by
  * the member itself, waits for the landing before it.
  *
+ * Host buffers go through a shared stage when every pair has shm-direct:
+ * a member copies its pieces of row k (chunk k of every other shard) into
+ * the stage and sends them from there, and the fold writes the chunk's
+ * result into the stage as well (crux_tl_reduce_t.also), where the gather
+ * sends it from: every piece and result then travels in one copy by its
+ * receiver, and a result is written once for all peers, as in the staged
+ * algorithm.  The stage is a ring of 'window' rows; row k is copied in
+ * once row k - window's transfers are done.
+ *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
  * then reports the error. */
@@ -55,6 +64,21 @@ crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
     if (st != CRUX_OK) {
         crux_dev_release_scratch(g);
     }
+    return st;
+}
+
+crux_status_t crux_dev_stage(crux_dev_group_t *g, size_t bytes)
+{
+    if (g->stage != NULL && g->stage_size >= bytes) {
+        return CRUX_OK;
+    }
+    if (g->stage != NULL) {
+        crux_tl_shared_free(g->engine, g->stage);
+        g->stage = NULL;
+        g->stage_size = 0;
+    }
+    crux_status_t st = crux_tl_shared_alloc(g->engine, bytes, &g->stage);
+    g->stage_size = st == CRUX_OK ? bytes : 0;
     return st;
 }
 
@@ -102,6 +126,27 @@ uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k)
     return piece(c, k, c->g->size);   /* the slot's last place */
 }
 
+uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k)
+{
+    size_t row = (size_t)((c->row0 + k) % c->g->config.window) * (size_t)c->g->size;
+    return c->stage + (row + (size_t)p) * c->slot_elems * c->esize;
+}
+
+/* Row k's places in the stage that 'sends' went from are free: those
+ * transfers of the row before it in that place are done (finished ones are
+ * released, see step; the caller knows they were posted).  Our pieces'
+ * places go with rs_send, our own result's place with ag_send. */
+static int row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, unsigned k)
+{
+    unsigned window = c->g->config.window;
+    for (int q = 0; k >= window && q < c->g->size; q++) {
+        if (sends[(size_t)q * c->kmax + (k - window)] != NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* --- transfers ---------------------------------------------------------------- */
 
 void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x)
@@ -116,12 +161,12 @@ void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, 
     c->pending++;
 }
 
+/* Send chunk k of member p's shard from 'from'. */
 static void send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                       const uint8_t *base, int p, unsigned k)
+                       const uint8_t *from, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
-    crux_status_t st = crux_tl_send(pair, base + crux_dev_chunk_first(c, p, k) * c->esize,
-                                    crux_dev_chunk_count(c, p, k) * c->esize, NULL, &x);
+    crux_status_t st = crux_tl_send(pair, from, crux_dev_chunk_count(c, p, k) * c->esize, NULL, &x);
     crux_dev_post(c, st, slot, x);
 }
 
@@ -195,12 +240,37 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
 
 /* --- one step of the state machine -------------------------------------------------- */
 
+/* Staged: copy row 'staged' of our pieces into the stage and send them. */
+static unsigned stage_row(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    unsigned k = c->staged;
+    if (c->stage == NULL || !c->do_rs || k >= c->kmax || !row_free(c, c->rs_send, k)) {
+        return 0;
+    }
+    for (int q = 0; q < g->size; q++) {
+        if (q != g->rank && k < c->chunks[q]) {
+            uint8_t *to = crux_dev_stage_at(c, q, k);
+            memcpy(to, c->src + crux_dev_chunk_first(c, q, k) * c->esize,
+                   crux_dev_chunk_count(c, q, k) * c->esize);
+            send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], to, q, k);
+        }
+    }
+    c->staged++;
+    return 1;
+}
+
 static unsigned post_scatter_receives(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = 0;
+    /* staged: a chunk's pieces come once its row is staged, and its result
+     * goes to the row's place of ours, free once the gather from it before
+     * is done (posted: reduced is past it) */
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
-           c->rs_posted < c->reduced + g->config.window) {
+           c->rs_posted < c->reduced + g->config.window &&
+           (c->stage == NULL ||
+            (c->rs_posted < c->staged && row_free(c, c->ag_send, c->rs_posted)))) {
         for (int q = 0; !c->fold && q < g->size; q++) {   /* folds post step by step */
             if (q != g->rank) {
                 crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
@@ -242,7 +312,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = 0;
-    while (c->reduced < c->launched) {
+    while (c->reduced < c->launched && (c->stage == NULL || row_free(c, c->ag_send, c->reduced))) {
         if (c->do_rs && c->device >= 0 && c->status == CRUX_OK) {
             int done = crux_dev_queue_done(g->queue, c->reduced);
             if (done == 0) {
@@ -252,9 +322,17 @@ static unsigned send_reduced(crux_dev_call_t *c)
                 c->status = (crux_status_t)done;
             }
         }
+        const uint8_t *from = c->dst + crux_dev_chunk_first(c, g->rank, c->reduced) * c->esize;
+        if (c->do_ag && c->stage != NULL) {
+            uint8_t *to = crux_dev_stage_at(c, g->rank, c->reduced);
+            if (!(c->fold && c->do_rs)) {   /* a fold wrote it there already */
+                memcpy(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize);
+            }
+            from = to;
+        }
         for (int q = 0; c->do_ag && q < g->size; q++) {
             if (q != g->rank) {
-                send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], c->dst, g->rank,
+                send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
                            c->reduced);
             }
         }
@@ -285,6 +363,7 @@ static unsigned step(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
+    events += stage_row(c);
     events += post_scatter_receives(c);
     events += c->fold ? crux_dev_fold_chunks(c) : launch_reductions(c);
     events += send_reduced(c);
@@ -313,10 +392,6 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
         if (c->device >= 0 ? !crux_dev_reduce_supported(c->dtype, c->op) : c->cpu == NULL) {
             return CRUX_ERR_UNSUPPORTED;
         }
-        c->fold = c->device < 0 && 64 % c->esize == 0;
-        for (int q = 0; c->fold && q < c->g->size; q++) {
-            c->fold = q == c->g->rank || crux_tl_pair_reduces(c->g->rs[q]);
-        }
     }
     size_t stream_from = c->g->config.stream_min_bytes;
     c->stream = c->device < 0 && stream_from > 0 && c->count * c->esize >= stream_from;
@@ -324,10 +399,36 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
     return CRUX_OK;
 }
 
+/* Host buffers between members that all have shm-direct get the shared
+ * stage (none when the shared memory domain has no room: then the pairs'
+ * other channels carry private buffers); folding needs it, or pairs with
+ * channels that reduce whatever the sender's buffer. */
+static void host_channels(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    int direct = 1, reduces = 1;
+    for (int q = 0; q < g->size; q++) {
+        if (q != g->rank) {
+            direct &= crux_tl_pair_direct(g->rs[q]) && crux_tl_pair_direct(g->ag[q]);
+            reduces &= crux_tl_pair_reduces(g->rs[q]);
+        }
+    }
+    size_t rows = g->config.window;
+    size_t largest = c->count / (size_t)g->size + (c->count % (size_t)g->size != 0);
+    c->slot_elems = largest < c->chunk ? largest : c->chunk;
+    if (direct && crux_dev_stage(g, rows * (size_t)g->size * c->slot_elems * c->esize) == CRUX_OK) {
+        c->stage = g->stage;
+        c->row0 = g->stage_row;
+        g->stage_row = (g->stage_row + c->kmax) % g->config.window;
+    }
+    c->fold = c->do_rs && 64 % c->esize == 0 && (c->stage != NULL || reduces);
+}
+
 static crux_status_t setup(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
-    c->chunk = g->config.chunk_size / c->esize > 0 ? g->config.chunk_size / c->esize : 1;
+    size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
+    c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
     c->chunks = calloc((size_t)g->size, sizeof(*c->chunks));
     if (c->chunks == NULL) {
         return CRUX_ERR_NO_MEMORY;
@@ -337,6 +438,9 @@ static crux_status_t setup(crux_dev_call_t *c)
         crux_dev_shard(g, c->count, p, &first, &length);
         c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
         c->kmax = c->chunks[p] > c->kmax ? c->chunks[p] : c->kmax;
+    }
+    if (c->device < 0) {
+        host_channels(c);
     }
     size_t slots = (size_t)g->size * c->kmax;
     c->rs_send = calloc(slots, sizeof(*c->rs_send));
@@ -401,9 +505,10 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         teardown(&c);
         return st;
     }
-    for (int q = 0; do_rs && q < g->size; q++) {
+    for (int q = 0; do_rs && c.stage == NULL && q < g->size; q++) {   /* staged: stage_row */
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {
-            send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k], c.src, q, k);
+            send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
+                       c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
         }
     }
     post_gather_receives(&c);

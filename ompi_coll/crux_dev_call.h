@@ -18,6 +18,14 @@ typedef struct {
     int           fold;          /* host: receives reduce on landing */
     int           stream;        /* host: gathered chunks bypass the cache */
     unsigned     *folded;        /* fold: [chunk of our shard] steps issued */
+    /* host, every pair with shm-direct: pieces and results are sent from
+     * the group's shared stage, a ring of 'window' rows (row k: chunk k of
+     * every shard, slot_elems apart), so each travels in one copy by its
+     * receiver and a result written once serves every peer; NULL: not */
+    uint8_t      *stage;
+    size_t        slot_elems;
+    unsigned      row0;          /* the stage row of chunk 0 */
+    unsigned      staged;        /* rows whose pieces are copied in and sent */
     const uint8_t *src;
     uint8_t      *dst;
     int           in_place, do_rs, do_ag;
@@ -38,6 +46,8 @@ size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k);
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k);
 /* Chunk k's scratch accumulator (in place, past rank 1). */
 uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k);
+/* Where chunk k of member p's shard goes in the stage. */
+uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
 /* Account a posted transfer in 'slot', or the error that kept it from posting. */
 void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x);
 /* Post the receive of chunk k of member p's shard into 'to'. */

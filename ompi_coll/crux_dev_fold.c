@@ -38,7 +38,8 @@ static crux_tl_xfer_t **fold_slot(crux_dev_call_t *c, unsigned k, unsigned i)
 }
 
 /* Issue step i of chunk k; 'before' is step i-1's transfer, if it had one:
- * the engine lands this step's piece only once that one is done. */
+ * the engine lands this step's piece only once that one is done.  With a
+ * stage, the last step also writes the result there, for the gather. */
 static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_xfer_t *before)
 {
     crux_dev_group_t *g = c->g;
@@ -46,8 +47,13 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     int q = fold_peer(c, i);
     size_t at = crux_dev_chunk_first(c, r, k) * c->esize, n = crux_dev_chunk_count(c, r, k);
     uint8_t *acc = fold_target(c, k);
+    uint8_t *also = c->stage != NULL && c->do_ag && i + 1 == fold_steps(c)
+                  ? crux_dev_stage_at(c, r, k) : NULL;
     if (q == r) {
         c->cpu(acc, acc, c->src + at, n);
+        if (also != NULL) {
+            memcpy(also, acc, n * c->esize);
+        }
         return;
     }
     crux_tl_xfer_t **slot = fold_slot(c, k, i);
@@ -57,7 +63,7 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     }
     crux_tl_reduce_t red = {
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
-        .local = i == 0 ? c->src + at : acc, .after = before,
+        .local = i == 0 ? c->src + at : acc, .after = before, .also = also,
     };
     crux_tl_xfer_t *x = NULL;
     crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);

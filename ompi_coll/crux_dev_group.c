@@ -74,6 +74,9 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     if (g->config.chunk_size == 0) {
         g->config.chunk_size = defaults.chunk_size;
     }
+    if (g->config.host_chunk_size == 0) {
+        g->config.host_chunk_size = defaults.host_chunk_size;
+    }
     if (g->config.window == 0) {
         g->config.window = defaults.window;
     }
@@ -134,7 +137,7 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
         return;
     }
     crux_dev_release_scratch(g);
-    crux_tl_engine_destroy(g->engine);   /* disconnects every pair */
+    crux_tl_engine_destroy(g->engine);   /* disconnects every pair, frees the stage */
     crux_tl_context_close(g->ctx);
     free(g->rs);
     free(g->ag);

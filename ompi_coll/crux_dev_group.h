@@ -18,7 +18,17 @@ struct crux_dev_group {
     int                 scratch_device;   /* -1: host */
     crux_dev_queue_t   *queue;            /* kernels, on scratch_device */
     unsigned            spins;            /* idle polls before yielding the core */
+    /* host buffers: the engine's shared buffer that pieces and results are
+     * sent from (crux_tl_shared_alloc), kept between calls; NULL: none */
+    void               *stage;
+    size_t              stage_size;
+    /* the row the next call starts at: successive calls write rows the
+     * peers read longest ago (writing lines a peer's cache holds is slow) */
+    unsigned            stage_row;
 };
+
+/* A shared stage of at least 'bytes'; CRUX_OK or why there is none. */
+crux_status_t crux_dev_stage(crux_dev_group_t *group, size_t bytes);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
 crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);

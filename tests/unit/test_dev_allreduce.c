@@ -65,6 +65,7 @@ static int body(fork_group_member_t *m, void *arg)
     const case_t *c = arg;
     crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
     cfg.chunk_size = 48u << 10;   /* many chunks ... */
+    cfg.host_chunk_size = 48u << 10;
     cfg.window = 2;               /* ... through few scratch slots */
     cfg.calibrate = 0;
     cfg.engine.kinds = c->kinds;
@@ -185,19 +186,75 @@ START_TEST(test_reduce_scatter_and_allgather_alone)
 }
 END_TEST
 
-/* Host buffers between processes over shm and cma: the pieces fold on
- * landing (over shm), in rank order, so float sums come out bit for bit as
- * the rank-order chain, whichever member owns a shard (members 0, 1 and
- * past 1 fold differently). */
+/* Host buffers between processes: the pieces fold on landing in rank
+ * order, so float sums come out bit for bit as the rank-order chain,
+ * whichever member owns a shard (members 0, 1 and past 1 fold
+ * differently).  With every host kind they go through the shared stage
+ * (shm-direct: many 48 KiB rows through a ring of two, so rows are
+ * reused while the pipeline runs); without shm-direct over the shm slots. */
 START_TEST(test_host_channels_fold_in_rank_order)
 {
-    for (int size = 2; size <= 4; size++) {
-        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
-        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
-        run_on(CRUX_TL_KINDS_HOST, size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
-        run_on(CRUX_TL_KINDS_HOST, size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
+    const unsigned kinds[2] = { CRUX_TL_KINDS_HOST,
+                                CRUX_TL_KINDS_HOST & ~CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT) };
+    for (int e = 0; e < 2; e++) {
+        for (int size = 2; size <= 4; size++) {
+            run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
+            run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
+            run_on(kinds[e], size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
+            run_on(kinds[e], size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
+        }
+        run_on(kinds[e], 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
+        run_on(kinds[e], 3, ALLGATHER, CRUX_DT_INT16, CRUX_OP_SUM, 250007, 1);
+        run_on(kinds[e], 4, REDUCE_SCATTER, CRUX_DT_INT32, CRUX_OP_SUM, 250007, 0);
     }
-    run_on(CRUX_TL_KINDS_HOST, 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
+}
+END_TEST
+
+/* One group, successive calls of every size through the stage: it grows,
+ * each call starts at the next row of the ring, results stay exact. */
+static int successive(fork_group_member_t *m, void *arg)
+{
+    (void)arg;
+    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    cfg.host_chunk_size = 48u << 10;
+    cfg.window = 3;
+    cfg.calibrate = 0;
+    cfg.engine.kinds = CRUX_TL_KINDS_HOST;
+    cfg.engine.calib_path = "";
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_dev_group_t *g;
+    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+        return 10;
+    }
+    const size_t counts[] = { 1000, 300007, 7, 1000003, 1000, 12288 * 3, 5 };
+    int32_t *in = malloc(1000003 * sizeof(int32_t)), *out = malloc(1000003 * sizeof(int32_t));
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && rc == 0; i++) {
+        size_t n = counts[i];
+        int in_place = (int)(i % 2);
+        for (size_t j = 0; j < n; j++) {
+            in[j] = (int32_t)((size_t)m->rank * 1000 + (j + i) % 97);
+            out[j] = in_place ? in[j] : -1;
+        }
+        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) != CRUX_OK) {
+            rc = 11;
+        }
+        int32_t ranks = (int32_t)(1000 * m->size * (m->size - 1) / 2);
+        for (size_t j = 0; rc == 0 && j < n; j++) {
+            rc = out[j] != ranks + (int32_t)(m->size * ((j + i) % 97)) ? 12 : 0;
+        }
+    }
+    free(in);
+    free(out);
+    crux_dev_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_host_stage_across_calls)
+{
+    for (int size = 2; size <= 3; size++) {
+        ck_assert_int_eq(fork_group_run(size, successive, NULL), 0);
+    }
 }
 END_TEST
 
@@ -305,6 +362,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_refusals_and_host_channels);
     tcase_add_test(tc, test_host_channels_fold_in_rank_order);
     tcase_add_test(tc, test_host_channels_without_shm_reduce_from_scratch);
+    tcase_add_test(tc, test_host_stage_across_calls);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
     suite_add_tcase(s, tc);
