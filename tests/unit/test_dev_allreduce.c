@@ -154,6 +154,20 @@ static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, cr
     munmap(c.region, region);
 }
 
+/* A group over every host channel kind, uncalibrated (0: default chunk, window). */
+static crux_dev_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window)
+{
+    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    cfg.host_chunk_size = host_chunk;
+    cfg.window = window;
+    cfg.calibrate = 0;
+    cfg.engine.kinds = CRUX_TL_KINDS_HOST;
+    cfg.engine.calib_path = "";
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_dev_group_t *g;
+    return crux_dev_group_create(&oob, &cfg, &g) == CRUX_OK ? g : NULL;
+}
+
 static void run_case(int size, step_t step, crux_dtype_t dtype, crux_op_t op, size_t count,
                      int in_place)
 {
@@ -215,15 +229,8 @@ END_TEST
 static int successive(fork_group_member_t *m, void *arg)
 {
     (void)arg;
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
-    cfg.host_chunk_size = 48u << 10;
-    cfg.window = 3;
-    cfg.calibrate = 0;
-    cfg.engine.kinds = CRUX_TL_KINDS_HOST;
-    cfg.engine.calib_path = "";
-    crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+    crux_dev_group_t *g = host_group(m, 48u << 10, 3);
+    if (g == NULL) {
         return 10;
     }
     const size_t counts[] = { 1000, 300007, 7, 1000003, 1000, 12288 * 3, 5 };
@@ -274,13 +281,8 @@ END_TEST
 /* Each member refuses the same calls alike, before moving anything. */
 static int refusals(fork_group_member_t *m, void *arg)
 {
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
-    cfg.calibrate = 0;
-    cfg.engine.kinds = CRUX_TL_KINDS_HOST;
-    cfg.engine.calib_path = "";
-    crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+    crux_dev_group_t *g = host_group(m, 0, 0);
+    if (g == NULL) {
         return 10;
     }
     double in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8];
