@@ -55,6 +55,24 @@ static int exchange(fork_group_member_t *m, crux_tl_pair_t *pair, unsigned char 
     return 0;
 }
 
+/* 1 when 100 bytes received over the channels in 'mask' fail on both sides
+ * as unsupported. */
+static int refused_both_sides(crux_tl_pair_t *pair, unsigned char *out, unsigned char *in,
+                              uint32_t mask)
+{
+    crux_tl_xfer_params_t params = { .channels = mask };
+    crux_tl_xfer_t *s, *r;
+    if (crux_tl_recv(pair, in, 100, &params, &r) != CRUX_OK ||
+        crux_tl_send(pair, out, 100, NULL, &s) != CRUX_OK) {
+        return 0;
+    }
+    int refused = crux_tl_xfer_wait(r) == CRUX_ERR_UNSUPPORTED &&
+                  crux_tl_xfer_wait(s) == CRUX_ERR_UNSUPPORTED;
+    crux_tl_xfer_release(s);
+    crux_tl_xfer_release(r);
+    return refused;
+}
+
 static int every_channel(fork_group_member_t *m, void *argp)
 {
     host_arg_t *arg = argp;
@@ -100,29 +118,12 @@ static int every_channel(fork_group_member_t *m, void *argp)
     if (exchange(m, pair, out, in + 8, BIG, 0, &stripes) != 0 || stripes < (arg->use_cma ? 2u : 1u)) {
         return 30;
     }
-    /* without cma, a cma channel forced is refused on both sides */
-    if (!arg->use_cma) {
-        crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
-        crux_tl_xfer_t *s, *r;
-        if (crux_tl_recv(pair, in, 100, &get_only, &r) != CRUX_OK ||
-            crux_tl_send(pair, out, 100, NULL, &s) != CRUX_OK ||
-            crux_tl_xfer_wait(r) != CRUX_ERR_UNSUPPORTED ||
-            crux_tl_xfer_wait(s) != CRUX_ERR_UNSUPPORTED) {
-            return 31;
-        }
-        crux_tl_xfer_release(s);
-        crux_tl_xfer_release(r);
+    /* without cma, a cma channel forced is refused on both sides; so is
+     * shm-direct forced on a private buffer */
+    if ((!arg->use_cma && !refused_both_sides(pair, out, in, 1u << 0)) ||
+        !refused_both_sides(pair, out, in, 1u << 3)) {
+        return 31;
     }
-    /* shm-direct forced on a private buffer: refused on both sides */
-    crux_tl_xfer_params_t direct_only = { .channels = 1u << 3 };
-    crux_tl_xfer_t *s, *r;
-    if (crux_tl_recv(pair, in, 100, &direct_only, &r) != CRUX_OK ||
-        crux_tl_send(pair, out, 100, NULL, &s) != CRUX_OK ||
-        crux_tl_xfer_wait(r) != CRUX_ERR_UNSUPPORTED || crux_tl_xfer_wait(s) != CRUX_ERR_UNSUPPORTED) {
-        return 32;
-    }
-    crux_tl_xfer_release(s);
-    crux_tl_xfer_release(r);
     fork_group_barrier(m);
     crux_tl_pair_disconnect(pair);
     tl_engine_close(&t);
