@@ -399,6 +399,34 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
     return CRUX_OK;
 }
 
+/* The call's arrays, zeroed, carved from memory the group keeps (calls
+ * are many and small ones showed their allocations in profiles): chunks
+ * per shard, the four transfer tables, and the fold's steps per chunk. */
+static crux_status_t call_arrays(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    size_t size = (size_t)g->size, slots = size * c->kmax;
+    size_t counts = (size + c->kmax + 1) * sizeof(unsigned);
+    size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts;
+    if (g->call_mem_size < bytes) {
+        void *mem = realloc(g->call_mem, bytes);
+        if (mem == NULL) {
+            return CRUX_ERR_NO_MEMORY;
+        }
+        g->call_mem = mem;
+        g->call_mem_size = bytes;
+    }
+    memset(g->call_mem, 0, bytes);
+    crux_tl_xfer_t **tables = g->call_mem;   /* pointers first: aligned */
+    c->rs_send = tables;
+    c->rs_recv = tables + slots;
+    c->ag_send = tables + 2 * slots;
+    c->ag_recv = tables + 3 * slots;
+    c->chunks = (unsigned *)(tables + 4 * slots);
+    c->folded = c->chunks + size;
+    return CRUX_OK;
+}
+
 /* Host buffers between members that all have shm-direct get the shared
  * stage (none when the shared memory domain has no room: then the pairs'
  * other channels carry private buffers); folding needs it, or pairs with
@@ -429,26 +457,18 @@ static crux_status_t setup(crux_dev_call_t *c)
     crux_dev_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
     c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
-    c->chunks = calloc((size_t)g->size, sizeof(*c->chunks));
-    if (c->chunks == NULL) {
+    size_t first, length;
+    crux_dev_shard(g, c->count, 0, &first, &length);   /* the largest shard */
+    c->kmax = (unsigned)((length + c->chunk - 1) / c->chunk);
+    if (call_arrays(c) != CRUX_OK) {
         return CRUX_ERR_NO_MEMORY;
     }
     for (int p = 0; p < g->size; p++) {
-        size_t first, length;
         crux_dev_shard(g, c->count, p, &first, &length);
         c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
-        c->kmax = c->chunks[p] > c->kmax ? c->chunks[p] : c->kmax;
     }
     if (c->device < 0) {
         host_channels(c);
-    }
-    size_t slots = (size_t)g->size * c->kmax;
-    c->rs_send = calloc(slots, sizeof(*c->rs_send));
-    c->rs_recv = calloc(slots, sizeof(*c->rs_recv));
-    c->ag_send = calloc(slots, sizeof(*c->ag_send));
-    c->ag_recv = calloc(slots, sizeof(*c->ag_recv));
-    if (c->rs_send == NULL || c->rs_recv == NULL || c->ag_send == NULL || c->ag_recv == NULL) {
-        return CRUX_ERR_NO_MEMORY;
     }
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;
@@ -466,24 +486,9 @@ static crux_status_t setup(crux_dev_call_t *c)
     } else {
         c->launched = c->chunks[g->rank];   /* a gather sends our shard as it is */
     }
-    if (c->fold) {
-        c->folded = calloc(c->chunks[g->rank] + 1u, sizeof(*c->folded));
-        if (c->folded == NULL) {
-            return CRUX_ERR_NO_MEMORY;
-        }
-    }
     return CRUX_OK;
 }
 
-static void teardown(crux_dev_call_t *c)
-{
-    free(c->chunks);
-    free(c->rs_send);
-    free(c->rs_recv);
-    free(c->ag_send);
-    free(c->ag_recv);
-    free(c->folded);
-}
 
 static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
                          crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag)
@@ -502,7 +507,6 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     }
     st = setup(&c);
     if (st != CRUX_OK) {
-        teardown(&c);
         return st;
     }
     for (int q = 0; do_rs && c.stage == NULL && q < g->size; q++) {   /* staged: stage_row */
@@ -520,7 +524,6 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             sched_yield();   /* what we wait for needs a peer to run */
         }
     }
-    teardown(&c);
     return c.status;
 }
 

@@ -25,6 +25,8 @@ struct crux_dev_group {
     /* the row the next call starts at: successive calls write rows the
      * peers read longest ago (writing lines a peer's cache holds is slow) */
     unsigned            stage_row;
+    void               *call_mem;         /* a call's arrays (crux_dev_allreduce.c) */
+    size_t              call_mem_size;
 };
 
 /* A shared stage of at least 'bytes'; CRUX_OK or why there is none. */

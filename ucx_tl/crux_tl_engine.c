@@ -45,6 +45,25 @@ void crux_tl_chunk_put(crux_tl_engine_t *engine, crux_tl_chunk_t *c)
     engine->free_chunks = c;
 }
 
+/* Transfers are kept for reuse: a collective posts several per call, and
+ * allocating and freeing them showed in small calls' profiles. */
+crux_tl_xfer_t *crux_tl_xfer_get(crux_tl_engine_t *engine)
+{
+    crux_tl_xfer_t *x = engine->free_xfers;
+    if (x != NULL) {
+        engine->free_xfers = x->next;
+        memset(x, 0, sizeof(*x));
+        return x;
+    }
+    return calloc(1, sizeof(*x));
+}
+
+void crux_tl_xfer_put(crux_tl_engine_t *engine, crux_tl_xfer_t *x)
+{
+    x->next = engine->free_xfers;
+    engine->free_xfers = x;
+}
+
 crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
                                     const crux_tl_engine_config_t *config,
                                     crux_tl_engine_t **engine_p)
@@ -116,6 +135,11 @@ void crux_tl_engine_destroy(crux_tl_engine_t *e)
         crux_tl_chunk_t *c = e->free_chunks;
         e->free_chunks = c->next;
         free(c);
+    }
+    while (e->free_xfers != NULL) {
+        crux_tl_xfer_t *x = e->free_xfers;
+        e->free_xfers = x->next;
+        free(x);
     }
     crux_tl_seg_free(e->seg);
     free(e->models);
@@ -317,7 +341,7 @@ void crux_tl_xfer_release(crux_tl_xfer_t *x)
         return;
     }
     if (x->state == XFER_DONE) {
-        free(x);
+        crux_tl_xfer_put(x->pair->engine, x);
     } else {
         x->released = 1;   /* freed by the engine when done */
     }

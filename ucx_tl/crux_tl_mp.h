@@ -297,6 +297,7 @@ struct crux_tl_engine {
     size_t              area_size;
     crux_tl_pair_t     *pairs;
     crux_tl_chunk_t    *free_chunks;
+    crux_tl_xfer_t     *free_xfers;
     char                calib_path[512];
     crux_tl_cuda_state_t *cuda;         /* NULL until a device transfer or without CUDA */
     crux_tl_shared_t   *shared;         /* shared buffers, newest first */
@@ -307,6 +308,8 @@ struct crux_tl_engine {
 double crux_tl_now(void);
 crux_tl_chunk_t *crux_tl_chunk_get(crux_tl_engine_t *engine);
 void crux_tl_chunk_put(crux_tl_engine_t *engine, crux_tl_chunk_t *chunk);
+crux_tl_xfer_t *crux_tl_xfer_get(crux_tl_engine_t *engine);
+void crux_tl_xfer_put(crux_tl_engine_t *engine, crux_tl_xfer_t *x);
 crux_tl_area_t *crux_tl_area(crux_tl_engine_t *engine, uint8_t *base, int rank);
 
 /* crux_tl_chan_host.c: cma get/put, shm and model channels of a pair */

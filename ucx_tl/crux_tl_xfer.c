@@ -19,7 +19,7 @@ static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_
     if (buffer == NULL && bytes > 0) {
         return CRUX_ERR_INVALID;
     }
-    crux_tl_xfer_t *x = calloc(1, sizeof(*x));
+    crux_tl_xfer_t *x = crux_tl_xfer_get(pair->engine);
     if (x == NULL) {
         return CRUX_ERR_NO_MEMORY;
     }
@@ -250,7 +250,7 @@ static void finish(crux_tl_pair_t *pair, crux_tl_xfer_t *x, crux_status_t status
     x->status = status;
     x->state = XFER_DONE;
     if (x->released) {
-        free(x);
+        crux_tl_xfer_put(pair->engine, x);
     }
 }
 
