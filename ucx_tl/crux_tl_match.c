@@ -121,7 +121,9 @@ void crux_tl_plan_invalidate(crux_tl_pair_t *pair)
 /* The sender's buffer is shared: the receiver copies it out of its own
  * mapping, one copy, which no other host channel beats (they copy as much
  * or more, through the kernel or twice), so it goes over shm-direct alone.
- * 0 when that is not asked, or not possible here. */
+ * 0 when that is not asked, or not possible here: then the receiver still
+ * pulls it alone (cma get, model), as the sender of a shared buffer does
+ * not wait for a plan. */
 static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wire_buf_t *sbuf,
                        crux_status_t *status)
 {
@@ -194,6 +196,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
             int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
                           (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
             kind_on &= !(reducing || streaming) || crux_tl_chan_lands_by_receiver(c->attr.kind);
+            kind_on &= sbuf->shared_id == 0 || receiver_acts(c->attr.kind);   /* see publish_send */
             uint32_t asked = x->params.channels;
             if (kind_on && (asked == 0 || (asked & (1u << candidates[j])))) {
                 index[n++] = candidates[j];
@@ -271,12 +274,14 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         mp_load(&pair->theirs->send_done[k].seq) < x->seq + 1 - CRUX_TL_RING) {
         return;
     }
-    crux_tl_wire_buf_t sbuf = w->buf;
-    x->peer_addr = sbuf.addr;
+    /* read in place: the sender rewrites the entry only once we are done
+     * (recv_done), and the fields a plan needs share the seq's cache line */
+    const crux_tl_wire_buf_t *sbuf = &w->buf;
+    x->peer_addr = sbuf->addr;
     x->steal_index = -1;
     x->t_matched = crux_tl_now();
     int eager = w->eager != 0;
-    crux_status_t status = eager ? plan_eager(pair, x, &sbuf) : plan_transfer(pair, x, &sbuf);
+    crux_status_t status = eager ? plan_eager(pair, x, sbuf) : plan_transfer(pair, x, sbuf);
     if (status != CRUX_OK) {
         x->failed = 1;
         x->status = status;

@@ -45,16 +45,18 @@
 /* ---- shared memory (the "wire") ------------------------------------------ */
 
 typedef struct {
+    /* what every match reads first, in one cache line with the entry's seq */
     uint64_t addr;          /* in the owner's address space */
     uint64_t bytes;
     int32_t  mem_type;      /* crux_tl_mem_type_t */
     int32_t  device;
+    uint64_t shared_id;     /* host memory in a shared buffer: its number (0: private) ... */
+    uint64_t shared_offset; /* ... and where in it addr lies (its key is below) */
+    /* read only when needed */
     char     pci[16];       /* device's PCI bus id */
     uint64_t alloc_base;    /* device memory: base of its allocation, and ... */
     uint8_t  ipc[64];       /* ... that allocation's CUDA IPC handle */
-    uint64_t shared_id;     /* host memory in a shared buffer: its number (0: private) ... */
-    uint64_t shared_offset; /* ... where in it addr lies ... */
-    uint8_t  shared_key[CRUX_TL_SHARED_KEY_MAX];   /* ... and its segment's key */
+    uint8_t  shared_key[CRUX_TL_SHARED_KEY_MAX];   /* the shared buffer's segment key */
 } crux_tl_wire_buf_t;
 
 typedef struct {
@@ -65,8 +67,8 @@ typedef struct {
 
 typedef struct {
     alignas(64) uint64_t seq;     /* sequence + 1 once valid */
-    crux_tl_wire_buf_t buf;
     uint32_t eager;               /* 1: staged over shm at once, no plan awaited */
+    crux_tl_wire_buf_t buf;
 } crux_tl_wire_send_t;
 
 typedef struct {

@@ -159,7 +159,9 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     w->eager = (uint32_t)(!shared && start_eager(pair, x));
     pair->send_busy[k] = 1;
     mp_store(&w->seq, x->seq + 1);
-    x->state = w->eager ? XFER_ACTIVE : XFER_PUBLISHED;
+    /* the receiver pulls a shared buffer itself (crux_tl_match.c): no plan
+     * to wait for, nothing to push; the receiver's done word completes it */
+    x->state = w->eager || shared ? XFER_ACTIVE : XFER_PUBLISHED;
 }
 
 /* Take the receiver's plan: the stripes this side pushes become its runs. */

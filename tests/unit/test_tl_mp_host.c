@@ -519,7 +519,7 @@ END_TEST
 
 /* Sends from shared buffers: one stripe over shm-direct (index 3) at every
  * size and unaligned offset, the same bytes to two receives at once, a
- * streamed receive, cma forced instead; a reducing receive with a second
+ * streamed receive, cma get forced instead, shm (a push) refused; a reducing receive with a second
  * place on an engine without shm slots (cma and shm-direct only); more
  * shared buffers than a pair keeps mapped; and the refusals. */
 static int check_direct(const crux_tl_xfer_t *r, unsigned channel)
@@ -576,6 +576,10 @@ static int shared_plain(fork_group_member_t *m, crux_tl_pair_t *pair, tl_engine_
     }
     crux_tl_xfer_release(s);
     crux_tl_xfer_release(r);
+    /* ... but not over channels the sender would push (shm): it waits for no plan */
+    if (rc == 0 && !refused_both_sides(pair, sh, in, 1u << 2)) {
+        rc = 26;
+    }
     fork_group_barrier(m);
     crux_tl_shared_free(t->engine, sh);
     free(in);
