@@ -354,9 +354,69 @@ static void post_gather_receives(crux_dev_call_t *c)
     }
 }
 
+/* Done once our result is: every transfer finished, or, with a stage,
+ * every receive finished and every send left to its receiver: sends from
+ * the stage touch nothing of the caller's, and the next call (or the
+ * group's end) finishes them before the stage is written again. */
 static int complete(const crux_dev_call_t *c)
 {
-    return c->reduced >= c->chunks[c->g->rank] && c->pending == 0;
+    if (c->reduced < c->chunks[c->g->rank]) {
+        return 0;
+    }
+    if (c->pending == 0) {
+        return 1;
+    }
+    if (c->stage == NULL || (c->do_rs && c->staged < c->kmax)) {
+        return 0;
+    }
+    for (size_t i = 0; i < (size_t)c->g->size * c->kmax; i++) {
+        if (c->rs_recv[i] != NULL || c->ag_recv[i] != NULL ||
+            (c->rs_send[i] != NULL && !crux_tl_xfer_left_to_peer(c->rs_send[i])) ||
+            (c->ag_send[i] != NULL && !crux_tl_xfer_left_to_peer(c->ag_send[i]))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static unsigned step(crux_dev_call_t *c);
+
+/* Hand the sends still in flight to the group, which finishes them before
+ * the stage is written again; wait for them here if it has no room. */
+static void leave_sends(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    size_t slots = (size_t)g->size * c->kmax;
+    if (c->pending > 0 && g->tail_cap < g->ntail + c->pending) {
+        crux_tl_xfer_t **tail = realloc(g->tail, (g->ntail + c->pending) * sizeof(*tail));
+        if (tail != NULL) {
+            g->tail = tail;
+            g->tail_cap = g->ntail + c->pending;
+        }
+    }
+    for (size_t i = 0; i < 2 * slots; i++) {
+        crux_tl_xfer_t **x = i < slots ? &c->rs_send[i] : &c->ag_send[i - slots];
+        if (*x != NULL && g->ntail < g->tail_cap) {
+            g->tail[g->ntail++] = *x;
+            *x = NULL;
+            c->pending--;
+        }
+    }
+    while (c->pending > 0) {
+        step(c);
+    }
+}
+
+crux_status_t crux_dev_finish_sends(crux_dev_group_t *g)
+{
+    crux_status_t status = CRUX_OK;
+    for (unsigned i = 0; i < g->ntail; i++) {
+        crux_status_t st = crux_tl_xfer_wait(g->tail[i]);
+        status = status == CRUX_OK ? st : status;
+        crux_tl_xfer_release(g->tail[i]);
+    }
+    g->ntail = 0;
+    return status;
 }
 
 static unsigned step(crux_dev_call_t *c)
@@ -498,9 +558,11 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         .src = sbuf != NULL ? sbuf : rbuf, .dst = rbuf, .do_rs = do_rs, .do_ag = do_ag,
     };
     c.in_place = c.src == c.dst;
+    /* the last call's sends failing shows only now; its stage rows are free after */
+    crux_status_t tail = crux_dev_finish_sends(g);
     crux_status_t st = check(&c, sbuf, rbuf);
     if (st != CRUX_OK || count == 0) {
-        return st;
+        return st != CRUX_OK ? st : tail;
     }
     if (g->size == 1) {
         return c.in_place || !do_rs ? CRUX_OK : crux_dev_copy(rbuf, c.src, count * c.esize);
@@ -524,7 +586,8 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             sched_yield();   /* what we wait for needs a peer to run */
         }
     }
-    return c.status;
+    leave_sends(&c);
+    return c.status != CRUX_OK ? c.status : tail;
 }
 
 crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *g, const void *sbuf, void *rbuf,

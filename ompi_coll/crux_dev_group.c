@@ -136,10 +136,12 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     if (g == NULL) {
         return;
     }
+    crux_dev_finish_sends(g);
     crux_dev_release_scratch(g);
     crux_tl_engine_destroy(g->engine);   /* disconnects every pair, frees the stage */
     crux_tl_context_close(g->ctx);
     free(g->call_mem);
+    free(g->tail);
     free(g->rs);
     free(g->ag);
     free(g);

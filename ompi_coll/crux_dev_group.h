@@ -27,8 +27,13 @@ struct crux_dev_group {
     unsigned            stage_row;
     void               *call_mem;         /* a call's arrays (crux_dev_allreduce.c) */
     size_t              call_mem_size;
+    /* sends from the stage a call left in flight (its result was complete) */
+    crux_tl_xfer_t    **tail;
+    size_t              ntail, tail_cap;
 };
 
+/* Finish the sends the last call left in flight; their first error. */
+crux_status_t crux_dev_finish_sends(crux_dev_group_t *group);
 /* A shared stage of at least 'bytes'; CRUX_OK or why there is none. */
 crux_status_t crux_dev_stage(crux_dev_group_t *group, size_t bytes);
 

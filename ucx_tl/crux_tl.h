@@ -420,6 +420,11 @@ int crux_tl_xfer_done(const crux_tl_xfer_t *xfer);
  * CRUX_ERR_PEER the peer died, CRUX_ERR_UNSUPPORTED no channel fits the
  * buffers' memory types). */
 crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *xfer);
+/* 1 when the rest of a send is up to the receiver: it is published and
+ * the sender has nothing to copy (a send from a shared buffer, pulled by
+ * the receiver), or it is done.  Its sender may then stop progressing the
+ * engine until it wants the send finished. */
+int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *xfer);
 /* Progress the engine until the transfer is done; returns its status. */
 crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *xfer);
 /* Release a finished transfer. */

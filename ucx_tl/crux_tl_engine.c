@@ -321,6 +321,12 @@ crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *x)
     return x->state == XFER_DONE ? x->status : CRUX_INPROGRESS;
 }
 
+int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *x)
+{
+    return x->state == XFER_DONE ||
+           (x->is_send && x->state == XFER_ACTIVE && x->nruns == 0 && x->mem.type == CRUX_TL_MEM_HOST);
+}
+
 crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *x)
 {
     unsigned idle = 0;
