@@ -52,7 +52,7 @@ crux_tl_xfer_t *crux_tl_xfer_get(crux_tl_engine_t *engine)
     crux_tl_xfer_t *x = engine->free_xfers;
     if (x != NULL) {
         engine->free_xfers = x->next;
-        memset(x, 0, sizeof(*x));
+        memset(x, 0, offsetof(crux_tl_xfer_t, run));
         return x;
     }
     return calloc(1, sizeof(*x));

@@ -225,9 +225,11 @@ struct crux_tl_xfer {
     uint64_t            peer_addr;      /* the other side's buffer */
     void               *peer_mapped;    /* ... usable here (IPC mapping, shared mapping) */
     unsigned            nruns;
-    crux_tl_run_t       run[CRUX_TL_MAX_PATHS];
     crux_tl_xfer_stats_t stats;
     double              t_matched;
+    /* last: a transfer is reused zeroed up to here; each run is set whole
+     * when it is added */
+    crux_tl_run_t       run[CRUX_TL_MAX_PATHS];
 };
 
 /* A peer's shared buffer, mapped here. */
