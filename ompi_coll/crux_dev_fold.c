@@ -65,8 +65,16 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
         .local = i == 0 ? c->src + at : acc, .after = before, .also = also,
     };
+    /* a large result goes to the stage first and is streamed into the
+     * caller's buffer (not the in-place accumulator, which is read again) */
+    crux_tl_xfer_params_t params = { .stream = c->stream && also != NULL && acc == c->dst + at };
+    uint8_t *out = acc;
+    if (params.stream) {
+        red.also = acc;
+        out = also;
+    }
     crux_tl_xfer_t *x = NULL;
-    crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);
+    crux_status_t st = crux_tl_recv_reduce(g->rs[q], out, n * c->esize, &red, &params, &x);
     crux_dev_post(c, st, slot, x);
 }
 

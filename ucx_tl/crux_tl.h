@@ -332,7 +332,8 @@ typedef struct {
      * cache, for large results the caller does not read again soon.  Only
      * the channels the receiver lands itself can (shm, model: cma copies
      * inside the kernel), so the transfer keeps to those when the pair has
-     * one.  Ignored by a reducing receive. */
+     * one.  A reducing receive streams its second place (reduce.also)
+     * instead. */
     int      stream;
 } crux_tl_xfer_params_t;
 

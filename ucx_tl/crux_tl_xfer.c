@@ -92,7 +92,9 @@ void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t le
             } else {
                 x->reduce.fn(out + done, local, in, n / x->reduce.esize);
             }
-            if (x->reduce.also != NULL) {
+            if (x->reduce.also != NULL && x->params.stream) {
+                crux_copy_stream((uint8_t *)x->reduce.also + at + done, out + done, n);
+            } else if (x->reduce.also != NULL) {
                 memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
             }
         }
