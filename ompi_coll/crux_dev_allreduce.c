@@ -24,14 +24,8 @@
  * the engine applies them in order; only a member's own input, reduced by
  * the member itself, waits for the landing before it.
  *
- * Host buffers go through a shared stage when every pair has shm-direct:
- * a member copies its pieces of row k (chunk k of every other shard) into
- * the stage and sends them from there, and the fold writes the chunk's
- * result into the stage as well (crux_tl_reduce_t.also), where the gather
- * sends it from: every piece and result then travels in one copy by its
- * receiver, and a result is written once for all peers, as in the staged
- * algorithm.  The stage is a ring of 'window' rows; row k is copied in
- * once row k - window's transfers are done.
+ * Host buffers go through a shared stage when every pair has shm-direct
+ * (crux_dev_stage.c).
  *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
@@ -64,21 +58,6 @@ crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
     if (st != CRUX_OK) {
         crux_dev_release_scratch(g);
     }
-    return st;
-}
-
-crux_status_t crux_dev_stage(crux_dev_group_t *g, size_t bytes)
-{
-    if (g->stage != NULL && g->stage_size >= bytes) {
-        return CRUX_OK;
-    }
-    if (g->stage != NULL) {
-        crux_tl_shared_free(g->engine, g->stage);
-        g->stage = NULL;
-        g->stage_size = 0;
-    }
-    crux_status_t st = crux_tl_shared_alloc(g->engine, bytes, &g->stage);
-    g->stage_size = st == CRUX_OK ? bytes : 0;
     return st;
 }
 
@@ -126,27 +105,6 @@ uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k)
     return piece(c, k, c->g->size);   /* the slot's last place */
 }
 
-uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k)
-{
-    size_t row = (size_t)((c->row0 + k) % c->g->config.window) * (size_t)c->g->size;
-    return c->stage + (row + (size_t)p) * c->slot_elems * c->esize;
-}
-
-/* Row k's places in the stage that 'sends' went from are free: those
- * transfers of the row before it in that place are done (finished ones are
- * released, see step; the caller knows they were posted).  Our pieces'
- * places go with rs_send, our own result's place with ag_send. */
-static int row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, unsigned k)
-{
-    unsigned window = c->g->config.window;
-    for (int q = 0; k >= window && q < c->g->size; q++) {
-        if (sends[(size_t)q * c->kmax + (k - window)] != NULL) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* --- transfers ---------------------------------------------------------------- */
 
 void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x)
@@ -161,9 +119,8 @@ void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, 
     c->pending++;
 }
 
-/* Send chunk k of member p's shard from 'from'. */
-static void send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                       const uint8_t *from, int p, unsigned k)
+void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                         const uint8_t *from, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
     crux_status_t st = crux_tl_send(pair, from, crux_dev_chunk_count(c, p, k) * c->esize, NULL, &x);
@@ -240,26 +197,6 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
 
 /* --- one step of the state machine -------------------------------------------------- */
 
-/* Staged: copy row 'staged' of our pieces into the stage and send them. */
-static unsigned stage_row(crux_dev_call_t *c)
-{
-    crux_dev_group_t *g = c->g;
-    unsigned k = c->staged;
-    if (c->stage == NULL || !c->do_rs || k >= c->kmax || !row_free(c, c->rs_send, k)) {
-        return 0;
-    }
-    for (int q = 0; q < g->size; q++) {
-        if (q != g->rank && k < c->chunks[q]) {
-            uint8_t *to = crux_dev_stage_at(c, q, k);
-            memcpy(to, c->src + crux_dev_chunk_first(c, q, k) * c->esize,
-                   crux_dev_chunk_count(c, q, k) * c->esize);
-            send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], to, q, k);
-        }
-    }
-    c->staged++;
-    return 1;
-}
-
 static unsigned post_scatter_receives(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
@@ -270,7 +207,7 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
            c->rs_posted < c->reduced + g->config.window &&
            (c->stage == NULL ||
-            (c->rs_posted < c->staged && row_free(c, c->ag_send, c->rs_posted)))) {
+            (c->rs_posted < c->staged && crux_dev_row_free(c, c->ag_send, c->rs_posted)))) {
         for (int q = 0; !c->fold && q < g->size; q++) {   /* folds post step by step */
             if (q != g->rank) {
                 crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
@@ -312,7 +249,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = 0;
-    while (c->reduced < c->launched && (c->stage == NULL || row_free(c, c->ag_send, c->reduced))) {
+    while (c->reduced < c->launched && (c->stage == NULL || crux_dev_row_free(c, c->ag_send, c->reduced))) {
         if (c->do_rs && c->device >= 0 && c->status == CRUX_OK) {
             int done = crux_dev_queue_done(g->queue, c->reduced);
             if (done == 0) {
@@ -332,7 +269,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
         }
         for (int q = 0; c->do_ag && q < g->size; q++) {
             if (q != g->rank) {
-                send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
+                crux_dev_send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
                            c->reduced);
             }
         }
@@ -355,75 +292,20 @@ static void post_gather_receives(crux_dev_call_t *c)
 }
 
 /* Done once our result is: every transfer finished, or, with a stage,
- * every receive finished and every send left to its receiver: sends from
- * the stage touch nothing of the caller's, and the next call (or the
- * group's end) finishes them before the stage is written again. */
+ * what crux_dev_stage_done says. */
 static int complete(const crux_dev_call_t *c)
 {
     if (c->reduced < c->chunks[c->g->rank]) {
         return 0;
     }
-    if (c->pending == 0) {
-        return 1;
-    }
-    if (c->stage == NULL || (c->do_rs && c->staged < c->kmax)) {
-        return 0;
-    }
-    for (size_t i = 0; i < (size_t)c->g->size * c->kmax; i++) {
-        if (c->rs_recv[i] != NULL || c->ag_recv[i] != NULL ||
-            (c->rs_send[i] != NULL && !crux_tl_xfer_left_to_peer(c->rs_send[i])) ||
-            (c->ag_send[i] != NULL && !crux_tl_xfer_left_to_peer(c->ag_send[i]))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static unsigned step(crux_dev_call_t *c);
-
-/* Hand the sends still in flight to the group, which finishes them before
- * the stage is written again; wait for them here if it has no room. */
-static void leave_sends(crux_dev_call_t *c)
-{
-    crux_dev_group_t *g = c->g;
-    size_t slots = (size_t)g->size * c->kmax;
-    if (c->pending > 0 && g->tail_cap < g->ntail + c->pending) {
-        crux_tl_xfer_t **tail = realloc(g->tail, (g->ntail + c->pending) * sizeof(*tail));
-        if (tail != NULL) {
-            g->tail = tail;
-            g->tail_cap = g->ntail + c->pending;
-        }
-    }
-    for (size_t i = 0; i < 2 * slots; i++) {
-        crux_tl_xfer_t **x = i < slots ? &c->rs_send[i] : &c->ag_send[i - slots];
-        if (*x != NULL && g->ntail < g->tail_cap) {
-            g->tail[g->ntail++] = *x;
-            *x = NULL;
-            c->pending--;
-        }
-    }
-    while (c->pending > 0) {
-        step(c);
-    }
-}
-
-crux_status_t crux_dev_finish_sends(crux_dev_group_t *g)
-{
-    crux_status_t status = CRUX_OK;
-    for (unsigned i = 0; i < g->ntail; i++) {
-        crux_status_t st = crux_tl_xfer_wait(g->tail[i]);
-        status = status == CRUX_OK ? st : status;
-        crux_tl_xfer_release(g->tail[i]);
-    }
-    g->ntail = 0;
-    return status;
+    return c->pending == 0 || (c->stage != NULL && crux_dev_stage_done(c));
 }
 
 static unsigned step(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
-    events += stage_row(c);
+    events += crux_dev_stage_row(c);
     events += post_scatter_receives(c);
     events += c->fold ? crux_dev_fold_chunks(c) : launch_reductions(c);
     events += send_reduced(c);
@@ -487,31 +369,6 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     return CRUX_OK;
 }
 
-/* Host buffers between members that all have shm-direct get the shared
- * stage (none when the shared memory domain has no room: then the pairs'
- * other channels carry private buffers); folding needs it, or pairs with
- * channels that reduce whatever the sender's buffer. */
-static void host_channels(crux_dev_call_t *c)
-{
-    crux_dev_group_t *g = c->g;
-    int direct = 1, reduces = 1;
-    for (int q = 0; q < g->size; q++) {
-        if (q != g->rank) {
-            direct &= crux_tl_pair_direct(g->rs[q]) && crux_tl_pair_direct(g->ag[q]);
-            reduces &= crux_tl_pair_reduces(g->rs[q]);
-        }
-    }
-    size_t rows = g->config.window;
-    size_t largest = c->count / (size_t)g->size + (c->count % (size_t)g->size != 0);
-    c->slot_elems = largest < c->chunk ? largest : c->chunk;
-    if (direct && crux_dev_stage(g, rows * (size_t)g->size * c->slot_elems * c->esize) == CRUX_OK) {
-        c->stage = g->stage;
-        c->row0 = g->stage_row;
-        g->stage_row = (g->stage_row + c->kmax) % g->config.window;
-    }
-    c->fold = c->do_rs && 64 % c->esize == 0 && (c->stage != NULL || reduces);
-}
-
 static crux_status_t setup(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
@@ -528,7 +385,7 @@ static crux_status_t setup(crux_dev_call_t *c)
         c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
     }
     if (c->device < 0) {
-        host_channels(c);
+        crux_dev_host_channels(c);
     }
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;
@@ -573,7 +430,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     }
     for (int q = 0; do_rs && c.stage == NULL && q < g->size; q++) {   /* staged: stage_row */
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {
-            send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
+            crux_dev_send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
                        c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
         }
     }
@@ -586,7 +443,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             sched_yield();   /* what we wait for needs a peer to run */
         }
     }
-    leave_sends(&c);
+    crux_dev_leave_sends(&c);
     return c.status != CRUX_OK ? c.status : tail;
 }
 

@@ -46,8 +46,6 @@ size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k);
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k);
 /* Chunk k's scratch accumulator (in place, past rank 1). */
 uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k);
-/* Where chunk k of member p's shard goes in the stage. */
-uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
 /* Account a posted transfer in 'slot', or the error that kept it from posting. */
 void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x);
 /* Post the receive of chunk k of member p's shard into 'to'. */
@@ -56,8 +54,28 @@ void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_
 /* Retire a finished transfer; 1 when the slot holds none (any more). */
 int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot);
 
+/* Post the send of chunk k of member p's shard from 'from'. */
+void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                         const uint8_t *from, int p, unsigned k);
+
 /* crux_dev_fold.c: issue what every started chunk of our shard can, and
  * count the chunks whose fold is complete into c->launched. */
 unsigned crux_dev_fold_chunks(crux_dev_call_t *c);
+
+/* crux_dev_stage.c: the shared stage of host calls */
+/* Where chunk k of member p's shard goes in the stage. */
+uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
+/* Give a host call the stage when every pair has shm-direct, and decide
+ * whether it folds. */
+void crux_dev_host_channels(crux_dev_call_t *c);
+/* Row k's places that 'sends' (rs_send: our pieces, ag_send: our result)
+ * went from are free again. */
+int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, unsigned k);
+/* Copy the next row of our pieces into the stage and send them; 1 if it did. */
+unsigned crux_dev_stage_row(crux_dev_call_t *c);
+/* 1 when a staged call may return (its result complete). */
+int crux_dev_stage_done(const crux_dev_call_t *c);
+/* Hand the sends still in flight to the group (crux_dev_finish_sends). */
+void crux_dev_leave_sends(crux_dev_call_t *c);
 
 #endif

@@ -34,8 +34,7 @@ struct crux_dev_group {
 
 /* Finish the sends the last call left in flight; their first error. */
 crux_status_t crux_dev_finish_sends(crux_dev_group_t *group);
-/* A shared stage of at least 'bytes'; CRUX_OK or why there is none. */
-crux_status_t crux_dev_stage(crux_dev_group_t *group, size_t bytes);
+
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
 crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);
