@@ -3,12 +3,15 @@
  * size, measured in alternation within one run.
  *
  *   host   two processes, private buffers: cma get, cma put, shm staging
+ *   shared two processes: all host paths from a private buffer (the "one"
+ *          columns) against one send from an engine shared buffer, which
+ *          goes in one copy over shm-direct (the "all" columns)
  *   model  one process, paced model channels (default 10, 5 and 2.5 GB/s):
  *          striping efficiency against the sum of the channels' bandwidths
  *   cuda   2 or more processes (pairs 0->1, 2->3, ... at once), device
  *          buffers on GPU rank % devices: IPC direct, host and peer staging
  *
- * usage: crux-bench-p2p [--mode host|model|cuda] [--min SIZE] [--max SIZE]
+ * usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE]
  *          [--rounds N] [--procs N] [--model GBPS[,GBPS...]] [--latency US]
  *          [--chunk-cost US] [--no-calibrate] [--csv]
  * SIZE takes K, M and G suffixes.  Times are the best of the rounds; each
@@ -27,7 +30,7 @@
 #include "tests/unit/fork_group.h"
 #include "ucx_tl/crux_tl.h"
 
-typedef enum { MODE_HOST, MODE_MODEL, MODE_CUDA } bench_mode_t;
+typedef enum { MODE_HOST, MODE_MODEL, MODE_CUDA, MODE_SHARED } bench_mode_t;
 
 typedef struct {
     bench_mode_t mode;
@@ -42,6 +45,7 @@ typedef struct {
     size_t   bytes;
     double   one, all;           /* best seconds per transfer */
     unsigned one_channel, all_stripes;
+    unsigned one_stripes, all_channel;   /* shared mode's columns */
     double   memcpy_s;           /* model mode: a plain memcpy of the same size */
 } row_t;
 
@@ -74,6 +78,8 @@ static size_t parse_size(const char *s)
     }
     return v > 0 ? (size_t)v : 0;
 }
+
+static const char *const mode_names[] = { "host", "model", "cuda", "shared" };
 
 static int iterations(size_t bytes)
 {
@@ -191,6 +197,14 @@ static int run_pair(shared_t *sh, crux_tl_engine_t *e, crux_tl_pair_t *pair, int
     const options_t *o = &sh->opt;
     void *sbuf = sends ? alloc_buffer(o->mode, o->max, device) : NULL;
     void *rbuf = receives ? alloc_buffer(o->mode, o->max, device) : NULL;
+    /* shared mode: the second measurement sends from a shared buffer */
+    void *shared = NULL;
+    if (sends && o->mode == MODE_SHARED) {
+        if (crux_tl_shared_alloc(e, o->max, &shared) != CRUX_OK) {
+            return 1;
+        }
+        memset(shared, 1, o->max);
+    }
     if ((sends && sbuf == NULL) || (receives && rbuf == NULL)) {
         return 1;
     }
@@ -203,8 +217,10 @@ static int run_pair(shared_t *sh, crux_tl_engine_t *e, crux_tl_pair_t *pair, int
                 if (m != NULL) {
                     fork_group_barrier(m);
                 }
-                double t = batch(e, pair, sends, receives, sbuf, rbuf, bytes,
-                                 paths == 1 ? 1 : 0, &st);
+                int second = paths == 2 && o->mode == MODE_SHARED;
+                unsigned max_paths = paths == 1 && o->mode != MODE_SHARED ? 1 : 0;
+                double t = batch(e, pair, sends, receives, second ? shared : sbuf, rbuf, bytes,
+                                 max_paths, &st);
                 if (t < 0) {
                     return 2;
                 }
@@ -214,9 +230,11 @@ static int run_pair(shared_t *sh, crux_tl_engine_t *e, crux_tl_pair_t *pair, int
                 if (paths == 1 && t < r.one) {
                     r.one = t;
                     r.one_channel = st.nstripes > 0 ? st.stripe[0].channel : 0;
+                    r.one_stripes = st.nstripes;
                 } else if (paths == 2 && t < r.all) {
                     r.all = t;
                     r.all_stripes = st.nstripes;
+                    r.all_channel = st.nstripes > 0 ? st.stripe[0].channel : 0;
                 }
             }
         }
@@ -231,6 +249,9 @@ static int run_pair(shared_t *sh, crux_tl_engine_t *e, crux_tl_pair_t *pair, int
         sh->nrows = row;
         describe_channels(pair, sh->channels[slot], sizeof(sh->channels[slot]));
     }
+    if (shared != NULL) {
+        crux_tl_shared_free(e, shared);
+    }
     free_buffer(o->mode, sbuf, device);
     free_buffer(o->mode, rbuf, device);
     return 0;
@@ -242,7 +263,7 @@ static int open_engine(const options_t *o, crux_tl_context_t **ctx, crux_tl_engi
 {
     crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
     cfg.max_peers = o->procs;
-    cfg.kinds = o->mode == MODE_HOST ? CRUX_TL_KINDS_HOST
+    cfg.kinds = o->mode == MODE_HOST || o->mode == MODE_SHARED ? CRUX_TL_KINDS_HOST
               : o->mode == MODE_CUDA ? CRUX_TL_KINDS_CUDA : 0;
     if (o->mode == MODE_MODEL) {
         cfg.models = o->models;
@@ -322,7 +343,8 @@ static int member(fork_group_member_t *m, void *arg)
 static void print(const shared_t *sh)
 {
     const options_t *o = &sh->opt;
-    const char *mode = o->mode == MODE_HOST ? "host" : o->mode == MODE_MODEL ? "model" : "cuda";
+    const char *mode = mode_names[o->mode];
+    int sh_mode = o->mode == MODE_SHARED;
     double sum = 0;
     for (unsigned i = 0; i < o->nmodels; i++) {
         sum += o->models[i].bandwidth;
@@ -332,8 +354,9 @@ static void print(const shared_t *sh)
         if (!o->csv) {
             printf("# crux-bench-p2p %s, pair %d (rank %d -> %d); channels: %s\n", mode, p,
                    2 * p, 2 * p + 1, sh->channels[p]);
-            printf("%12s %14s %8s %14s %8s %7s", "bytes", "one path GB/s", "channel",
-                   "all paths GB/s", "stripes", "ratio");
+            printf("%12s %14s %8s %14s %8s %7s", "bytes", sh_mode ? "private GB/s" : "one path GB/s",
+                   sh_mode ? "stripes" : "channel", sh_mode ? "shared GB/s" : "all paths GB/s",
+                   sh_mode ? "channel" : "stripes", "ratio");
             if (o->mode == MODE_MODEL) {
                 printf(" %12s %10s", "% of sum", "memcpy GB/s");
             }
@@ -345,15 +368,18 @@ static void print(const shared_t *sh)
         for (unsigned i = 0; i < sh->nrows; i++) {
             const row_t *r = &sh->rows[p][i];
             double one = r->bytes / r->one / 1e9, all = r->bytes / r->all / 1e9;
+            /* shared mode: the private measurement's stripes, the shared one's channel */
+            unsigned one_n = sh_mode ? r->one_stripes : r->one_channel;
+            unsigned all_n = sh_mode ? r->all_channel : r->all_stripes;
             if (o->csv) {
-                printf("%s,%d,%zu,%.3f,%u,%.3f,%u,%.3f", mode, p, r->bytes, one, r->one_channel,
-                       all, r->all_stripes, all / one);
+                printf("%s,%d,%zu,%.3f,%u,%.3f,%u,%.3f", mode, p, r->bytes, one, one_n,
+                       all, all_n, all / one);
                 if (o->mode == MODE_MODEL) {
                     printf(",%.1f,%.2f", 100 * all * 1e9 / sum, r->bytes / r->memcpy_s / 1e9);
                 }
             } else {
-                printf("%12zu %14.2f %8u %14.2f %8u %6.2fx", r->bytes, one, r->one_channel, all,
-                       r->all_stripes, all / one);
+                printf("%12zu %14.2f %8u %14.2f %8u %6.2fx", r->bytes, one, one_n, all, all_n,
+                       all / one);
                 if (o->mode == MODE_MODEL) {
                     printf(" %11.1f%% %10.2f", 100 * all * 1e9 / sum, r->bytes / r->memcpy_s / 1e9);
                 }
@@ -365,7 +391,7 @@ static void print(const shared_t *sh)
 
 static int usage(FILE *f, int status)
 {
-    fprintf(f, "usage: crux-bench-p2p [--mode host|model|cuda] [--min SIZE] [--max SIZE] [--rounds N]\n"
+    fprintf(f, "usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE] [--rounds N]\n"
                "         [--procs N] [--model GBPS[,GBPS...]] [--latency US] [--chunk-cost US]\n"
                "         [--no-calibrate] [--csv]\n");
     return status;
@@ -387,7 +413,8 @@ static int parse(int argc, char **argv, options_t *o)
         int takes = 1;
         if (strcmp(a, "--mode") == 0 && v != NULL) {
             o->mode = strcmp(v, "host") == 0 ? MODE_HOST : strcmp(v, "model") == 0 ? MODE_MODEL
-                    : strcmp(v, "cuda") == 0 ? MODE_CUDA : (bench_mode_t)-1;
+                    : strcmp(v, "cuda") == 0 ? MODE_CUDA : strcmp(v, "shared") == 0 ? MODE_SHARED
+                    : (bench_mode_t)-1;
             if ((int)o->mode < 0) {
                 return -1;
             }
