@@ -78,6 +78,11 @@ typedef struct {
     /* host buffers: results of at least this many bytes land with streaming
      * stores (0: never) */
     size_t   stream_min_bytes;
+    /* host Allreduce calls of at most this many bytes go in one exchange:
+     * every member sends its whole input to every peer and folds them all in
+     * rank order (one hand-off on the critical path instead of two), when
+     * every member has the shared stage (0: never) */
+    size_t   whole_max_bytes;
     /* processes on this node (0: the group size): a member waiting on its
      * peers spins only when each has a core, else yields at once */
     int      local_procs;
@@ -86,6 +91,7 @@ typedef struct {
 #define CRUX_DEV_CONFIG_DEFAULT {              \
     .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4, \
     .stream_min_bytes = 2u << 20,               \
+    .whole_max_bytes = 16u << 10,               \
     .tl = CRUX_TL_CONFIG_DEFAULT,               \
     .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \
     .calibrate = 1,                             \

@@ -76,17 +76,28 @@ void crux_dev_release_scratch(crux_dev_group_t *g)
 
 /* --- where things are ---------------------------------------------------------- */
 
+/* Member p's shard; in a whole call, the whole buffer. */
+static void shard(const crux_dev_call_t *c, int p, size_t *first, size_t *length)
+{
+    if (c->whole) {
+        *first = 0;
+        *length = c->count;
+    } else {
+        crux_dev_shard(c->g, c->count, p, first, length);
+    }
+}
+
 size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
 {
     size_t first, length;
-    crux_dev_shard(c->g, c->count, p, &first, &length);
+    shard(c, p, &first, &length);
     return first + (size_t)k * c->chunk;
 }
 
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
 {
     size_t first, length;
-    crux_dev_shard(c->g, c->count, p, &first, &length);
+    shard(c, p, &first, &length);
     size_t left = length - (size_t)k * c->chunk;
     return left < c->chunk ? left : c->chunk;
 }
@@ -374,14 +385,18 @@ static crux_status_t setup(crux_dev_call_t *c)
     crux_dev_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
     c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
+    /* the same on every member: the group agreed on g->whole */
+    c->whole = g->whole && c->device < 0 && c->do_rs && c->do_ag &&
+               c->count * c->esize <= g->config.whole_max_bytes;
+    c->do_ag = c->do_ag && !c->whole;
     size_t first, length;
-    crux_dev_shard(g, c->count, 0, &first, &length);   /* the largest shard */
+    shard(c, 0, &first, &length);   /* the largest shard */
     c->kmax = (unsigned)((length + c->chunk - 1) / c->chunk);
     if (call_arrays(c) != CRUX_OK) {
         return CRUX_ERR_NO_MEMORY;
     }
     for (int p = 0; p < g->size; p++) {
-        crux_dev_shard(g, c->count, p, &first, &length);
+        shard(c, p, &first, &length);
         c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
     }
     if (c->device < 0) {

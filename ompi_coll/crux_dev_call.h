@@ -24,6 +24,9 @@ typedef struct {
      * receiver and a result written once serves every peer; NULL: not */
     uint8_t      *stage;
     size_t        slot_elems;
+    /* a small allreduce in one exchange: every member's "shard" is the whole
+     * buffer, which it folds from every peer's input; no gather */
+    int           whole;
     unsigned      row0;          /* the stage row of chunk 0 */
     unsigned      staged;        /* rows whose pieces are copied in and sent */
     const uint8_t *src;

@@ -122,6 +122,10 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     if (st == CRUX_OK) {
         st = agree(oob, connect_all(g, g->ag, g->size, cards, card_size));
     }
+    /* a member without the small stage keeps every member from whole calls */
+    if (st == CRUX_OK) {
+        g->whole = agree(oob, crux_dev_stage_reserve(g)) == CRUX_OK;
+    }
     free(cards);
     if (st != CRUX_OK) {
         crux_dev_group_destroy(g);

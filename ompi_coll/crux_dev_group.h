@@ -25,6 +25,7 @@ struct crux_dev_group {
     /* the row the next call starts at: successive calls write rows the
      * peers read longest ago (writing lines a peer's cache holds is slow) */
     unsigned            stage_row;
+    int                 whole;            /* every member reserved a stage for whole calls */
     void               *call_mem;         /* a call's arrays (crux_dev_allreduce.c) */
     size_t              call_mem_size;
     /* sends from the stage a call left in flight (its result was complete) */
@@ -32,6 +33,9 @@ struct crux_dev_group {
     size_t              ntail, tail_cap;
 };
 
+/* Reserve the stage small calls exchange whole buffers through (collective
+ * use: every member must have it); CRUX_ERR_UNSUPPORTED when they cannot. */
+crux_status_t crux_dev_stage_reserve(crux_dev_group_t *group);
 /* Finish the sends the last call left in flight; their first error. */
 crux_status_t crux_dev_finish_sends(crux_dev_group_t *group);
 

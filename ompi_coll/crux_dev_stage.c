@@ -17,20 +17,42 @@
 
 #include "ompi_coll/crux_dev_call.h"
 
-/* A shared stage of at least 'bytes', kept by the group and grown. */
+/* A shared stage of at least 'bytes', kept by the group and grown; a
+ * stage that cannot grow stays as it was (whole calls rely on it). */
 static crux_status_t group_stage(crux_dev_group_t *g, size_t bytes)
 {
     if (g->stage != NULL && g->stage_size >= bytes) {
         return CRUX_OK;
     }
+    void *stage = NULL;
+    crux_status_t st = crux_tl_shared_alloc(g->engine, bytes, &stage);
+    if (st != CRUX_OK) {
+        return st;
+    }
     if (g->stage != NULL) {
         crux_tl_shared_free(g->engine, g->stage);
-        g->stage = NULL;
-        g->stage_size = 0;
     }
-    crux_status_t st = crux_tl_shared_alloc(g->engine, bytes, &g->stage);
-    g->stage_size = st == CRUX_OK ? bytes : 0;
-    return st;
+    g->stage = stage;
+    g->stage_size = bytes;
+    return CRUX_OK;
+}
+
+static int all_direct(const crux_dev_group_t *g)
+{
+    for (int q = 0; q < g->size; q++) {
+        if (q != g->rank && !(crux_tl_pair_direct(g->rs[q]) && crux_tl_pair_direct(g->ag[q]))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+crux_status_t crux_dev_stage_reserve(crux_dev_group_t *g)
+{
+    if (g->config.whole_max_bytes == 0 || g->size < 2 || !all_direct(g)) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    return group_stage(g, (size_t)g->config.window * (size_t)g->size * g->config.whole_max_bytes);
 }
 
 /* Host buffers between members that all have shm-direct get the shared
@@ -40,15 +62,12 @@ static crux_status_t group_stage(crux_dev_group_t *g, size_t bytes)
 void crux_dev_host_channels(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
-    int direct = 1, reduces = 1;
+    int direct = all_direct(g), reduces = 1;
     for (int q = 0; q < g->size; q++) {
-        if (q != g->rank) {
-            direct &= crux_tl_pair_direct(g->rs[q]) && crux_tl_pair_direct(g->ag[q]);
-            reduces &= crux_tl_pair_reduces(g->rs[q]);
-        }
+        reduces &= q == g->rank || crux_tl_pair_reduces(g->rs[q]);
     }
     size_t rows = g->config.window;
-    size_t largest = c->count / (size_t)g->size + (c->count % (size_t)g->size != 0);
+    size_t largest = c->whole ? c->count : c->count / (size_t)g->size + (c->count % (size_t)g->size != 0);
     c->slot_elems = largest < c->chunk ? largest : c->chunk;
     if (direct && group_stage(g, rows * (size_t)g->size * c->slot_elems * c->esize) == CRUX_OK) {
         c->stage = g->stage;
@@ -86,11 +105,16 @@ unsigned crux_dev_stage_row(crux_dev_call_t *c)
     if (c->stage == NULL || !c->do_rs || k >= c->kmax || !crux_dev_row_free(c, c->rs_send, k)) {
         return 0;
     }
+    /* whole: the same piece, our input's chunk k, goes to every peer */
+    uint8_t *whole = NULL;
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank && k < c->chunks[q]) {
-            uint8_t *to = crux_dev_stage_at(c, q, k);
-            memcpy(to, c->src + crux_dev_chunk_first(c, q, k) * c->esize,
-                   crux_dev_chunk_count(c, q, k) * c->esize);
+            uint8_t *to = c->whole && whole != NULL ? whole : crux_dev_stage_at(c, c->whole ? g->rank : q, k);
+            if (to != whole) {
+                memcpy(to, c->src + crux_dev_chunk_first(c, q, k) * c->esize,
+                       crux_dev_chunk_count(c, q, k) * c->esize);
+            }
+            whole = to;
             crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], to, q, k);
         }
     }

@@ -203,7 +203,8 @@ END_TEST
 /* Host buffers between processes: the pieces fold on landing in rank
  * order, so float sums come out bit for bit as the rank-order chain,
  * whichever member owns a shard (members 0, 1 and past 1 fold
- * differently).  With every host kind they go through the shared stage
+ * differently), and in small calls, where every member folds every peer's
+ * whole input.  With every host kind they go through the shared stage
  * (shm-direct: many 48 KiB rows through a ring of two, so rows are
  * reused while the pipeline runs); without shm-direct over the shm slots. */
 START_TEST(test_host_channels_fold_in_rank_order)
@@ -215,6 +216,9 @@ START_TEST(test_host_channels_fold_in_rank_order)
             run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 0);
             run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 1000003, 1);
             run_on(kinds[e], size, ALLREDUCE, CRUX_DT_DOUBLE, CRUX_OP_PROD, 3, 1);
+            /* small enough for one exchange of whole buffers (whole_max_bytes) */
+            run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 3001, 0);
+            run_on(kinds[e], size, ALLREDUCE, CRUX_DT_FLOAT, CRUX_OP_SUM, 3001, 1);
             run_on(kinds[e], size, REDUCE_SCATTER, CRUX_DT_BFLOAT16, CRUX_OP_SUM, 250007, 1);
         }
         run_on(kinds[e], 3, ALLREDUCE, CRUX_DT_INT8, CRUX_OP_MIN, 777, 0);
