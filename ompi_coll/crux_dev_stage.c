@@ -98,6 +98,15 @@ int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, un
     return 1;
 }
 
+/* Copy our input's chunk k of member p's shard to its place in the stage. */
+static uint8_t *copy_in(crux_dev_call_t *c, int p, unsigned k)
+{
+    uint8_t *to = crux_dev_stage_at(c, p, k);
+    memcpy(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
+           crux_dev_chunk_count(c, p, k) * c->esize);
+    return to;
+}
+
 unsigned crux_dev_stage_row(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
@@ -105,17 +114,12 @@ unsigned crux_dev_stage_row(crux_dev_call_t *c)
     if (c->stage == NULL || !c->do_rs || k >= c->kmax || !crux_dev_row_free(c, c->rs_send, k)) {
         return 0;
     }
-    /* whole: the same piece, our input's chunk k, goes to every peer */
-    uint8_t *whole = NULL;
+    /* whole: every peer gets the same piece, copied once into our place */
+    uint8_t *whole = c->whole ? copy_in(c, g->rank, k) : NULL;
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank && k < c->chunks[q]) {
-            uint8_t *to = c->whole && whole != NULL ? whole : crux_dev_stage_at(c, c->whole ? g->rank : q, k);
-            if (to != whole) {
-                memcpy(to, c->src + crux_dev_chunk_first(c, q, k) * c->esize,
-                       crux_dev_chunk_count(c, q, k) * c->esize);
-            }
-            whole = to;
-            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], to, q, k);
+            uint8_t *from = whole != NULL ? whole : copy_in(c, q, k);
+            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], from, q, k);
         }
     }
     c->staged++;
