@@ -118,6 +118,17 @@ void crux_tl_plan_invalidate(crux_tl_pair_t *pair)
     pair->generation++;
 }
 
+/* A plan of the one run in x->run[0], and its stats. */
+static void one_stripe(crux_tl_xfer_t *x)
+{
+    const crux_tl_run_t *run = &x->run[0];
+    x->nruns = 1;
+    x->stats.nstripes = 1;
+    x->stats.stripe[0].channel = run->index;
+    x->stats.stripe[0].chunk   = run->chunk;
+    x->stats.stripe[0].depth   = run->depth;
+}
+
 /* The sender's buffer is shared: the receiver copies it out of its own
  * mapping, one copy, which no other host channel beats (they copy as much
  * or more, through the kernel or twice), so it goes over shm-direct alone.
@@ -147,11 +158,7 @@ static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wi
     run->bytes = x->bytes;
     run->chunk = x->reduce.fn != NULL ? granular_chunk(chunk, chan->attr.max_chunk) : chunk;
     run->depth = chan->attr.max_depth;
-    x->nruns = 1;
-    x->stats.nstripes = 1;
-    x->stats.stripe[0].channel = run->index;
-    x->stats.stripe[0].chunk   = run->chunk;
-    x->stats.stripe[0].depth   = run->depth;
+    one_stripe(x);
     x->stats.predicted = chan->attr.latency + (double)x->bytes / chan->attr.bandwidth;
     return 1;
 }
@@ -249,13 +256,8 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
 static crux_status_t plan_eager(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
                                 const crux_tl_wire_buf_t *sbuf)
 {
-    crux_tl_run_t *run = &x->run[0];
-    crux_tl_shm_eager_run(pair, sbuf->bytes, run);
-    x->nruns = 1;
-    x->stats.nstripes = 1;
-    x->stats.stripe[0].channel = run->index;
-    x->stats.stripe[0].chunk   = run->chunk;
-    x->stats.stripe[0].depth   = run->depth;
+    crux_tl_shm_eager_run(pair, sbuf->bytes, &x->run[0]);
+    one_stripe(x);
     if (sbuf->bytes != x->bytes) {
         return CRUX_ERR_INVALID;
     }
