@@ -580,6 +580,32 @@ static int shared_plain(fork_group_member_t *m, crux_tl_pair_t *pair, tl_engine_
     if (rc == 0 && !refused_both_sides(pair, sh, in, 1u << 2)) {
         rc = 26;
     }
+    /* before the peer posts anything, a published shared send is up to the
+     * receiver; a private one still waits for the plan (eager_max is 0) */
+    crux_tl_xfer_t *shs, *prs, *r1, *r2;
+    if (crux_tl_send(pair, sh, 70000, NULL, &shs) != CRUX_OK ||
+        crux_tl_send(pair, in2, 70000, NULL, &prs) != CRUX_OK) {
+        return 27;
+    }
+    for (int polls = 0; polls < 100; polls++) {
+        crux_tl_engine_progress(t->engine);
+    }
+    if (rc == 0 && (!crux_tl_xfer_left_to_peer(shs) || crux_tl_xfer_left_to_peer(prs))) {
+        rc = 28;
+    }
+    fork_group_barrier(m);
+    if (crux_tl_recv(pair, in, 70000, NULL, &r1) != CRUX_OK ||
+        crux_tl_recv(pair, in + 70000, 70000, NULL, &r2) != CRUX_OK ||
+        crux_tl_xfer_wait(r1) != CRUX_OK || crux_tl_xfer_wait(r2) != CRUX_OK ||
+        crux_tl_xfer_wait(shs) != CRUX_OK || crux_tl_xfer_wait(prs) != CRUX_OK) {
+        rc = rc != 0 ? rc : 29;
+    } else if (rc == 0 && (!crux_tl_xfer_left_to_peer(prs) || check_direct(r1, 3))) {
+        rc = 30;   /* done is up to the peer too; the shared one went over shm-direct */
+    }
+    crux_tl_xfer_release(shs);
+    crux_tl_xfer_release(prs);
+    crux_tl_xfer_release(r1);
+    crux_tl_xfer_release(r2);
     fork_group_barrier(m);
     crux_tl_shared_free(t->engine, sh);
     free(in);
