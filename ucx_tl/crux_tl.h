@@ -286,13 +286,19 @@ typedef struct {
      * receiver's plan, which saves a round trip; the receiver lands them
      * over shm whatever its params ask (0: never). */
     size_t           eager_max;
+    /* A pair is "far" (crux_tl_pair_far) when the median time the peer's
+     * ring entries take to reach this process exceeds this many seconds
+     * (0: 90 ns, between a cache line passed within one last-level cache
+     * and one passed across chiplets or sockets, measured here with the
+     * clock read it includes). */
+    double           far_latency;
 } crux_tl_engine_config_t;
 
 #define CRUX_TL_ENGINE_CONFIG_DEFAULT {                     \
     .max_peers = 64, .kinds = CRUX_TL_KINDS_HOST | CRUX_TL_KINDS_CUDA, \
     .shm_slot_size = 256u << 10, .shm_slots = 8,             \
     .nmodels = 0, .models = NULL, .path_cost = 0.5e-6,       \
-    .calib_path = NULL, .eager_max = 0,                      \
+    .calib_path = NULL, .eager_max = 0, .far_latency = 0,    \
 }
 
 /* Create an engine on an open context (which must outlive it).  It allocates
@@ -377,6 +383,7 @@ typedef struct {
      * result is also written to, while it is still in cache: e.g. a shared
      * buffer (crux_tl_shared_alloc) the result is then sent on from. */
     void       *also;
+    int         also_stream;     /* write 'also' with streaming stores */
 } crux_tl_reduce_t;
 
 crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
@@ -408,6 +415,17 @@ void crux_tl_shared_free(crux_tl_engine_t *engine, void *ptr);
 /* 1 when sends from shared buffers to the peer go over shm-direct (both
  * sides use the kind). */
 int crux_tl_pair_direct(const crux_tl_pair_t *pair);
+
+/* 1 when the peer is far from this process's caches: the lines it writes
+ * reach us slowly (other chiplet or socket), measured on the pair's
+ * traffic: one receive in eight times the look that finds the peer's send
+ * published, and the median of CRUX_TL_REACH_SAMPLES such looks decides,
+ * anew for each window (0 until the first one).  Memory the
+ * peer reads next is then better written with streaming stores
+ * (crux_copy_stream): it goes to memory instead of staying in a cache the
+ * peer must snoop, line by line, across the fabric. */
+int crux_tl_pair_far(const crux_tl_pair_t *pair);
+#define CRUX_TL_REACH_SAMPLES 15
 
 /* Make progress on every pair's transfers without blocking: publish, plan,
  * issue chunks, retire completed ones.  Both sides of a transfer must

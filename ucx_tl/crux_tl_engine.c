@@ -90,6 +90,10 @@ crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
     e->context = context;
     e->config = *config;
     e->config.calib_path = NULL;
+    if (!(e->config.far_latency > 0)) {
+        e->config.far_latency = CRUX_TL_FAR_LATENCY;
+    }
+    crux_tl_reach_init(e);
     if (config->nmodels > 0) {
         e->models = calloc(config->nmodels, sizeof(*e->models));
         if (e->models == NULL) {

@@ -1,6 +1,7 @@
 /* The receiver's side of a match: once the sender's buffer is published,
  * pick the channels that fit both buffers, plan the transfer over them
  * (plans are cached per size), and publish the plan with our buffer. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ucx_tl/crux_tl_mp.h"
@@ -268,13 +269,21 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
     unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
     const crux_tl_wire_send_t *w = &pair->theirs->send[k];
-    if (mp_load(&w->seq) != x->seq + 1 || pair->recv_busy[k]) {
+    /* one receive in CRUX_TL_REACH_EVERY times its looks at the entry: the
+     * one that finds it published brought the line from the peer's cache */
+    int timed = x->seq % CRUX_TL_REACH_EVERY == 0;
+    uint64_t reach = 0;
+    uint64_t seq = timed ? crux_tl_reach_load(&w->seq, &reach) : mp_load(&w->seq);
+    if (seq != x->seq + 1 || pair->recv_busy[k]) {
         return;
     }
     /* the entry's previous transfer: the sender must be done reading it */
     if (x->seq >= CRUX_TL_RING &&
         mp_load(&pair->theirs->send_done[k].seq) < x->seq + 1 - CRUX_TL_RING) {
         return;
+    }
+    if (timed) {
+        crux_tl_reach_sample(pair, reach);
     }
     /* read in place: the sender rewrites the entry only once we are done
      * (recv_done), and the fields a plan needs share the seq's cache line */

@@ -92,7 +92,7 @@ void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t le
             } else {
                 x->reduce.fn(out + done, local, in, n / x->reduce.esize);
             }
-            if (x->reduce.also != NULL && x->params.stream) {
+            if (x->reduce.also != NULL && (x->params.stream || x->reduce.also_stream)) {
                 crux_copy_stream((uint8_t *)x->reduce.also + at + done, out + done, n);
             } else if (x->reduce.also != NULL) {
                 memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
@@ -296,7 +296,7 @@ static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
             status = (crux_status_t)s->status;
         }
     }
-    if (x->params.stream) {
+    if (x->params.stream || x->reduce.also_stream) {
         crux_copy_fence();   /* the landed bytes before the word that says so */
     }
     crux_tl_wire_done_t *d = &pair->mine->recv_done[k];

@@ -3,7 +3,7 @@
  * together, both directions at once, unaligned; without cma; calibration
  * and its cache file; a peer that dies; receives that reduce on landing or
  * stream; eager sends.  And sends from shared buffers, in one copy over
- * shm-direct. */
+ * shm-direct; peers found far. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -720,6 +720,62 @@ START_TEST(test_shared_buffers_go_in_one_copy)
 }
 END_TEST
 
+/* crux_tl_pair_far follows the measured latency against the threshold:
+ * unknown (0) before any traffic, then far past a picosecond and never
+ * past ten seconds, with a loopback pair never far. */
+static int reach(fork_group_member_t *m, void *argp)
+{
+    double far_latency = *(const double *)argp;
+    tl_engine_t t;
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    cfg.max_peers = 2;
+    cfg.calib_path = "";
+    cfg.far_latency = far_latency;
+    if (crux_tl_context_open(NULL, &t.ctx) != CRUX_OK ||
+        crux_tl_engine_create(t.ctx, &cfg, &t.engine) != CRUX_OK) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t), *self = NULL;
+    if (pair == NULL || crux_tl_pair_connect(t.engine, m->rank, m->rank, NULL, &self) != CRUX_OK) {
+        return 11;
+    }
+    int rc = crux_tl_pair_far(pair) != 0 ? 12 : 0;
+    static unsigned char out[4096 + 1], in[4096 + 2];
+    unsigned stripes;
+    for (int i = 0; i < 400 && rc == 0; i++) {   /* 400 receives: 50 timed, three windows */
+        if (exchange(m, pair, out, in + 1, 4096, 0, &stripes) != 0) {
+            rc = 13;
+            break;
+        }
+        crux_tl_xfer_t *s, *r;
+        if (crux_tl_recv(self, in, 64, NULL, &r) != CRUX_OK ||
+            crux_tl_send(self, out, 64, NULL, &s) != CRUX_OK) {
+            return 14;
+        }
+        rc = crux_tl_xfer_wait(r) != CRUX_OK || crux_tl_xfer_wait(s) != CRUX_OK ? 14 : 0;
+        crux_tl_xfer_release(s);
+        crux_tl_xfer_release(r);
+    }
+    if (rc == 0 && crux_tl_pair_far(pair) != (far_latency < 1e-9)) {
+        rc = 15;
+    }
+    rc = rc == 0 && crux_tl_pair_far(self) ? 16 : rc;
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(self);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc;
+}
+
+START_TEST(test_far_peers_are_measured)
+{
+    double latencies[] = { 1e-12, 10.0 };
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(fork_group_run(2, reach, &latencies[i]) == 0, "far_latency %g", latencies[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_bad_cards_and_configurations)
 {
     tl_engine_t t;
@@ -763,6 +819,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_reducing_and_streamed_receives);
     tcase_add_test(tc, test_eager_sends);
     tcase_add_test(tc, test_shared_buffers_go_in_one_copy);
+    tcase_add_test(tc, test_far_peers_are_measured);
     suite_add_tcase(s, tc);
     return s;
 }
