@@ -274,7 +274,9 @@ static unsigned send_reduced(crux_dev_call_t *c)
         if (c->do_ag && c->stage != NULL) {
             uint8_t *to = crux_dev_stage_at(c, g->rank, c->reduced);
             if (!(c->fold && c->do_rs)) {   /* a fold wrote it there already */
-                memcpy(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize);
+                crux_dev_stage_write(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize,
+                                     c->any_far);
+                crux_dev_stage_fence(c);
             }
             from = to;
         }
@@ -354,13 +356,14 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 
 /* The call's arrays, zeroed, carved from memory the group keeps (calls
  * are many and small ones showed their allocations in profiles): chunks
- * per shard, the four transfer tables, and the fold's steps per chunk. */
+ * per shard, the four transfer tables, the fold's steps per chunk, and
+ * which members are far. */
 static crux_status_t call_arrays(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
     size_t counts = (size + c->kmax + 1) * sizeof(unsigned);
-    size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts;
+    size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts + size;
     if (g->call_mem_size < bytes) {
         void *mem = realloc(g->call_mem, bytes);
         if (mem == NULL) {
@@ -377,6 +380,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     c->ag_recv = tables + 3 * slots;
     c->chunks = (unsigned *)(tables + 4 * slots);
     c->folded = c->chunks + size;
+    c->far = (uint8_t *)(c->folded + c->kmax + 1);
     return CRUX_OK;
 }
 

@@ -24,6 +24,10 @@ typedef struct {
      * receiver and a result written once serves every peer; NULL: not */
     uint8_t      *stage;
     size_t        slot_elems;
+    /* a peer reading the stage is far (crux_tl_pair_far): what it reads is
+     * written with streaming stores, [member] and for what every peer reads */
+    uint8_t      *far;
+    int           any_far;
     /* a small allreduce in one exchange: every member's "shard" is the whole
      * buffer, which it folds from every peer's input; no gather */
     int           whole;
@@ -71,6 +75,12 @@ uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
 /* Give a host call the stage when every pair has shm-direct, and decide
  * whether it folds. */
 void crux_dev_host_channels(crux_dev_call_t *c);
+/* Write 'bytes' into the stage for readers that are 'far' or not; a
+ * streamed write (crux_dev_stage_streams) is fenced by crux_dev_stage_fence
+ * before it is sent. */
+int crux_dev_stage_streams(int far, size_t bytes);
+void crux_dev_stage_write(void *to, const void *from, size_t bytes, int far);
+void crux_dev_stage_fence(const crux_dev_call_t *c);
 /* Row k's places that 'sends' (rs_send: our pieces, ag_send: our result)
  * went from are free again. */
 int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, unsigned k);

@@ -52,7 +52,8 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     if (q == r) {
         c->cpu(acc, acc, c->src + at, n);
         if (also != NULL) {
-            memcpy(also, acc, n * c->esize);
+            crux_dev_stage_write(also, acc, n * c->esize, c->any_far);
+            crux_dev_stage_fence(c);
         }
         return;
     }
@@ -64,10 +65,14 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     crux_tl_reduce_t red = {
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
         .local = i == 0 ? c->src + at : acc, .after = before, .also = also,
+        .also_stream = also != NULL && crux_dev_stage_streams(c->any_far, n * c->esize),
     };
     /* a large result goes to the stage first and is streamed into the
-     * caller's buffer (not the in-place accumulator, which is read again) */
-    crux_tl_xfer_params_t params = { .stream = c->stream && also != NULL && acc == c->dst + at };
+     * caller's buffer (not the in-place accumulator, which is read again);
+     * for far peers it is the stage that is streamed */
+    crux_tl_xfer_params_t params = {
+        .stream = c->stream && also != NULL && acc == c->dst + at && !red.also_stream,
+    };
     uint8_t *out = acc;
     if (params.stream) {
         red.also = acc;

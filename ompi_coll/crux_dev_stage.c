@@ -15,7 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
+
+/* Smaller writes for a far peer stay in the cache: a line or a few cost
+ * little to snoop, and its read from memory would cost more. */
+#define STREAM_MIN_BYTES 4096
 
 /* A shared stage of at least 'bytes', kept by the group and grown; a
  * stage that cannot grow stays as it was (whole calls rely on it). */
@@ -73,6 +78,10 @@ void crux_dev_host_channels(crux_dev_call_t *c)
         c->stage = g->stage;
         c->row0 = g->stage_row;
         g->stage_row = (g->stage_row + c->kmax) % g->config.window;
+        for (int q = 0; q < g->size; q++) {
+            c->far[q] = q != g->rank && (crux_tl_pair_far(g->rs[q]) || crux_tl_pair_far(g->ag[q]));
+            c->any_far |= c->far[q];
+        }
     }
     c->fold = c->do_rs && 64 % c->esize == 0 && (c->stage != NULL || reduces);
 }
@@ -98,12 +107,35 @@ int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, un
     return 1;
 }
 
-/* Copy our input's chunk k of member p's shard to its place in the stage. */
+int crux_dev_stage_streams(int far, size_t bytes)
+{
+    return far && bytes >= STREAM_MIN_BYTES;
+}
+
+void crux_dev_stage_write(void *to, const void *from, size_t bytes, int far)
+{
+    if (crux_dev_stage_streams(far, bytes)) {
+        crux_copy_stream(to, from, bytes);
+    } else {
+        memcpy(to, from, bytes);
+    }
+}
+
+void crux_dev_stage_fence(const crux_dev_call_t *c)
+{
+    if (c->any_far) {
+        crux_copy_fence();
+    }
+}
+
+/* Copy our input's chunk k of member p's shard to its place in the stage
+ * (a whole call's: our own place, read by every peer). */
 static uint8_t *copy_in(crux_dev_call_t *c, int p, unsigned k)
 {
     uint8_t *to = crux_dev_stage_at(c, p, k);
-    memcpy(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
-           crux_dev_chunk_count(c, p, k) * c->esize);
+    crux_dev_stage_write(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
+                         crux_dev_chunk_count(c, p, k) * c->esize,
+                         p == c->g->rank ? c->any_far : c->far[p]);
     return to;
 }
 
@@ -116,10 +148,14 @@ unsigned crux_dev_stage_row(crux_dev_call_t *c)
     }
     /* whole: every peer gets the same piece, copied once into our place */
     uint8_t *whole = c->whole ? copy_in(c, g->rank, k) : NULL;
+    uint8_t *from[g->size];
     for (int q = 0; q < g->size; q++) {
-        if (q != g->rank && k < c->chunks[q]) {
-            uint8_t *from = whole != NULL ? whole : copy_in(c, q, k);
-            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], from, q, k);
+        from[q] = q == g->rank || k >= c->chunks[q] ? NULL : whole != NULL ? whole : copy_in(c, q, k);
+    }
+    crux_dev_stage_fence(c);
+    for (int q = 0; q < g->size; q++) {
+        if (from[q] != NULL) {
+            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], from[q], q, k);
         }
     }
     c->staged++;

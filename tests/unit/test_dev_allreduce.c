@@ -10,6 +10,7 @@
 
 #include "check_main.h"
 #include "ompi_coll/crux_dev.h"
+#include "ompi_coll/crux_dev_group.h"   /* the pairs, to see them found far */
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)
@@ -154,12 +155,15 @@ static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, cr
     munmap(c.region, region);
 }
 
-/* A group over every host channel kind, uncalibrated (0: default chunk, window). */
-static crux_dev_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window)
+/* A group over every host channel kind, uncalibrated (0: default chunk,
+ * window, latency past which a peer is far). */
+static crux_dev_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window,
+                                    double far_latency)
 {
     crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
     cfg.host_chunk_size = host_chunk;
     cfg.window = window;
+    cfg.engine.far_latency = far_latency;
     cfg.calibrate = 0;
     cfg.engine.kinds = CRUX_TL_KINDS_HOST;
     cfg.engine.calib_path = "";
@@ -229,19 +233,26 @@ START_TEST(test_host_channels_fold_in_rank_order)
 END_TEST
 
 /* One group, successive calls of every size through the stage: it grows,
- * each call starts at the next row of the ring, results stay exact. */
+ * each call starts at the next row of the ring, results stay exact.  The
+ * warm-up of whole calls measures the peers: with a far_latency (arg) of a
+ * picosecond every one is far after it, and the stage is written with
+ * streaming stores from then on; with ten seconds none is. */
 static int successive(fork_group_member_t *m, void *arg)
 {
-    (void)arg;
-    crux_dev_group_t *g = host_group(m, 48u << 10, 3);
+    double far_latency = *(const double *)arg;
+    crux_dev_group_t *g = host_group(m, 48u << 10, 3, far_latency);
     if (g == NULL) {
         return 10;
     }
     const size_t counts[] = { 1000, 300007, 7, 1000003, 1000, 12288 * 3, 5 };
+    const size_t ncounts = sizeof(counts) / sizeof(counts[0]), warm_up = 400;
     int32_t *in = malloc(1000003 * sizeof(int32_t)), *out = malloc(1000003 * sizeof(int32_t));
     int rc = 0;
-    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && rc == 0; i++) {
-        size_t n = counts[i];
+    for (size_t i = 0; i < warm_up + ncounts && rc == 0; i++) {
+        size_t n = i < warm_up ? 2001 : counts[i - warm_up];   /* warm-up: 8 KiB, whole calls */
+        for (int q = 0; i == warm_up && q < m->size; q++) {
+            rc |= q != m->rank && crux_tl_pair_far(g->rs[q]) != (far_latency < 1e-9) ? 13 : 0;
+        }
         int in_place = (int)(i % 2);
         for (size_t j = 0; j < n; j++) {
             in[j] = (int32_t)((size_t)m->rank * 1000 + (j + i) % 97);
@@ -263,8 +274,20 @@ static int successive(fork_group_member_t *m, void *arg)
 
 START_TEST(test_host_stage_across_calls)
 {
+    double far_latency = 10.0;
     for (int size = 2; size <= 3; size++) {
-        ck_assert_int_eq(fork_group_run(size, successive, NULL), 0);
+        ck_assert_int_eq(fork_group_run(size, successive, &far_latency), 0);
+    }
+}
+END_TEST
+
+/* Every peer far (any latency is past a picosecond): pieces, whole inputs
+ * and results are streamed into the stage, and the results stay exact. */
+START_TEST(test_far_peers_get_a_streamed_stage)
+{
+    double far_latency = 1e-12;
+    for (int size = 2; size <= 3; size++) {
+        ck_assert_int_eq(fork_group_run(size, successive, &far_latency), 0);
     }
 }
 END_TEST
@@ -285,7 +308,7 @@ END_TEST
 /* Each member refuses the same calls alike, before moving anything. */
 static int refusals(fork_group_member_t *m, void *arg)
 {
-    crux_dev_group_t *g = host_group(m, 0, 0);
+    crux_dev_group_t *g = host_group(m, 0, 0, 0);
     if (g == NULL) {
         return 10;
     }
@@ -369,6 +392,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_host_channels_fold_in_rank_order);
     tcase_add_test(tc, test_host_channels_without_shm_reduce_from_scratch);
     tcase_add_test(tc, test_host_stage_across_calls);
+    tcase_add_test(tc, test_far_peers_get_a_streamed_stage);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
     suite_add_tcase(s, tc);
