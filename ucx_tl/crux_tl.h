@@ -288,9 +288,9 @@ typedef struct {
     size_t           eager_max;
     /* A pair is "far" (crux_tl_pair_far) when the median time the peer's
      * ring entries take to reach this process exceeds this many seconds
-     * (0: 90 ns, between a cache line passed within one last-level cache
-     * and one passed across chiplets or sockets, measured here with the
-     * clock read it includes). */
+     * (0: CRUX_REACH_FAR, 90 ns, between a cache line passed within one
+     * last-level cache and one passed across chiplets or sockets, measured
+     * with the clock reads it includes). */
     double           far_latency;
 } crux_tl_engine_config_t;
 
@@ -417,15 +417,14 @@ void crux_tl_shared_free(crux_tl_engine_t *engine, void *ptr);
 int crux_tl_pair_direct(const crux_tl_pair_t *pair);
 
 /* 1 when the peer is far from this process's caches: the lines it writes
- * reach us slowly (other chiplet or socket), measured on the pair's
- * traffic: one receive in eight times the look that finds the peer's send
- * published, and the median of CRUX_TL_REACH_SAMPLES such looks decides,
- * anew for each window (0 until the first one).  Memory the
- * peer reads next is then better written with streaming stores
+ * reach us slowly (other chiplet or socket).  Measured on the pair's
+ * traffic (common/crux_reach.h): one receive in eight times the look that
+ * finds the peer's send published, and the median of 15 such looks
+ * decides, anew for each window (0 until the first one).  Memory the peer
+ * reads next is then better written with streaming stores
  * (crux_copy_stream): it goes to memory instead of staying in a cache the
  * peer must snoop, line by line, across the fabric. */
 int crux_tl_pair_far(const crux_tl_pair_t *pair);
-#define CRUX_TL_REACH_SAMPLES 15
 
 /* Make progress on every pair's transfers without blocking: publish, plan,
  * issue chunks, retire completed ones.  Both sides of a transfer must

@@ -90,10 +90,7 @@ crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
     e->context = context;
     e->config = *config;
     e->config.calib_path = NULL;
-    if (!(e->config.far_latency > 0)) {
-        e->config.far_latency = CRUX_TL_FAR_LATENCY;
-    }
-    crux_tl_reach_init(e);
+
     if (config->nmodels > 0) {
         e->models = calloc(config->nmodels, sizeof(*e->models));
         if (e->models == NULL) {
@@ -313,6 +310,11 @@ unsigned crux_tl_engine_progress(crux_tl_engine_t *e)
         events += crux_tl_pair_progress(pair);
     }
     return events + crux_tl_cuda_progress(e);
+}
+
+int crux_tl_pair_far(const crux_tl_pair_t *pair)
+{
+    return pair->reach.far;
 }
 
 int crux_tl_xfer_done(const crux_tl_xfer_t *x)

@@ -269,11 +269,11 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
     unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
     const crux_tl_wire_send_t *w = &pair->theirs->send[k];
-    /* one receive in CRUX_TL_REACH_EVERY times its looks at the entry: the
-     * one that finds it published brought the line from the peer's cache */
-    int timed = x->seq % CRUX_TL_REACH_EVERY == 0;
+    /* one receive in CRUX_REACH_EVERY times its looks at the entry: the one
+     * that finds it published brought the line from the peer's cache */
+    int timed = !pair->loopback && x->seq % CRUX_REACH_EVERY == 0;
     uint64_t reach = 0;
-    uint64_t seq = timed ? crux_tl_reach_load(&w->seq, &reach) : mp_load(&w->seq);
+    uint64_t seq = timed ? crux_reach_load(&w->seq, &reach) : mp_load(&w->seq);
     if (seq != x->seq + 1 || pair->recv_busy[k]) {
         return;
     }
@@ -283,7 +283,7 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         return;
     }
     if (timed) {
-        crux_tl_reach_sample(pair, reach);
+        crux_reach_sample(&pair->reach, reach, pair->engine->config.far_latency);
     }
     /* read in place: the sender rewrites the entry only once we are done
      * (recv_done), and the fields a plan needs share the seq's cache line */

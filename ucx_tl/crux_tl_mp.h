@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/crux_reach.h"
 #include "ucx_tl/crux_tl_internal.h"
 
 #define CRUX_TL_RING      64          /* transfers in flight per pair and direction */
@@ -289,10 +290,7 @@ struct crux_tl_pair {
     unsigned            idle_polls;
     crux_tl_shared_map_t shared_maps[CRUX_TL_SHARED_MAPS];
     uint64_t            shared_uses;
-    /* how long the peer's ring entries take to reach us (crux_tl_reach.c) */
-    uint64_t            reach[CRUX_TL_REACH_SAMPLES];   /* ticks, this window */
-    unsigned            nreach;
-    int                 far;
+    crux_reach_t        reach;          /* how far the peer's caches are */
 };
 
 typedef struct crux_tl_cuda_state crux_tl_cuda_state_t;
@@ -310,8 +308,6 @@ struct crux_tl_engine {
     crux_tl_cuda_state_t *cuda;         /* NULL until a device transfer or without CUDA */
     crux_tl_shared_t   *shared;         /* shared buffers, newest first */
     uint64_t            shared_ids;     /* numbers handed out */
-    uint64_t            tick0;          /* crux_tl_ticks() at creation ... */
-    double              time0;          /* ... and crux_tl_now() */
 };
 
 /* crux_tl_engine.c */
@@ -321,15 +317,6 @@ void crux_tl_chunk_put(crux_tl_engine_t *engine, crux_tl_chunk_t *chunk);
 crux_tl_xfer_t *crux_tl_xfer_get(crux_tl_engine_t *engine);
 void crux_tl_xfer_put(crux_tl_engine_t *engine, crux_tl_xfer_t *x);
 crux_tl_area_t *crux_tl_area(crux_tl_engine_t *engine, uint8_t *base, int rank);
-
-/* crux_tl_reach.c: how far the peer's caches are */
-#define CRUX_TL_FAR_LATENCY 90e-9
-#define CRUX_TL_REACH_EVERY 8   /* receives per timed one (a timed look costs fences) */
-void crux_tl_reach_init(crux_tl_engine_t *engine);
-/* Load a word the peer writes, with acquire ordering, and the ticks it took. */
-uint64_t crux_tl_reach_load(const uint64_t *word, uint64_t *ticks);
-/* Count a load that brought a line the peer had just written. */
-void crux_tl_reach_sample(crux_tl_pair_t *pair, uint64_t ticks);
 
 /* crux_tl_chan_host.c: cma get/put, shm and model channels of a pair */
 crux_status_t crux_tl_host_channels(crux_tl_pair_t *pair);
