@@ -23,7 +23,17 @@ typedef struct {
     uint64_t sample[CRUX_REACH_SAMPLES];   /* ticks, this window */
     unsigned n;
     int      far;                          /* the last window's verdict (0 before) */
+    uint64_t draw;                         /* crux_reach_turn's generator */
 } crux_reach_t;
+
+/* Whether the next wait on this peer times its looks: one in
+ * CRUX_REACH_EVERY, drawn at random, so a fixed pattern of waits per call
+ * cannot keep one kind of wait (one that never waits long) always chosen. */
+static inline int crux_reach_turn(crux_reach_t *r)
+{
+    r->draw = r->draw * 6364136223846793005ull + 1442695040888963407ull;
+    return (r->draw >> 33) % CRUX_REACH_EVERY == 0;   /* the generator's better bits */
+}
 
 /* Load a word the peer writes (acquire), and the ticks the load took. */
 uint64_t crux_reach_load(const uint64_t *word, uint64_t *ticks);

@@ -60,6 +60,7 @@ typedef struct {
     size_t chunk_size;
     size_t cma_chunk_size;
     size_t stream_min_bytes;        /* results this large bypass the cache */
+    int    far_latency_ns;          /* peers slower than this get a streamed stage; 0: 90 */
     char  *job_id;                  /* the job's id in the priority file */
     char  *priority_file;
     int    priority_poll_ms;

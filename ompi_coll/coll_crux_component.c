@@ -125,6 +125,13 @@ static int crux_register(void)
              "cma rather than shared-memory staging (auto only; 0: never)", OPAL_INFO_LVL_5,
              &c->cma_min_bytes);
 
+    c->far_latency_ns = 0;
+    reg_int("far_latency_ns", "A peer whose writes take longer than this many nanoseconds to "
+            "reach us (measured, clock reads included) is far: what it reads of our stage is "
+            "written with streaming stores (0: 90, between one last-level cache and two; "
+            "1: every peer, once measured; a large value: none)", OPAL_INFO_LVL_6,
+            &c->far_latency_ns);
+
     c->stage_size = defaults.stage_size;
     reg_size("stage_size", "Bytes of shared-memory staging area per process and communicator",
              OPAL_INFO_LVL_6, &c->stage_size);
@@ -240,6 +247,8 @@ static bool params_invalid(const mca_coll_crux_component_t *c)
             invalid("cma_chunk_size", (long long)c->cma_chunk_size, "must be at least 4096")) ||
            (c->group_size < 0 &&
             invalid("group_size", c->group_size, "must not be negative")) ||
+           (c->far_latency_ns < 0 &&
+            invalid("far_latency_ns", c->far_latency_ns, "must not be negative")) ||
            ((c->hier_depth < 0 || c->hier_depth > 64) &&
             invalid("hier_depth", c->hier_depth, "must be between 0 and 64")) ||
            (c->priority_poll_ms < 0 &&

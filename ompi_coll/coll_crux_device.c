@@ -48,6 +48,7 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
         crux_coll_config_t host = coll_crux_config();
         config.tl = host.tl;
         config.stream_min_bytes = host.stream_min_bytes;
+        config.engine.far_latency = host.far_latency;
         config.local_procs = host.local_procs;
         crux_status_t status = crux_dev_group_create(&oob, &config, &m->dev_group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;

@@ -45,6 +45,7 @@ crux_coll_config_t coll_crux_config(void)
     config.cma_chunk_size = c->cma_chunk_size;
     config.cma_min_bytes  = c->cma_min_bytes;
     config.stream_min_bytes = c->stream_min_bytes;
+    config.far_latency    = c->far_latency_ns * 1e-9;
     config.local_procs    = (int)orte_process_info.num_local_peers + 1;
     config.tl.shm_mds     = c->shm_mds;
     config.tl.use_cma     = c->use_cma;

@@ -19,6 +19,9 @@
  * overlap; with depth 0 the stages run one after the other, over the whole
  * shard (for comparison).
  *
+ * What a far peer reads of our stage (common/crux_reach.h: measured in the
+ * waits) is written with streaming stores, fenced before it is announced.
+ *
  * User buffers are only touched by their owner, so a call returns as soon as
  * its own result is complete; a member only waits, before writing a bank
  * again, for the peers to have finished reading it two rounds ago, so one
@@ -38,6 +41,7 @@ typedef struct {
     uint8_t           *dst;       /* this member's result */
     crux_reduce_fn_t   reduce;
     int                stream;    /* write copied-out results with streaming stores */
+    int                any_far;   /* a peer is far: what it reads of our stage is streamed */
     uint8_t          **bank;      /* [size] every member's bank for this round */
     const void       **inputs;    /* [size] scratch array of chunk pointers */
     unsigned           mine;      /* chunks of the own shard */
@@ -60,8 +64,12 @@ static void copy_in(staged_round_t *s)
         int p = (g->rank + i) % g->size;
         if (s->copied < crux_shard_chunks(s->cut, p)) {
             size_t at = crux_chunk_offset(s->cut, p, s->copied);
-            memcpy(s->bank[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied));
+            crux_copy_to(s->bank[g->rank] + at, s->src + at, crux_chunk_bytes(s->cut, p, s->copied),
+                         crux_far(g, p));
         }
+    }
+    if (s->any_far) {
+        crux_copy_fence();   /* streamed pieces before the word that announces them */
     }
     s->copied++;
     CRUX_PUBLISH(g, staged, CRUX_PROGRESS(g->seq, s->copied));
@@ -112,8 +120,16 @@ static crux_status_t reduce_chunk(staged_round_t *s)
     }
     s->reduced++;
     if (s->inter == NULL) {
-        crux_reduce_chain(s->reduce, s->bank[g->rank] + at, s->dst + at, s->inputs, g->size,
-                          bytes, s->cut->esize, s->stream);
+        /* for far peers the stage's copy is the streamed one; the result may
+         * be formed in dst unless that is a later input (in place past 1) */
+        if (s->any_far && crux_copy_streams_to(1, bytes) && (s->src != s->dst || g->rank < 2)) {
+            crux_reduce_chain(s->reduce, s->dst + at, s->bank[g->rank] + at, s->inputs, g->size,
+                              bytes, s->cut->esize, 1);
+            crux_copy_fence();
+        } else {
+            crux_reduce_chain(s->reduce, s->bank[g->rank] + at, s->dst + at, s->inputs, g->size,
+                              bytes, s->cut->esize, s->stream);
+        }
         s->final = s->reduced;
         CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->final));
         return CRUX_OK;
@@ -145,7 +161,10 @@ static crux_status_t finish_inter(staged_round_t *s, int *progressed)
         size_t at = crux_chunk_offset(s->cut, g->rank, s->final);
         size_t end = crux_chunk_offset(s->cut, g->rank, s->final + span - 1) +
                      crux_chunk_bytes(s->cut, g->rank, s->final + span - 1);
-        memcpy(s->bank[g->rank] + at, s->dst + at, end - at);
+        crux_copy_to(s->bank[g->rank] + at, s->dst + at, end - at, s->any_far);
+        if (s->any_far) {
+            crux_copy_fence();
+        }
         s->final += span;
         CRUX_PUBLISH(g, reduced, CRUX_PROGRESS(g->seq, s->final));
         *progressed = 1;
@@ -264,6 +283,10 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
     size_t bank_size = g->config.stage_size / 2;
     size_t per_round = bank_size / esize;
     int stream = g->config.stream_min_bytes > 0 && count * esize >= g->config.stream_min_bytes;
+    int any_far = 0;
+    for (int q = 0; q < g->size; q++) {
+        any_far |= q != g->rank && crux_far(g, q);
+    }
 
     for (size_t first = 0; first < count; first += per_round) {
         size_t n = count - first < per_round ? count - first : per_round;
@@ -274,7 +297,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
             bank[p] = g->stage[p] + (g->seq % 2) * bank_size;
         }
         staged_round_t s = {
-            .g = g, .cut = &cut, .reduce = reduce, .stream = stream, .bank = bank,
+            .g = g, .cut = &cut, .reduce = reduce, .stream = stream, .any_far = any_far, .bank = bank,
             .inputs = inputs, .out = out, .mine = crux_shard_chunks(&cut, g->rank),
             .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
             .inter = inter, .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,

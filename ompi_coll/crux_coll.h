@@ -42,6 +42,11 @@ typedef struct {
     size_t cma_min_bytes;   /* AUTO uses single copy from this size up; 0: never */
     size_t stream_min_bytes;/* results of messages this large bypass the cache; 0: never */
     int    local_procs;     /* processes on this node (0: the group size) */
+    /* a peer whose progress words take longer than this to reach us (in
+     * seconds, common/crux_reach.h; 0: its default) is far: what it reads
+     * from our stage is written with streaming stores.  This member's own,
+     * not agreed. */
+    double far_latency;
     crux_tl_config_t tl;
 } crux_coll_config_t;
 
@@ -52,6 +57,7 @@ typedef struct {
     .cma_min_bytes  = 0,                      \
     .stream_min_bytes = 2u << 20,             \
     .local_procs    = 0,                      \
+    .far_latency    = 0,                      \
     .tl             = CRUX_TL_CONFIG_DEFAULT, \
 }
 

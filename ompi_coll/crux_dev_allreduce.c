@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
 
 
@@ -274,7 +275,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
         if (c->do_ag && c->stage != NULL) {
             uint8_t *to = crux_dev_stage_at(c, g->rank, c->reduced);
             if (!(c->fold && c->do_rs)) {   /* a fold wrote it there already */
-                crux_dev_stage_write(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize,
+                crux_copy_to(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize,
                                      c->any_far);
                 crux_dev_stage_fence(c);
             }

@@ -75,11 +75,8 @@ uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
 /* Give a host call the stage when every pair has shm-direct, and decide
  * whether it folds. */
 void crux_dev_host_channels(crux_dev_call_t *c);
-/* Write 'bytes' into the stage for readers that are 'far' or not; a
- * streamed write (crux_dev_stage_streams) is fenced by crux_dev_stage_fence
- * before it is sent. */
-int crux_dev_stage_streams(int far, size_t bytes);
-void crux_dev_stage_write(void *to, const void *from, size_t bytes, int far);
+/* The fence a write into the stage for far peers (crux_copy_to) needs
+ * before its send is published. */
 void crux_dev_stage_fence(const crux_dev_call_t *c);
 /* Row k's places that 'sends' (rs_send: our pieces, ag_send: our result)
  * went from are free again. */

@@ -5,6 +5,7 @@
  * in place of its scratch-and-reduce step for host buffers. */
 #include <string.h>
 
+#include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
 
 /* Chunk k's pieces fold into its accumulator in rank order.  Steps: member
@@ -52,7 +53,7 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     if (q == r) {
         c->cpu(acc, acc, c->src + at, n);
         if (also != NULL) {
-            crux_dev_stage_write(also, acc, n * c->esize, c->any_far);
+            crux_copy_to(also, acc, n * c->esize, c->any_far);
             crux_dev_stage_fence(c);
         }
         return;
@@ -65,7 +66,7 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     crux_tl_reduce_t red = {
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
         .local = i == 0 ? c->src + at : acc, .after = before, .also = also,
-        .also_stream = also != NULL && crux_dev_stage_streams(c->any_far, n * c->esize),
+        .also_stream = also != NULL && crux_copy_streams_to(c->any_far, n * c->esize),
     };
     /* a large result goes to the stage first and is streamed into the
      * caller's buffer (not the in-place accumulator, which is read again);

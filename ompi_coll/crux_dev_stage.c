@@ -18,10 +18,6 @@
 #include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
 
-/* Smaller writes for a far peer stay in the cache: a line or a few cost
- * little to snoop, and its read from memory would cost more. */
-#define STREAM_MIN_BYTES 4096
-
 /* A shared stage of at least 'bytes', kept by the group and grown; a
  * stage that cannot grow stays as it was (whole calls rely on it). */
 static crux_status_t group_stage(crux_dev_group_t *g, size_t bytes)
@@ -107,20 +103,6 @@ int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, un
     return 1;
 }
 
-int crux_dev_stage_streams(int far, size_t bytes)
-{
-    return far && bytes >= STREAM_MIN_BYTES;
-}
-
-void crux_dev_stage_write(void *to, const void *from, size_t bytes, int far)
-{
-    if (crux_dev_stage_streams(far, bytes)) {
-        crux_copy_stream(to, from, bytes);
-    } else {
-        memcpy(to, from, bytes);
-    }
-}
-
 void crux_dev_stage_fence(const crux_dev_call_t *c)
 {
     if (c->any_far) {
@@ -133,7 +115,7 @@ void crux_dev_stage_fence(const crux_dev_call_t *c)
 static uint8_t *copy_in(crux_dev_call_t *c, int p, unsigned k)
 {
     uint8_t *to = crux_dev_stage_at(c, p, k);
-    crux_dev_stage_write(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
+    crux_copy_to(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
                          crux_dev_chunk_count(c, p, k) * c->esize,
                          p == c->g->rank ? c->any_far : c->far[p]);
     return to;

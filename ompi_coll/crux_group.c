@@ -62,7 +62,8 @@ static crux_status_t alloc_arrays(crux_coll_group_t *g)
     g->eps     = calloc(n, sizeof(*g->eps));
     g->pids    = calloc(n, sizeof(*g->pids));
     g->scratch = malloc(n * g->config.cma_chunk_size);   /* one landing slot per peer */
-    return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch
+    g->reach   = calloc(n, sizeof(*g->reach));
+    return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch && g->reach
                ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 }
 
@@ -263,6 +264,7 @@ void crux_coll_group_destroy(crux_coll_group_t *g)
     free(g->eps);
     free(g->pids);
     free(g->scratch);
+    free(g->reach);
     free(g);
 }
 

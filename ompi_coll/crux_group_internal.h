@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/crux_reach.h"
 #include "ompi_coll/crux_coll.h"
 
 /* Progress words pack a call's sequence number above a chunk count, so a
@@ -52,7 +53,14 @@ struct crux_coll_group {
     crux_tl_ep_t      **eps;          /* [size]: cma endpoints, NULL without cma */
     pid_t              *pids;
     void               *scratch;      /* single-copy landing area, size chunks */
+    crux_reach_t       *reach;        /* [size]: how far each peer's caches are (crux_wait) */
 };
+
+/* Whether member q reads best what we write for it with streaming stores. */
+static inline int crux_far(const crux_coll_group_t *group, int q)
+{
+    return group->reach[q].far;
+}
 
 static inline uint64_t crux_load(const uint64_t *word)
 {

@@ -1,14 +1,16 @@
 /* libcrux_coll's flat Allreduce in forked processes (no MPI): every algorithm
  * at group sizes 1 to 5, counts that do and do not divide by the size or the
  * chunk, messages larger than the staging area, in and out of place, with
- * identical bits on every member; and the failures: a member whose set-up
- * fails, cma unavailable, a member that dies in the middle. */
+ * identical bits on every member; a stage streamed for far peers; and the
+ * failures: a member whose set-up fails, cma unavailable, a member that
+ * dies in the middle. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check_main.h"
+#include "ompi_coll/crux_group_internal.h"   /* crux_far */
 #include "tests/unit/fork_group.h"
 
 typedef struct {
@@ -198,6 +200,94 @@ START_TEST(test_setup_failure_is_agreed)
 }
 END_TEST
 
+/* Whether every peer of ours is judged as expected, agreed by all members
+ * (a collective: a MAX of who is not there yet); -1 if the call fails. */
+static int all_judged(fork_group_member_t *m, crux_coll_group_t *g, int want_far)
+{
+    int32_t missing = 0;
+    for (int q = 0; q < m->size; q++) {
+        missing |= q != m->rank && crux_far(g, q) != want_far;
+    }
+    if (crux_coll_allreduce(g, NULL, &missing, 1, CRUX_DT_INT32, CRUX_OP_MAX,
+                            CRUX_ALLREDUCE_STAGED) != CRUX_OK) {
+        return -1;
+    }
+    return missing == 0;
+}
+
+/* Peers found far (a picosecond latency: all of them, once enough waits
+ * were timed) get their pieces and results streamed into the stage, flat
+ * and in place (past rank 1 the result is formed in the stage as before);
+ * never with ten seconds.  Results stay exact either way. */
+static int run_far(fork_group_member_t *m, void *arg)
+{
+    double far_latency = *(const double *)arg;
+    int want_far = far_latency < 1e-9;
+    crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
+    config.chunk_size = 16384;
+    config.far_latency = far_latency;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, &config, &g) != CRUX_OK) {
+        return 2;
+    }
+    const size_t sizes[] = { 300007, 1000, 70001, 5 }, n_max = 300007;
+    float *s = malloc((n_max + 1) * sizeof(float)), *r = malloc((n_max + 1) * sizeof(float));
+    int rc = 0;
+    /* the warm-up: calls that wait, 100 at a time, at least 1000 and until
+     * every member sees what it should (at most 30000) */
+    for (size_t i = 0; i < 20000; i++) {
+        s[i] = value(m->rank, i);
+    }
+    for (size_t calls = 100; rc == 0; calls += 100) {
+        for (int i = 0; i < 100 && rc == 0; i++) {
+            rc = crux_coll_allreduce(g, s, r, 20000, CRUX_DT_FLOAT, CRUX_OP_SUM,
+                                     CRUX_ALLREDUCE_STAGED) != CRUX_OK ? 3 : 0;
+        }
+        int judged = rc != 0 || calls < 1000 ? 0 : all_judged(m, g, want_far);
+        if (judged != 0 || rc != 0) {
+            rc = judged < 0 ? 3 : rc;
+            break;
+        }
+        rc = calls >= 30000 ? 6 : 0;
+    }
+    for (size_t call = 0; call < 8 && rc == 0; call++) {
+        size_t n = sizes[call % 4];
+        int in_place = (int)(call % 2);
+        for (size_t i = 0; i <= n; i++) {
+            s[i] = value(m->rank + (int)call, i);
+            r[i] = in_place ? s[i] : -99.0f;
+        }
+        if (crux_coll_allreduce(g, in_place ? NULL : s, r, n, CRUX_DT_FLOAT, CRUX_OP_SUM,
+                                CRUX_ALLREDUCE_STAGED) != CRUX_OK) {
+            rc = 3;
+        }
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            float e = 0;
+            for (int p = 0; p < m->size; p++) {
+                e += value(p + (int)call, i);
+            }
+            rc = r[i] != e ? 4 : 0;
+        }
+    }
+    free(s);
+    free(r);
+    crux_coll_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_far_peers_get_a_streamed_stage)
+{
+    double latencies[] = { 1e-12, 10.0 };
+    for (int size = 2; size <= 4; size++) {
+        for (int l = 0; l < 2; l++) {
+            ck_assert_msg(fork_group_run(size, run_far, &latencies[l]) == 0, "size %d far_latency %g",
+                          size, latencies[l]);
+        }
+    }
+}
+END_TEST
+
 /* Without cma the group stages everything; forcing cma is refused. */
 static int run_without_cma(fork_group_member_t *m, void *arg)
 {
@@ -270,6 +360,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, test_other_types_and_unsupported_pairs);
     tcase_add_test(tc, test_setup_failure_is_agreed);
     tcase_add_test(tc, test_without_cma_everything_is_staged);
+    tcase_add_test(tc, test_far_peers_get_a_streamed_stage);
     tcase_add_loop_test(tc, test_peer_death_is_an_error_not_a_hang, 0, 2);
     suite_add_tcase(s, tc);
     return s;
