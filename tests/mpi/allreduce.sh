@@ -35,6 +35,11 @@ run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" --
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: cma" "[np=3 auto with cma] auto switched to cma"
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with cma] auto used staging below"
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
+# every peer far once measured: stages written with streaming stores, same bits
+for alg in staged engine; do
+  run_mpi 3 "far peers $alg" --mca coll_crux_far_latency_ns 1 --mca coll_crux_allreduce_algorithm $alg -- \
+    $prog counts bits
+done
 run_mpi 2 "fallback forced" --mca coll_crux_allreduce_algorithm fallback -- $prog counts fallback
 run_mpi 4 "many" --mca coll crux -- $prog many
 run_mpi 3 "info keys" --mca coll_crux_verbose 2 -- $prog info
@@ -48,4 +53,7 @@ expect_stderr "no shared memory for communicator" "[np=2 no shared memory] the f
 # A bad parameter disables crux with a help message; the job still runs.
 run_mpi 2 "bad parameter" --mca coll_crux_stage_size 100 -- $prog counts
 expect_stderr "coll_crux_stage_size has an invalid value" "[np=2 bad parameter] the help message names the parameter"
+run_mpi 2 "negative far latency" --mca coll_crux_far_latency_ns -5 -- $prog counts
+expect_stderr "coll_crux_far_latency_ns has an invalid value" \
+  "[np=2 negative far latency] the help message names the parameter"
 finish
