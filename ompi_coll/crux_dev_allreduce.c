@@ -276,7 +276,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
             uint8_t *to = crux_dev_stage_at(c, g->rank, c->reduced);
             if (!(c->fold && c->do_rs)) {   /* a fold wrote it there already */
                 crux_copy_to(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize,
-                                     c->any_far);
+                             c->any_far);
                 crux_dev_stage_fence(c);
             }
             from = to;

@@ -116,8 +116,7 @@ static uint8_t *copy_in(crux_dev_call_t *c, int p, unsigned k)
 {
     uint8_t *to = crux_dev_stage_at(c, p, k);
     crux_copy_to(to, c->src + crux_dev_chunk_first(c, p, k) * c->esize,
-                         crux_dev_chunk_count(c, p, k) * c->esize,
-                         p == c->g->rank ? c->any_far : c->far[p]);
+                 crux_dev_chunk_count(c, p, k) * c->esize, p == c->g->rank ? c->any_far : c->far[p]);
     return to;
 }
 
@@ -130,16 +129,13 @@ unsigned crux_dev_stage_row(crux_dev_call_t *c)
     }
     /* whole: every peer gets the same piece, copied once into our place */
     uint8_t *whole = c->whole ? copy_in(c, g->rank, k) : NULL;
-    uint8_t *from[g->size];
     for (int q = 0; q < g->size; q++) {
-        from[q] = q == g->rank || k >= c->chunks[q] ? NULL : whole != NULL ? whole : copy_in(c, q, k);
-    }
-    crux_dev_stage_fence(c);
-    for (int q = 0; q < g->size; q++) {
-        if (from[q] != NULL) {
-            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], from[q], q, k);
+        if (q != g->rank && k < c->chunks[q]) {
+            uint8_t *from = whole != NULL ? whole : copy_in(c, q, k);
+            crux_dev_send_chunk(c, g->rs[q], &c->rs_send[q * c->kmax + k], from, q, k);
         }
     }
+    crux_dev_stage_fence(c);   /* posted sends are published by a later progress call */
     c->staged++;
     return 1;
 }
