@@ -1,4 +1,5 @@
 /* The measurement behind crux_reach.h. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,18 +37,24 @@ uint64_t crux_reach_load(const uint64_t *word, uint64_t *t)
     return value;
 }
 
-/* Ticks per second, measured from the first call on (0 while that was
+/* The counter and the clock at the process's first sample (any thread's). */
+static uint64_t tick0;
+static double time0;
+static pthread_once_t first_sample = PTHREAD_ONCE_INIT;
+
+static void note_first_sample(void)
+{
+    tick0 = ticks();
+    time0 = now();
+}
+
+/* Ticks per second, measured since the first sample (0 while that was
  * under a millisecond ago: too soon to know the counter's rate well). */
 static double tick_rate(void)
 {
-    static uint64_t tick0;
-    static double time0;
+    pthread_once(&first_sample, note_first_sample);
     uint64_t t = ticks();
     double s = now();
-    if (time0 == 0) {
-        tick0 = t;
-        time0 = s;
-    }
     return s - time0 < 1e-3 ? 0 : (double)(t - tick0) / (s - time0);
 }
 
