@@ -122,7 +122,7 @@ static crux_status_t reduce_chunk(staged_round_t *s)
     if (s->inter == NULL) {
         /* for far peers the stage's copy is the streamed one; the result may
          * be formed in dst unless that is a later input (in place past 1) */
-        if (s->any_far && crux_copy_streams_to(1, bytes) && (s->src != s->dst || g->rank < 2)) {
+        if (crux_copy_streams_to(s->any_far, bytes) && (s->src != s->dst || g->rank < 2)) {
             crux_reduce_chain(s->reduce, s->dst + at, s->bank[g->rank] + at, s->inputs, g->size,
                               bytes, s->cut->esize, 1);
             crux_copy_fence();
