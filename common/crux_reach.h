@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define CRUX_REACH_SAMPLES 15      /* timed loads per decision */
-#define CRUX_REACH_EVERY 8         /* waits per timed one (a timed look costs fences) */
+#define CRUX_REACH_EVERY 8         /* turns per timed one (a timed look costs fences) */
 #define CRUX_REACH_FAR 90e-9       /* seconds, clock reads included: past it, far */
 
 typedef struct {
@@ -26,9 +26,10 @@ typedef struct {
     uint64_t draw;                         /* crux_reach_turn's generator */
 } crux_reach_t;
 
-/* Whether the next wait on this peer times its looks: one in
- * CRUX_REACH_EVERY, drawn at random, so a fixed pattern of waits per call
- * cannot keep one kind of wait (one that never waits long) always chosen. */
+/* Whether this turn (a wait, or a look at a word) on this peer times its
+ * looks: one in CRUX_REACH_EVERY, drawn at random, so a fixed pattern of
+ * turns per call cannot keep one kind of turn (one that never waits long)
+ * always chosen. */
 static inline int crux_reach_turn(crux_reach_t *r)
 {
     r->draw = r->draw * 6364136223846793005ull + 1442695040888963407ull;

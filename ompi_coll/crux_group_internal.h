@@ -37,6 +37,18 @@ typedef struct {
 
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
 
+/* How far a peer's caches are, from our looks at its words (crux_look):
+ * a look that finds a word short arms, one time in CRUX_REACH_EVERY, the
+ * next look at that word to time itself; the timed look that finds it
+ * reached brought the line from the peer's cache and is a sample.  Every
+ * look takes part (a wait's and a poll's alike), so a peer we seldom wait
+ * for, but often poll, is judged as well. */
+typedef struct {
+    crux_reach_t reach;
+    size_t       timed;   /* offset + 1 of the word whose next look is timed; 0: none */
+    int          arm;     /* the next look that finds a word short arms it */
+} crux_peer_reach_t;
+
 struct crux_coll_group {
     int                 rank;
     int                 size;
@@ -53,13 +65,13 @@ struct crux_coll_group {
     crux_tl_ep_t      **eps;          /* [size]: cma endpoints, NULL without cma */
     pid_t              *pids;
     void               *scratch;      /* single-copy landing area, size chunks */
-    crux_reach_t       *reach;        /* [size]: how far each peer's caches are (crux_wait) */
+    crux_peer_reach_t  *reach;        /* [size]: how far each peer's caches are (crux_look) */
 };
 
 /* Whether member q reads best what we write for it with streaming stores. */
 static inline int crux_far(const crux_coll_group_t *group, int q)
 {
-    return group->reach[q].far;
+    return group->reach[q].reach.far;
 }
 
 static inline uint64_t crux_load(const uint64_t *word)
@@ -88,15 +100,33 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
  * inter-group step): yields when the node is oversubscribed. */
 void crux_yield(crux_coll_group_t *group);
 
-/* Test without waiting. */
-static inline int crux_reached(crux_coll_group_t *group, int peer, size_t offset,
-                               uint64_t target)
+/* Test without waiting: one look at member 'peer's word at 'offset'. */
+static inline int crux_look(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
 {
-    return crux_load((const uint64_t *)((const uint8_t *)group->ctrl[peer] + offset)) >= target;
+    const uint64_t *word = (const uint64_t *)((const uint8_t *)group->ctrl[peer] + offset);
+    crux_peer_reach_t *r = &group->reach[peer];
+    if (r->timed != offset + 1) {
+        if (crux_load(word) >= target) {
+            r->arm = r->arm || (r->timed == 0 && crux_reach_turn(&r->reach));
+            return 1;
+        }
+        if (r->arm && r->timed == 0) {
+            r->timed = offset + 1;
+            r->arm = 0;
+        }
+        return 0;
+    }
+    uint64_t ticks = 0;
+    if (crux_reach_load(word, &ticks) < target) {
+        return 0;
+    }
+    crux_reach_sample(&r->reach, ticks, group->config.far_latency);
+    r->timed = 0;
+    return 1;
 }
 
 #define CRUX_REACHED(group, peer, field, target) \
-    crux_reached((group), (peer), offsetof(crux_ctrl_t, field), (target))
+    crux_look((group), (peer), offsetof(crux_ctrl_t, field), (target))
 
 /* Tell the peers this member abandons the current call. */
 static inline void crux_abandon(crux_coll_group_t *group)

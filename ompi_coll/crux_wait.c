@@ -100,16 +100,8 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
     crux_ctrl_t *ctrl = group->ctrl[peer];
     const uint64_t *word = (const uint64_t *)((const uint8_t *)ctrl + offset);
     unsigned checks = 0;
-    /* some waits time their looks (the fences slow a poller's reaction):
-     * one that finds the word changed after one that did not brought the
-     * line from the peer */
-    int timed = crux_reach_turn(&group->reach[peer]);
     for (unsigned polls = 1;; polls++) {
-        uint64_t ticks = 0;
-        if ((timed && polls > 1 ? crux_reach_load(word, &ticks) : crux_load(word)) >= target) {
-            if (timed && polls > 1) {
-                crux_reach_sample(&group->reach[peer], ticks, group->config.far_latency);
-            }
+        if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
         }
         if (crux_load(&ctrl->failed) >= group->seq) {
