@@ -1,13 +1,14 @@
 /* libcrux_coll's flat Allreduce in forked processes (no MPI): every algorithm
  * at group sizes 1 to 5, counts that do and do not divide by the size or the
  * chunk, messages larger than the staging area, in and out of place, with
- * identical bits on every member; a stage streamed for far peers; and the
- * failures: a member whose set-up fails, cma unavailable, a member that
+ * identical bits on every member; a stage streamed for far peers, who are
+ * judged from every look at their flags; and the failures: a member whose set-up fails, cma unavailable, a member that
  * dies in the middle. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_main.h"
 #include "ompi_coll/crux_group_internal.h"   /* crux_far */
@@ -289,6 +290,54 @@ START_TEST(test_far_peers_get_a_streamed_stage)
 }
 END_TEST
 
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One member's looks at a peer's flag, no wait among them (the flag is set
+ * here, standing for the peer): a look that finds the flag already set
+ * brought nothing from the peer and is never a sample; a flag found short,
+ * then set, is, so polls alone judge the peer, and each window anew. */
+START_TEST(test_looks_alone_judge_a_peer)
+{
+    crux_ctrl_t ctrl[2];
+    memset(ctrl, 0, sizeof(ctrl));
+    crux_ctrl_t *ctrls[2] = { &ctrl[0], &ctrl[1] };
+    crux_peer_reach_t reach[2];
+    memset(reach, 0, sizeof(reach));
+    crux_coll_group_t g = { .rank = 0, .size = 2, .ctrl = ctrls, .reach = reach };
+    g.config.far_latency = 1e-12;
+    const size_t flag = offsetof(crux_ctrl_t, reduced);
+
+    ctrl[1].reduced = 5;
+    for (int i = 0; i < 100000; i++) {
+        ck_assert(crux_look(&g, 1, flag, 5));
+    }
+    ck_assert_uint_eq(reach[1].reach.n, 0);
+    ck_assert(!crux_far(&g, 1));
+
+    double deadline = seconds() + 10;
+    uint64_t v = 6;
+    for (; !crux_far(&g, 1) && seconds() < deadline; v++) {
+        ck_assert(!crux_look(&g, 1, flag, v));
+        ctrl[1].reduced = v;
+        ck_assert(crux_look(&g, 1, flag, v));
+    }
+    ck_assert_msg(crux_far(&g, 1), "never judged far from %llu looks", (unsigned long long)(v - 6));
+    g.config.far_latency = 10.0;   /* no look takes ten seconds */
+    for (; crux_far(&g, 1) && seconds() < deadline; v++) {
+        ck_assert(!crux_look(&g, 1, flag, v));
+        ctrl[1].reduced = v;
+        ck_assert(crux_look(&g, 1, flag, v));
+    }
+    ck_assert(!crux_far(&g, 1));
+    ck_assert(!crux_far(&g, 0));   /* no look at ourselves */
+}
+END_TEST
+
 /* Without cma the group stages everything; forcing cma is refused. */
 static int run_without_cma(fork_group_member_t *m, void *arg)
 {
@@ -361,6 +410,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, test_other_types_and_unsupported_pairs);
     tcase_add_test(tc, test_setup_failure_is_agreed);
     tcase_add_test(tc, test_without_cma_everything_is_staged);
+    tcase_add_test(tc, test_looks_alone_judge_a_peer);
     tcase_add_test(tc, test_far_peers_get_a_streamed_stage);
     tcase_add_loop_test(tc, test_peer_death_is_an_error_not_a_hang, 0, 2);
     suite_add_tcase(s, tc);
