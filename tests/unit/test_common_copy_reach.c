@@ -2,8 +2,8 @@
  * streamed copies land exactly (any alignment, any length, nothing past the
  * end); a copy streams only for a far peer and from 4 KiB; a window of
  * samples decides by its median against the threshold, only once the
- * counter's rate is known, and anew for each window; about one wait in
- * CRUX_REACH_EVERY is drawn for timing. */
+ * counter's rate is known, and anew for each window; about one turn (a
+ * wait, a look) in CRUX_REACH_EVERY is drawn for timing. */
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,7 +78,7 @@ START_TEST(test_a_window_decides_by_its_median)
 }
 END_TEST
 
-START_TEST(test_about_one_wait_in_every_is_timed)
+START_TEST(test_about_one_turn_in_every_is_timed)
 {
     crux_reach_t r = { 0 };
     unsigned timed = 0, draws = 80000, run = 0, longest = 0;
@@ -90,7 +90,7 @@ START_TEST(test_about_one_wait_in_every_is_timed)
     }
     double share = (double)timed / draws;
     ck_assert_msg(share > 0.8 / CRUX_REACH_EVERY && share < 1.2 / CRUX_REACH_EVERY, "share %f", share);
-    ck_assert_msg(longest < 30 * CRUX_REACH_EVERY, "%u waits in a row untimed", longest);
+    ck_assert_msg(longest < 30 * CRUX_REACH_EVERY, "%u turns in a row untimed", longest);
 }
 END_TEST
 
@@ -109,7 +109,7 @@ static Suite *copy_reach_suite(void)
     tcase_add_test(tc, test_streamed_copies_land_exactly);
     tcase_add_test(tc, test_only_far_peers_and_not_tiny_writes_stream);
     tcase_add_test(tc, test_a_window_decides_by_its_median);
-    tcase_add_test(tc, test_about_one_wait_in_every_is_timed);
+    tcase_add_test(tc, test_about_one_turn_in_every_is_timed);
     tcase_add_test(tc, test_a_timed_load_reads_the_word);
     suite_add_tcase(s, tc);
     return s;
