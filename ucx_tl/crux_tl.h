@@ -416,11 +416,49 @@ void crux_tl_shared_free(crux_tl_engine_t *engine, void *ptr);
  * sides use the kind). */
 int crux_tl_pair_direct(const crux_tl_pair_t *pair);
 
+/* --- lanes: persistent transfers out of shared buffers ---------------------------
+ *
+ * A pair's lane is a one-way sequence of host transfers out of the sender's
+ * shared buffers, pre-matched by position: the sender posts a place of a
+ * shared buffer (its bytes written), the receiver reads them in place from
+ * its own mapping (copies them out, reduces them: whatever it needs) and
+ * consumes the post, which frees the place for the sender.  No plan, no
+ * transfer object and no copy by the engine: a hand-off is a store and a
+ * load, as in a staging area's flags, which is what a pipelined collective
+ * needs between steps of a few microseconds.  The receiver maps each shared
+ * buffer once.  A pair has one lane each way, apart from its transfers.
+ * Looks at the peer's posts judge its distance (crux_tl_pair_far) as its
+ * ring entries do. */
+
+/* Post [ptr, ptr + bytes) of one of this engine's shared buffers to the
+ * peer.  CRUX_ERR_INVALID when no shared buffer holds it (or the pair is
+ * not direct: crux_tl_pair_direct), CRUX_ERR_NO_RESOURCE when
+ * CRUX_TL_LANE_DEPTH posts are not consumed yet, CRUX_ERR_PEER once either
+ * side abandoned the lanes. */
+#define CRUX_TL_LANE_DEPTH 64
+crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes);
+/* Posts made to the peer so far, and how many of them it consumed. */
+uint64_t crux_tl_lane_posted(const crux_tl_pair_t *pair);
+uint64_t crux_tl_lane_consumed(const crux_tl_pair_t *pair);
+/* The peer's oldest post not consumed yet, mapped here: CRUX_OK with its
+ * place, CRUX_INPROGRESS while there is none; CRUX_ERR_NO_RESOURCE when
+ * its buffer cannot be mapped.  The place stays the peer's to rewrite once
+ * consumed. */
+crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p);
+/* Consume the post peek returned (after the last read of its bytes). */
+void crux_tl_lane_consume(crux_tl_pair_t *pair);
+/* Give up the lanes both ways, for good: the peer's lane calls fail with
+ * CRUX_ERR_PEER from then on, as ours do (a call abandoned halfway). */
+void crux_tl_lane_abandon(crux_tl_pair_t *pair);
+/* CRUX_OK while the peer lives and neither side abandoned the lanes, else
+ * CRUX_ERR_PEER.  A system call: for waits that found nothing for long. */
+crux_status_t crux_tl_lane_check(crux_tl_pair_t *pair);
+
 /* 1 when the peer is far from this process's caches: the lines it writes
  * reach us slowly (other chiplet or socket).  Measured on the pair's
  * traffic (common/crux_reach.h): one receive in eight times the look that
- * finds the peer's send published, and the median of 15 such looks
- * decides, anew for each window (0 until the first one).  Memory the peer
+ * finds the peer's send published, one lane post in eight the first look
+ * that finds it posted, and the median of 15 such looks decides, anew for each window (0 until the first one).  Memory the peer
  * reads next is then better written with streaming stores
  * (crux_copy_stream): it goes to memory instead of staying in a cache the
  * peer must snoop, line by line, across the fabric. */

@@ -289,6 +289,7 @@ void crux_tl_pair_disconnect(crux_tl_pair_t *pair)
         }
     }
     crux_tl_shared_unmap_all(pair);
+    crux_tl_lane_unmap(pair);
     crux_tl_ep_destroy(pair->ep);
     crux_tl_rseg_detach(pair->rseg);
     free(pair);

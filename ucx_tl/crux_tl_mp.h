@@ -99,6 +99,19 @@ typedef struct {
     alignas(64) uint64_t consumed;  /* staged chunk number + 1, once copied out */
 } crux_tl_wire_ack_t;
 
+/* A lane's post (crux_tl_lane_post): a place in one of the sender's shared
+ * buffers, and beside it, apart, the segment key the receiver maps that
+ * buffer with (read only for a buffer it has not mapped yet). */
+typedef struct {
+    alignas(64) uint64_t seq;     /* post number + 1 once the place is valid */
+    uint64_t shared_id;
+    uint64_t offset, bytes;       /* in the shared buffer */
+} crux_tl_wire_lane_t;
+
+typedef struct {
+    alignas(64) uint8_t key[CRUX_TL_SHARED_KEY_MAX];
+} crux_tl_wire_lane_key_t;
+
 typedef struct {
     double bandwidth, latency, chunk_cost;
     int32_t index;          /* channel index, -1: not calibrated */
@@ -118,6 +131,10 @@ typedef struct {
     crux_tl_wire_done_t recv_done[CRUX_TL_RING];
     crux_tl_wire_slot_t slot[CRUX_TL_MAX_SLOTS];   /* this side's sends */
     crux_tl_wire_ack_t  ack[CRUX_TL_MAX_SLOTS];    /* the peer's sends, consumed here */
+    crux_tl_wire_lane_t lane[CRUX_TL_LANE_DEPTH];  /* this side's lane posts */
+    crux_tl_wire_lane_key_t lane_key[CRUX_TL_LANE_DEPTH];   /* ... and their buffers' keys */
+    alignas(64) uint64_t lane_consumed;            /* the peer's lane posts consumed here */
+    alignas(64) uint64_t lane_abandoned;           /* 1: this side gave its lanes up */
 } crux_tl_area_t;
 /* slot data follows the area, page aligned */
 
@@ -291,6 +308,13 @@ struct crux_tl_pair {
     crux_tl_shared_map_t shared_maps[CRUX_TL_SHARED_MAPS];
     uint64_t            shared_uses;
     crux_reach_t        reach;          /* how far the peer's caches are */
+    /* lanes (crux_tl_lane.c) */
+    uint64_t            lane_posted, lane_received;
+    uint64_t            lane_timed;     /* post number + 1 of the last one timed */
+    uint64_t            lane_key_id[CRUX_TL_LANE_DEPTH];   /* buffer whose key our slot holds */
+    uint64_t            lane_map_id;    /* the peer's buffer mapped for its posts (0: none) */
+    crux_tl_rseg_t     *lane_rseg;
+    const uint8_t      *lane_base;
 };
 
 typedef struct crux_tl_cuda_state crux_tl_cuda_state_t;
@@ -353,6 +377,9 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair);
 void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run_t *run);
 
 /* crux_tl_shared.c: shared buffers */
+/* This engine's shared buffer holding [ptr, ptr + bytes), or NULL. */
+const crux_tl_shared_t *crux_tl_shared_find(const crux_tl_engine_t *engine, const void *ptr,
+                                            size_t bytes);
 /* Name the shared buffer holding [ptr, ptr + bytes) in 'wire' (nothing if
  * none does); 1 when one does. */
 int crux_tl_shared_describe(const crux_tl_engine_t *engine, const void *ptr, size_t bytes,
@@ -362,6 +389,9 @@ crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf
                                     void **ptr_p);
 void crux_tl_shared_unmap_all(crux_tl_pair_t *pair);
 void crux_tl_shared_free_all(crux_tl_engine_t *engine);
+
+/* crux_tl_lane.c: drop the mapping of the peer's lane buffer */
+void crux_tl_lane_unmap(crux_tl_pair_t *pair);
 
 /* crux_tl_calib.c: the cache */
 void crux_tl_calib_path(crux_tl_engine_t *engine, const char *path);

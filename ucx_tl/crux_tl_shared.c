@@ -67,19 +67,29 @@ int crux_tl_pair_direct(const crux_tl_pair_t *pair)
     return crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM_DIRECT) >= 0;
 }
 
-int crux_tl_shared_describe(const crux_tl_engine_t *e, const void *ptr, size_t bytes,
-                            crux_tl_wire_buf_t *wire)
+const crux_tl_shared_t *crux_tl_shared_find(const crux_tl_engine_t *e, const void *ptr,
+                                            size_t bytes)
 {
     const uint8_t *p = ptr;
     for (const crux_tl_shared_t *s = e->shared; s != NULL; s = s->next) {
         if (p >= s->base && bytes <= s->bytes && (size_t)(p - s->base) <= s->bytes - bytes) {
-            wire->shared_id = s->id;
-            wire->shared_offset = (uint64_t)(p - s->base);
-            memcpy(wire->shared_key, s->key, crux_tl_seg_key_size(e->context));
-            return 1;
+            return s;
         }
     }
-    return 0;
+    return NULL;
+}
+
+int crux_tl_shared_describe(const crux_tl_engine_t *e, const void *ptr, size_t bytes,
+                            crux_tl_wire_buf_t *wire)
+{
+    const crux_tl_shared_t *s = crux_tl_shared_find(e, ptr, bytes);
+    if (s == NULL) {
+        return 0;
+    }
+    wire->shared_id = s->id;
+    wire->shared_offset = (uint64_t)((const uint8_t *)ptr - s->base);
+    memcpy(wire->shared_key, s->key, crux_tl_seg_key_size(e->context));
+    return 1;
 }
 
 crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,

@@ -805,6 +805,143 @@ START_TEST(test_bad_cards_and_configurations)
 }
 END_TEST
 
+/* Lanes, both ways at once.  A full lane refuses a post; posts go out from
+ * two shared buffers in turn (the receiver maps each), the receiver reads
+ * every place in order, in place, with its size; abandoning the lanes
+ * fails them on both sides.  A private buffer cannot be posted. */
+static int lane_round(crux_tl_pair_t *pair, unsigned char *const *buf, uint64_t first,
+                      uint64_t count, unsigned salt)
+{
+    for (uint64_t i = first; i < first + count; i++) {   /* place i: 100 + i % 900 bytes */
+        unsigned char *at = buf[i % 2] + (i % CRUX_TL_LANE_DEPTH) * 1024;
+        tl_fill(at, 100 + i % 900, salt + (unsigned)i);
+        if (crux_tl_lane_post(pair, at, 100 + i % 900) != CRUX_OK) {
+            return 1;
+        }
+    }
+    for (uint64_t i = first; i < first + count; i++) {
+        const void *got;
+        size_t bytes;
+        crux_status_t st;
+        while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
+        }
+        unsigned char want[1024];
+        tl_fill(want, 100 + i % 900, (1 - salt) + (unsigned)i);
+        if (st != CRUX_OK || bytes != 100 + i % 900 || memcmp(got, want, bytes) != 0) {
+            return 2;
+        }
+        crux_tl_lane_consume(pair);
+    }
+    return 0;
+}
+
+static int lanes(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    unsigned char *buf[2], priv[64];
+    const size_t size = CRUX_TL_LANE_DEPTH * 1024;
+    if (pair == NULL || crux_tl_shared_alloc(t.engine, size, (void **)&buf[0]) != CRUX_OK ||
+        crux_tl_shared_alloc(t.engine, size, (void **)&buf[1]) != CRUX_OK) {
+        return 11;
+    }
+    const void *got;
+    size_t bytes;
+    int rc = 0;
+    if (crux_tl_lane_post(pair, priv, sizeof(priv)) != CRUX_ERR_INVALID ||
+        crux_tl_lane_post(pair, buf[0] + size - 8, 16) != CRUX_ERR_INVALID ||
+        crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
+        rc = 12;
+    }
+    fork_group_barrier(m);   /* both looked at an empty lane */
+    /* a full lane, then drained */
+    unsigned salt = (unsigned)m->rank;
+    if (rc == 0) {
+        for (uint64_t i = 0; i < CRUX_TL_LANE_DEPTH; i++) {
+            rc |= crux_tl_lane_post(pair, buf[0] + i * 1024, 64) != CRUX_OK ? 13 : 0;
+        }
+        rc |= crux_tl_lane_post(pair, buf[0], 64) != CRUX_ERR_NO_RESOURCE ? 14 : 0;
+        rc |= crux_tl_lane_posted(pair) != CRUX_TL_LANE_DEPTH ? 15 : 0;
+    }
+    for (uint64_t i = 0; rc == 0 && i < CRUX_TL_LANE_DEPTH; i++) {
+        crux_status_t st;
+        while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
+        }
+        rc = st != CRUX_OK || bytes != 64 ? 16 : 0;
+        crux_tl_lane_consume(pair);
+    }
+    fork_group_barrier(m);
+    rc |= rc == 0 && crux_tl_lane_consumed(pair) != CRUX_TL_LANE_DEPTH ? 17 : 0;
+    /* rounds from both buffers, written anew each round */
+    for (uint64_t round = 0; round < 20 && rc == 0; round++) {
+        uint64_t first = CRUX_TL_LANE_DEPTH * (round + 1) + 7 * round;
+        rc = lane_round(pair, buf, first, 1 + round * 3 % CRUX_TL_LANE_DEPTH, salt) ? 18 : 0;
+        fork_group_barrier(m);   /* the peer read our places before we rewrite them */
+    }
+    rc |= rc == 0 && crux_tl_lane_check(pair) != CRUX_OK ? 19 : 0;
+    fork_group_barrier(m);
+    if (rc == 0 && m->rank == 0) {
+        crux_tl_lane_abandon(pair);
+    }
+    fork_group_barrier(m);
+    if (rc == 0 && (crux_tl_lane_check(pair) != CRUX_ERR_PEER ||
+                    crux_tl_lane_post(pair, buf[0], 8) != CRUX_ERR_PEER)) {
+        rc = 20;
+    }
+    fork_group_barrier(m);
+    crux_tl_shared_free(t.engine, buf[0]);
+    crux_tl_shared_free(t.engine, buf[1]);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc;
+}
+
+START_TEST(test_lanes_both_ways)
+{
+    ck_assert_int_eq(fork_group_run(2, lanes, NULL), 0);
+}
+END_TEST
+
+/* A peer gone without a word: the survivor's lane check says so. */
+static int lane_peer_dies(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    if (pair == NULL || crux_tl_lane_check(pair) != CRUX_OK) {
+        return 11;
+    }
+    fork_group_barrier(m);
+    if (m->rank == 1) {
+        _exit(0);
+    }
+    const void *got;
+    size_t bytes;
+    double deadline = now_s() + 20;
+    while (crux_tl_lane_check(pair) == CRUX_OK && now_s() < deadline) {
+        if (crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
+            return 12;   /* nothing was posted */
+        }
+    }
+    int rc = crux_tl_lane_check(pair) != CRUX_ERR_PEER ? 13 : 0;
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc;
+}
+
+START_TEST(test_lane_peer_dies)
+{
+    ck_assert_int_eq(fork_group_run(2, lane_peer_dies, NULL), 0);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
     Suite *s = suite_create("tl_mp_host");
@@ -820,6 +957,8 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_eager_sends);
     tcase_add_test(tc, test_shared_buffers_go_in_one_copy);
     tcase_add_test(tc, test_far_peers_are_measured);
+    tcase_add_test(tc, test_lanes_both_ways);
+    tcase_add_test(tc, test_lane_peer_dies);
     suite_add_tcase(s, tc);
     return s;
 }
