@@ -91,7 +91,7 @@ typedef struct {
 #define CRUX_DEV_CONFIG_DEFAULT {              \
     .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4, \
     .stream_min_bytes = 2u << 20,               \
-    .whole_max_bytes = 16u << 10,               \
+    .whole_max_bytes = 4u << 10,                \
     .tl = CRUX_TL_CONFIG_DEFAULT,               \
     .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \
     .calibrate = 1,                             \
@@ -105,6 +105,9 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
                                     crux_dev_group_t **group_p);
 void crux_dev_group_destroy(crux_dev_group_t *group);
 crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *group);
+/* 1 when host calls go over the engine's lanes: every member has
+ * shm-direct to every other and the shared stage (agreed at creation). */
+int crux_dev_group_lanes(const crux_dev_group_t *group);
 
 /* Member p's shard of a buffer of 'count' elements: the same balanced cut as
  * the host algorithms (earlier shards one element longer). */

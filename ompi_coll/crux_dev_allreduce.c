@@ -24,8 +24,8 @@
  * the engine applies them in order; only a member's own input, reduced by
  * the member itself, waits for the landing before it.
  *
- * Host buffers go through a shared stage when every pair has shm-direct
- * (crux_dev_stage.c).
+ * Host buffers go over the engine's lanes instead when every pair has
+ * shm-direct (crux_dev_lanes.c).
  *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
 
 
@@ -213,13 +212,8 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = 0;
-    /* staged: a chunk's pieces come once its row is staged, and its result
-     * goes to the row's place of ours, free once the gather from it before
-     * is done (posted: reduced is past it) */
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
-           c->rs_posted < c->reduced + g->config.window &&
-           (c->stage == NULL ||
-            (c->rs_posted < c->staged && crux_dev_row_free(c, c->ag_send, c->rs_posted)))) {
+           c->rs_posted < c->reduced + g->config.window) {
         for (int q = 0; !c->fold && q < g->size; q++) {   /* folds post step by step */
             if (q != g->rank) {
                 crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
@@ -261,7 +255,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = 0;
-    while (c->reduced < c->launched && (c->stage == NULL || crux_dev_row_free(c, c->ag_send, c->reduced))) {
+    while (c->reduced < c->launched) {
         if (c->do_rs && c->device >= 0 && c->status == CRUX_OK) {
             int done = crux_dev_queue_done(g->queue, c->reduced);
             if (done == 0) {
@@ -272,15 +266,6 @@ static unsigned send_reduced(crux_dev_call_t *c)
             }
         }
         const uint8_t *from = c->dst + crux_dev_chunk_first(c, g->rank, c->reduced) * c->esize;
-        if (c->do_ag && c->stage != NULL) {
-            uint8_t *to = crux_dev_stage_at(c, g->rank, c->reduced);
-            if (!(c->fold && c->do_rs)) {   /* a fold wrote it there already */
-                crux_copy_to(to, from, crux_dev_chunk_count(c, g->rank, c->reduced) * c->esize,
-                             c->any_far);
-                crux_dev_stage_fence(c);
-            }
-            from = to;
-        }
         for (int q = 0; c->do_ag && q < g->size; q++) {
             if (q != g->rank) {
                 crux_dev_send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
@@ -305,21 +290,16 @@ static void post_gather_receives(crux_dev_call_t *c)
     }
 }
 
-/* Done once our result is: every transfer finished, or, with a stage,
- * what crux_dev_stage_done says. */
+/* Done once every transfer finished. */
 static int complete(const crux_dev_call_t *c)
 {
-    if (c->reduced < c->chunks[c->g->rank]) {
-        return 0;
-    }
-    return c->pending == 0 || (c->stage != NULL && crux_dev_stage_done(c));
+    return c->reduced >= c->chunks[c->g->rank] && c->pending == 0;
 }
 
 static unsigned step(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
-    events += crux_dev_stage_row(c);
     events += post_scatter_receives(c);
     events += c->fold ? crux_dev_fold_chunks(c) : launch_reductions(c);
     events += send_reduced(c);
@@ -357,13 +337,13 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 
 /* The call's arrays, zeroed, carved from memory the group keeps (calls
  * are many and small ones showed their allocations in profiles): chunks
- * per shard, the four transfer tables, the fold's steps per chunk, and
- * which members are far. */
+ * and chunks gathered per shard, the four transfer tables, the fold's
+ * steps per chunk, and which members are far. */
 static crux_status_t call_arrays(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
-    size_t counts = (size + c->kmax + 1) * sizeof(unsigned);
+    size_t counts = (2 * size + c->kmax + 1) * sizeof(unsigned);
     size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts + size;
     if (g->call_mem_size < bytes) {
         void *mem = realloc(g->call_mem, bytes);
@@ -380,9 +360,21 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     c->ag_send = tables + 2 * slots;
     c->ag_recv = tables + 3 * slots;
     c->chunks = (unsigned *)(tables + 4 * slots);
-    c->folded = c->chunks + size;
+    c->gathered = c->chunks + size;
+    c->folded = c->gathered + size;
     c->far = (uint8_t *)(c->folded + c->kmax + 1);
     return CRUX_OK;
+}
+
+/* Host buffers without lanes fold when every pair has a channel that
+ * reduces whatever the sender's buffer (shm slots, model channels). */
+static void host_channels(crux_dev_call_t *c)
+{
+    int reduces = 1;
+    for (int q = 0; q < c->g->size; q++) {
+        reduces &= q == c->g->rank || crux_tl_pair_reduces(c->g->rs[q]);
+    }
+    c->fold = c->do_rs && 64 % c->esize == 0 && reduces;
 }
 
 static crux_status_t setup(crux_dev_call_t *c)
@@ -390,8 +382,9 @@ static crux_status_t setup(crux_dev_call_t *c)
     crux_dev_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
     c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
-    /* the same on every member: the group agreed on g->whole */
-    c->whole = g->whole && c->device < 0 && c->do_rs && c->do_ag &&
+    /* the same on every member: the group agreed on g->lanes and g->whole */
+    c->lanes = g->lanes && c->device < 0;
+    c->whole = g->whole && c->lanes && c->do_rs && c->do_ag &&
                c->count * c->esize <= g->config.whole_max_bytes;
     c->do_ag = c->do_ag && !c->whole;
     size_t first, length;
@@ -404,8 +397,12 @@ static crux_status_t setup(crux_dev_call_t *c)
         shard(c, p, &first, &length);
         c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
     }
+    if (c->lanes) {
+        crux_dev_lanes_setup(c);
+        return CRUX_OK;
+    }
     if (c->device < 0) {
-        crux_dev_host_channels(c);
+        host_channels(c);
     }
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;
@@ -435,20 +432,18 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         .src = sbuf != NULL ? sbuf : rbuf, .dst = rbuf, .do_rs = do_rs, .do_ag = do_ag,
     };
     c.in_place = c.src == c.dst;
-    /* the last call's sends failing shows only now; its stage rows are free after */
-    crux_status_t tail = crux_dev_finish_sends(g);
     crux_status_t st = check(&c, sbuf, rbuf);
     if (st != CRUX_OK || count == 0) {
-        return st != CRUX_OK ? st : tail;
+        return st;
     }
     if (g->size == 1) {
         return c.in_place || !do_rs ? CRUX_OK : crux_dev_copy(rbuf, c.src, count * c.esize);
     }
     st = setup(&c);
-    if (st != CRUX_OK) {
-        return st;
+    if (st != CRUX_OK || c.lanes) {
+        return st != CRUX_OK ? st : crux_dev_lanes_run(&c);
     }
-    for (int q = 0; do_rs && c.stage == NULL && q < g->size; q++) {   /* staged: stage_row */
+    for (int q = 0; do_rs && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {
             crux_dev_send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
                        c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
@@ -463,8 +458,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             sched_yield();   /* what we wait for needs a peer to run */
         }
     }
-    crux_dev_leave_sends(&c);
-    return c.status != CRUX_OK ? c.status : tail;
+    return c.status;
 }
 
 crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *g, const void *sbuf, void *rbuf,

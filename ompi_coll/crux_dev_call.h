@@ -18,21 +18,18 @@ typedef struct {
     int           fold;          /* host: receives reduce on landing */
     int           stream;        /* host: gathered chunks bypass the cache */
     unsigned     *folded;        /* fold: [chunk of our shard] steps issued */
-    /* host, every pair with shm-direct: pieces and results are sent from
-     * the group's shared stage, a ring of 'window' rows (row k: chunk k of
-     * every shard, slot_elems apart), so each travels in one copy by its
-     * receiver and a result written once serves every peer; NULL: not */
-    uint8_t      *stage;
-    size_t        slot_elems;
+    /* host, over the lanes (crux_dev_lanes.c) */
+    int           lanes;
+    unsigned      row0;          /* the stage row of chunk 0 */
+    unsigned      staged;        /* rows whose pieces are copied in and posted */
+    unsigned     *gathered;      /* [size] chunks of each shard copied out */
     /* a peer reading the stage is far (crux_tl_pair_far): what it reads is
      * written with streaming stores, [member] and for what every peer reads */
     uint8_t      *far;
     int           any_far;
     /* a small allreduce in one exchange: every member's "shard" is the whole
-     * buffer, which it folds from every peer's input; no gather */
+     * buffer, which it reduces from every peer's input; no gather */
     int           whole;
-    unsigned      row0;          /* the stage row of chunk 0 */
-    unsigned      staged;        /* rows whose pieces are copied in and sent */
     const uint8_t *src;
     uint8_t      *dst;
     int           in_place, do_rs, do_ag;
@@ -69,23 +66,11 @@ void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_
  * count the chunks whose fold is complete into c->launched. */
 unsigned crux_dev_fold_chunks(crux_dev_call_t *c);
 
-/* crux_dev_stage.c: the shared stage of host calls */
-/* Where chunk k of member p's shard goes in the stage. */
-uint8_t *crux_dev_stage_at(const crux_dev_call_t *c, int p, unsigned k);
-/* Give a host call the stage when every pair has shm-direct, and decide
- * whether it folds. */
-void crux_dev_host_channels(crux_dev_call_t *c);
-/* The fence a write into the stage for far peers (crux_copy_to) needs
- * before its send is published. */
-void crux_dev_stage_fence(const crux_dev_call_t *c);
-/* Row k's places that 'sends' (rs_send: our pieces, ag_send: our result)
- * went from are free again. */
-int crux_dev_row_free(const crux_dev_call_t *c, crux_tl_xfer_t *const *sends, unsigned k);
-/* Copy the next row of our pieces into the stage and send them; 1 if it did. */
-unsigned crux_dev_stage_row(crux_dev_call_t *c);
-/* 1 when a staged call may return (its result complete). */
-int crux_dev_stage_done(const crux_dev_call_t *c);
-/* Hand the sends still in flight to the group (crux_dev_finish_sends). */
-void crux_dev_leave_sends(crux_dev_call_t *c);
+/* crux_dev_lanes.c: host calls over the engine's lanes */
+/* Start a call over the lanes: its first row, which peers are far. */
+void crux_dev_lanes_setup(crux_dev_call_t *c);
+/* Run it to completion: CRUX_OK, CRUX_ERR_INVALID (the members' calls
+ * differ) or CRUX_ERR_PEER (a peer went away or gave up). */
+crux_status_t crux_dev_lanes_run(crux_dev_call_t *c);
 
 #endif

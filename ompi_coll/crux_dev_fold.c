@@ -5,7 +5,6 @@
  * in place of its scratch-and-reduce step for host buffers. */
 #include <string.h>
 
-#include "common/crux_copy.h"
 #include "ompi_coll/crux_dev_call.h"
 
 /* Chunk k's pieces fold into its accumulator in rank order.  Steps: member
@@ -39,8 +38,7 @@ static crux_tl_xfer_t **fold_slot(crux_dev_call_t *c, unsigned k, unsigned i)
 }
 
 /* Issue step i of chunk k; 'before' is step i-1's transfer, if it had one:
- * the engine lands this step's piece only once that one is done.  With a
- * stage, the last step also writes the result there, for the gather. */
+ * the engine lands this step's piece only once that one is done. */
 static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_xfer_t *before)
 {
     crux_dev_group_t *g = c->g;
@@ -48,14 +46,8 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     int q = fold_peer(c, i);
     size_t at = crux_dev_chunk_first(c, r, k) * c->esize, n = crux_dev_chunk_count(c, r, k);
     uint8_t *acc = fold_target(c, k);
-    uint8_t *also = c->stage != NULL && c->do_ag && i + 1 == fold_steps(c)
-                  ? crux_dev_stage_at(c, r, k) : NULL;
     if (q == r) {
         c->cpu(acc, acc, c->src + at, n);
-        if (also != NULL) {
-            crux_copy_to(also, acc, n * c->esize, c->any_far);
-            crux_dev_stage_fence(c);
-        }
         return;
     }
     crux_tl_xfer_t **slot = fold_slot(c, k, i);
@@ -65,22 +57,10 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
     }
     crux_tl_reduce_t red = {
         .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
-        .local = i == 0 ? c->src + at : acc, .after = before, .also = also,
-        .also_stream = also != NULL && crux_copy_streams_to(c->any_far, n * c->esize),
+        .local = i == 0 ? c->src + at : acc, .after = before,
     };
-    /* a large result goes to the stage first and is streamed into the
-     * caller's buffer (not the in-place accumulator, which is read again);
-     * for far peers it is the stage that is streamed */
-    crux_tl_xfer_params_t params = {
-        .stream = c->stream && also != NULL && acc == c->dst + at && !red.also_stream,
-    };
-    uint8_t *out = acc;
-    if (params.stream) {
-        red.also = acc;
-        out = also;
-    }
     crux_tl_xfer_t *x = NULL;
-    crux_status_t st = crux_tl_recv_reduce(g->rs[q], out, n * c->esize, &red, &params, &x);
+    crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);
     crux_dev_post(c, st, slot, x);
 }
 

@@ -122,9 +122,13 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     if (st == CRUX_OK) {
         st = agree(oob, connect_all(g, g->ag, g->size, cards, card_size));
     }
-    /* a member without the small stage keeps every member from whole calls */
+    /* a member without the lanes' stage keeps every member from them */
     if (st == CRUX_OK) {
-        g->whole = agree(oob, crux_dev_stage_reserve(g)) == CRUX_OK;
+        g->lanes = agree(oob, crux_dev_lanes_reserve(g)) == CRUX_OK;
+        g->whole = g->lanes && g->config.whole_max_bytes > 0;
+        if (!g->lanes) {
+            crux_dev_lanes_release(g);
+        }
     }
     free(cards);
     if (st != CRUX_OK) {
@@ -140,12 +144,11 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     if (g == NULL) {
         return;
     }
-    crux_dev_finish_sends(g);
     crux_dev_release_scratch(g);
-    crux_tl_engine_destroy(g->engine);   /* disconnects every pair, frees the stage */
+    crux_dev_lanes_release(g);
+    crux_tl_engine_destroy(g->engine);   /* disconnects every pair */
     crux_tl_context_close(g->ctx);
     free(g->call_mem);
-    free(g->tail);
     free(g->rs);
     free(g->ag);
     free(g);
@@ -154,6 +157,11 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
 crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *g)
 {
     return g->engine;
+}
+
+int crux_dev_group_lanes(const crux_dev_group_t *g)
+{
+    return g->lanes;
 }
 
 void crux_dev_shard(const crux_dev_group_t *g, size_t count, int p, size_t *first, size_t *length)

@@ -18,27 +18,27 @@ struct crux_dev_group {
     int                 scratch_device;   /* -1: host */
     crux_dev_queue_t   *queue;            /* kernels, on scratch_device */
     unsigned            spins;            /* idle polls before yielding the core */
-    /* host buffers: the engine's shared buffer that pieces and results are
-     * sent from (crux_tl_shared_alloc), kept between calls; NULL: none */
-    void               *stage;
-    size_t              stage_size;
+    /* host buffers, when every member has shm-direct to every other: the
+     * lanes' shared stage (crux_dev_lanes.c), window rows of a place per
+     * member, kept between calls; NULL: none */
+    uint8_t            *stage;
     /* the row the next call starts at: successive calls write rows the
      * peers read longest ago (writing lines a peer's cache holds is slow) */
     unsigned            stage_row;
-    int                 whole;            /* every member reserved a stage for whole calls */
+    /* [row][peer][rs, ag]: lane post numbers to see consumed before the
+     * row's places are written again */
+    uint64_t           *lane_need;
+    int                 lanes;            /* every member has the stage: host calls use lanes */
+    int                 lanes_broken;     /* a call abandoned them: host calls fail */
+    int                 whole;            /* lanes, and whole calls are on */
     void               *call_mem;         /* a call's arrays (crux_dev_allreduce.c) */
     size_t              call_mem_size;
-    /* sends from the stage a call left in flight (its result was complete) */
-    crux_tl_xfer_t    **tail;
-    size_t              ntail, tail_cap;
 };
 
-/* Reserve the stage small calls exchange whole buffers through (collective
- * use: every member must have it); CRUX_ERR_UNSUPPORTED when they cannot. */
-crux_status_t crux_dev_stage_reserve(crux_dev_group_t *group);
-/* Finish the sends the last call left in flight; their first error. */
-crux_status_t crux_dev_finish_sends(crux_dev_group_t *group);
-
+/* Reserve the lanes' stage (collective use: every member must have it);
+ * CRUX_ERR_UNSUPPORTED when a pair has no shm-direct. */
+crux_status_t crux_dev_lanes_reserve(crux_dev_group_t *group);
+void crux_dev_lanes_release(crux_dev_group_t *group);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
 crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);

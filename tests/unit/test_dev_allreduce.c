@@ -292,6 +292,49 @@ START_TEST(test_far_peers_get_a_streamed_stage)
 }
 END_TEST
 
+/* A ring of one or two rows of 4 KiB places, many chunks per shard and
+ * more members than cores: a member's copy-ins run ahead of its
+ * reductions, so a place is about to be rewritten while peers still read
+ * it, unless the lanes' bookkeeping holds the write back.  Every result
+ * stays exact, in place and not. */
+static int rows_reused(fork_group_member_t *m, void *arg)
+{
+    crux_dev_group_t *g = host_group(m, 4096, *(const unsigned *)arg, 10.0);
+    if (g == NULL) {
+        return 10;
+    }
+    const size_t n = 64 * 1024 + 3;   /* 13 chunks of 1024 per shard, at 5 members */
+    int32_t *in = malloc(n * sizeof(int32_t)), *out = malloc(n * sizeof(int32_t));
+    int rc = 0;
+    for (int i = 0; i < 60 && rc == 0; i++) {
+        int in_place = i % 2;
+        for (size_t j = 0; j < n; j++) {
+            in[j] = (int32_t)((size_t)m->rank * 7 + (j * 31 + (size_t)i) % 1009);
+            out[j] = in_place ? in[j] : -1;
+        }
+        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) != CRUX_OK) {
+            rc = 11;
+        }
+        for (size_t j = 0; rc == 0 && j < n; j++) {
+            int32_t want = (int32_t)(7 * m->size * (m->size - 1) / 2) +
+                           (int32_t)m->size * (int32_t)((j * 31 + (size_t)i) % 1009);
+            rc = out[j] != want ? 12 : 0;
+        }
+    }
+    free(in);
+    free(out);
+    crux_dev_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_lanes_rewrite_a_place_only_once_read)
+{
+    for (unsigned window = 1; window <= 2; window++) {
+        ck_assert_int_eq(fork_group_run(5, rows_reused, &window), 0);
+    }
+}
+END_TEST
+
 /* cma alone cannot reduce on landing: pieces land in the owner's scratch
  * and are reduced afterwards by the CPU, still in rank order. */
 START_TEST(test_host_channels_without_shm_reduce_from_scratch)
@@ -393,6 +436,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_host_channels_without_shm_reduce_from_scratch);
     tcase_add_test(tc, test_host_stage_across_calls);
     tcase_add_test(tc, test_far_peers_get_a_streamed_stage);
+    tcase_add_test(tc, test_lanes_rewrite_a_place_only_once_read);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
     suite_add_tcase(s, tc);
