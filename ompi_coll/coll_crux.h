@@ -187,10 +187,15 @@ bool coll_crux_is_device(const void *sbuf, const void *rbuf);
  * coll_crux_device_probe, at every module enable. */
 extern bool coll_crux_no_devices;
 void coll_crux_device_probe(void);
-/* the flat Allreduce over the multipath engine, for host or device buffers */
-int coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf, void *rbuf,
-                               int count, crux_dtype_t cdtype, crux_op_t cop);
+/* the flat Allreduce over the multipath engine, for host or device buffers
+ * (CRUX_ERR_UNSUPPORTED: nothing moved, on every rank alike) */
+crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf,
+                                         void *rbuf, int count, crux_dtype_t cdtype, crux_op_t cop);
 struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+/* Whether the engine group exists and carries host calls over its lanes. */
+bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
+/* The MPI return code of a crux algorithm's failure, told to the user. */
+int coll_crux_allreduce_failed(mca_coll_crux_module_t *module, crux_status_t status);
 int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                                struct ompi_op_t *op, ompi_communicator_t *comm,
                                mca_coll_crux_module_t *module);

@@ -38,18 +38,21 @@ void coll_crux_log_choice(mca_coll_crux_module_t *m, int alg, size_t bytes, cons
     }
 }
 
-/* The algorithm for this call: one of STAGED, CMA, HIER, HIER_SEQUENTIAL or
- * FALLBACK.  Every rank decides alike (same arguments, same layout). */
+/* The algorithm for this call: one of ENGINE, STAGED, CMA, HIER,
+ * HIER_SEQUENTIAL or FALLBACK.  Every rank decides alike (same arguments, same layout). */
 static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t **layout,
                   crux_coll_group_t **group, const char **why)
 {
     int alg = m->allreduce_algorithm;
     *why = "";
     if (alg == CRUX_ALG_AUTO) {
-        /* one node: flat, through shared memory; across nodes: three stages
-         * (smaller messages, and all with algorithm fallback, were handed on
-         * before: module->handoff_below) */
-        alg = m->all_local ? CRUX_ALG_FLAT : CRUX_ALG_HIER;
+        /* one node: flat, over the engine's lanes (staged in shared memory
+         * when they cannot be had, or cma is asked for); across nodes:
+         * three stages (smaller messages, and all with algorithm fallback,
+         * were handed on before: module->handoff_below) */
+        alg = !m->all_local ? CRUX_ALG_HIER
+            : mca_coll_crux_component.cma_min_bytes == 0 && coll_crux_engine_lanes(m)
+            ? CRUX_ALG_ENGINE : CRUX_ALG_FLAT;
     }
     if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
         *layout = coll_crux_get_layout(m);
@@ -86,41 +89,57 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
     return alg;
 }
 
-/* Run the chosen algorithm between the job's enter and exit. */
-static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
-               crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
-               ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
+/* The hierarchical algorithm, or the flat one over the staging group,
+ * between the job's enter and exit (the engine enters it itself). */
+static int run_group(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
+                     crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
+                     ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype,
+                     crux_op_t cop, crux_status_t *status)
 {
-    if (alg == CRUX_ALG_ENGINE) {
-        int rc = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
-        return rc == OMPI_ERR_NOT_SUPPORTED ? fallback(sbuf, rbuf, count, dtype, op, m->comm, m)
-                                            : rc;
-    }
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);
-    int rc;
+    int rc = OMPI_SUCCESS;
     if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
         rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
                                       alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
                                                            : 0);
-        coll_crux_job_exit(&ticket);
-        return rc;
+    } else {
+        *status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                      (size_t)count, cdtype, cop,
+                                      alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
+                                                          : CRUX_ALLREDUCE_STAGED);
     }
-    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                               (size_t)count, cdtype, cop,
-                                               alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
-                                                                   : CRUX_ALLREDUCE_STAGED);
     coll_crux_job_exit(&ticket);
+    return rc;
+}
+
+static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
+               crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
+               ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
+{
+    crux_status_t status = CRUX_OK;
+    if (alg == CRUX_ALG_ENGINE) {
+        status = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
+    } else if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        return run_group(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop, &status);
+    } else {
+        run_group(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop, &status);
+    }
     switch (status) {
     case CRUX_OK:
         return OMPI_SUCCESS;
     case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
         return fallback(sbuf, rbuf, count, dtype, op, m->comm, m);
     default:
-        opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true,
-                       ompi_comm_rank(m->comm), m->comm->c_name, crux_status_string(status));
-        return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+        return coll_crux_allreduce_failed(m, status);
     }
+}
+
+int coll_crux_allreduce_failed(mca_coll_crux_module_t *m, crux_status_t status)
+{
+    opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true, ompi_comm_rank(m->comm),
+                   m->comm->c_name, crux_status_string(status));
+    return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
 }
 
 int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,

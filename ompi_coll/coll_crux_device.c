@@ -36,7 +36,8 @@ static int comm_allgather(const void *sbuf, void *rbuf, size_t length, void *arg
 }
 
 /* The engine group, created on first use; NULL when it cannot be had (then
- * device buffers are staged through the host). */
+ * host buffers take the staged algorithm, device buffers are staged through
+ * the host). */
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     if (m->dev_state == CRUX_GROUP_UNTRIED) {
@@ -54,12 +55,19 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {
             m->dev_group = NULL;
-            CRUX_VERBOSE(1, "communicator %s: no multipath engine (%s): device buffers are "
-                            "staged through host memory", m->comm->c_name,
+            CRUX_VERBOSE(1, "communicator %s: no multipath engine (%s): host buffers take "
+                            "the staged algorithm, device buffers are staged through host "
+                            "memory", m->comm->c_name,
                          crux_status_string(status));
         }
     }
     return m->dev_group;
+}
+
+bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)
+{
+    crux_dev_group_t *g = coll_crux_engine_group(m);
+    return g != NULL && crux_dev_group_lanes(g);
 }
 
 /* The bytes a buffer of 'count' elements spans, from its true lower bound. */
@@ -96,17 +104,15 @@ static int staged_through_host(const void *sbuf, void *rbuf, int count, ompi_dat
     return rc;
 }
 
-int coll_crux_allreduce_engine(mca_coll_crux_module_t *m, const void *sbuf, void *rbuf,
-                               int count, crux_dtype_t cdtype, crux_op_t cop)
+crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *m, const void *sbuf,
+                                         void *rbuf, int count, crux_dtype_t cdtype, crux_op_t cop)
 {
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);
     crux_status_t status = crux_dev_allreduce(m->dev_group, sbuf == MPI_IN_PLACE ? NULL : sbuf,
                                               rbuf, (size_t)count, cdtype, cop);
     coll_crux_job_exit(&ticket);
-    return status == CRUX_OK ? OMPI_SUCCESS
-         : status == CRUX_ERR_UNSUPPORTED ? OMPI_ERR_NOT_SUPPORTED
-         : status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+    return status;
 }
 
 int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
@@ -119,9 +125,9 @@ int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dat
     if (m->all_local && coll_crux_dtype(dtype, &cdtype) == 0 && coll_crux_op(op, &cop) == 0 &&
         crux_dev_reduce_supported(cdtype, cop) && coll_crux_engine_group(m) != NULL) {
         coll_crux_log_choice(m, CRUX_ALG_DEVICE, bytes, "");
-        int rc = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
-        if (rc != OMPI_ERR_NOT_SUPPORTED) {
-            return rc;
+        crux_status_t status = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
+        if (status != CRUX_ERR_UNSUPPORTED) {
+            return status == CRUX_OK ? OMPI_SUCCESS : coll_crux_allreduce_failed(m, status);
         }
     }
     coll_crux_log_choice(m, CRUX_ALG_DEVICE_STAGED, bytes, "");

@@ -29,8 +29,8 @@ for np in 2 3; do
     $prog counts bits comms
   expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: engine" "[np=$np engine forced] the multipath engine ran"
 done
-run_mpi 3 "small stage" --mca coll_crux_stage_size 65536 --mca coll_crux_chunk_size 4096 -- \
-  $prog counts bits
+run_mpi 3 "small stage" --mca coll_crux_allreduce_algorithm staged --mca coll_crux_stage_size 65536 \
+  --mca coll_crux_chunk_size 4096 -- $prog counts bits
 run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" -- $prog counts
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: cma" "[np=3 auto with cma] auto switched to cma"
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with cma] auto used staging below"

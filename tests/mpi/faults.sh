@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults (tests/mpi/test_faults.c):
-#  1. a rank SIGKILLed inside a large crux Allreduce (staged, hierarchical,
-#     over the engine): the job ends non-zero
+#  1. a rank SIGKILLed inside a large crux Allreduce (over the engine, as
+#     auto chooses on one node, staged, hierarchical): the job ends non-zero
 #     within 60 s, no process of it is left, and no crux shared-memory
 #     segment is left in /dev/shm (crux's segments come from UCX's posix
 #     memory domain, /dev/shm/ucx_shm_posix_*, unlinked once mapped; its
@@ -53,14 +53,14 @@ kill_case() {   # kill_case NP LABEL ALGORITHM [MPIRUN-ARGS...]
   [ -z "$leaked" ] && tap_line ok "[$label] no System V segment left" ||
     tap_line "not ok" "[$label] no System V segment left: ids $leaked"
 }
-kill_case 3 "kill posix" staged
-kill_case 3 "kill sysv" staged --mca coll_crux_shm_mds sysv
+kill_case 3 "kill posix" engine
+kill_case 3 "kill sysv" engine --mca coll_crux_shm_mds sysv
 kill_case 4 "kill hier" hier --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier
-kill_case 3 "kill engine" engine --mca coll_crux_allreduce_algorithm engine
+kill_case 3 "kill staged" staged --mca coll_crux_allreduce_algorithm staged
 
 # 2. a communicator freed while another thread uses a different one
 run_mpi 2 "comm free" --mca coll crux --mca coll_crux_verbose 2 -- $prog commfree 40
-expect_stderr "allreduce on faults-other: staged from" "[np=2 comm free] the other thread ran crux's Allreduce"
+expect_stderr "allreduce on faults-other: engine from" "[np=2 comm free] the other thread ran crux's Allreduce"
 run_mpi 3 "comm free" --mca coll crux --mca coll_crux_verbose 2 -- $prog commfree 30
 MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "comm free" --mca coll_crux_verbose 2 -- $prog commfree 20
 expect_stderr "allreduce on faults-other: hier from" "[2x2 comm free] ... and across fake nodes"
