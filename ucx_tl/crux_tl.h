@@ -450,6 +450,14 @@ void crux_tl_lane_consume(crux_tl_pair_t *pair);
 /* Give up the lanes both ways, for good: the peer's lane calls fail with
  * CRUX_ERR_PEER from then on, as ours do (a call abandoned halfway). */
 void crux_tl_lane_abandon(crux_tl_pair_t *pair);
+/* Sleeping until a peer acts on a lane (posts to this process, consumes its
+ * posts, abandons), for waits on a node with more processes than cores:
+ * doze, look once more at everything the caller waits for, then sleep with
+ * the ticket doze returned, for at most 'seconds', or with 0 seconds if
+ * that look found something (it only ends the doze).  A peer's act after
+ * the doze ends the sleep at once. */
+uint32_t crux_tl_engine_doze(crux_tl_engine_t *engine);
+void crux_tl_engine_sleep(crux_tl_engine_t *engine, uint32_t ticket, double seconds);
 /* CRUX_OK while the peer lives and neither side abandoned the lanes, else
  * CRUX_ERR_PEER.  A system call: for waits that found nothing for long. */
 crux_status_t crux_tl_lane_check(crux_tl_pair_t *pair);

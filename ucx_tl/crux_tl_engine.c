@@ -25,6 +25,11 @@ crux_tl_area_t *crux_tl_area(crux_tl_engine_t *engine, uint8_t *base, int rank)
     return (crux_tl_area_t *)(base + (size_t)rank * engine->area_size);
 }
 
+crux_tl_bell_t *crux_tl_bell(const crux_tl_engine_t *engine, uint8_t *base)
+{
+    return (crux_tl_bell_t *)(base + engine->area_size * (size_t)engine->config.max_peers);
+}
+
 crux_tl_chunk_t *crux_tl_chunk_get(crux_tl_engine_t *engine)
 {
     crux_tl_chunk_t *c = engine->free_chunks;
@@ -105,13 +110,16 @@ crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
      * space, not memory (shared memory pages are allocated on first touch). */
     e->area_size = ROUND_PAGE(sizeof(crux_tl_area_t)) +
                    (shm ? ROUND_PAGE(config->shm_slots * config->shm_slot_size) : 0);
-    crux_status_t st = crux_tl_seg_alloc(context, e->area_size * (size_t)config->max_peers, &e->seg);
+    crux_status_t st = crux_tl_seg_alloc(context, e->area_size * (size_t)config->max_peers +
+                                         sizeof(crux_tl_bell_t), &e->seg);
     if (st != CRUX_OK) {
         free(e->models);
         free(e);
         return st;
     }
     uint8_t *base = crux_tl_seg_ptr(e->seg);
+    e->bell = crux_tl_bell(e, base);
+    memset(e->bell, 0, sizeof(*e->bell));
     for (int r = 0; r < config->max_peers; r++) {
         crux_tl_area_t *a = crux_tl_area(e, base, r);
         memset(a, 0, sizeof(*a));
@@ -202,6 +210,7 @@ static crux_status_t attach_peer(crux_tl_pair_t *pair, const void *peer_card, ui
         return st;
     }
     pair->theirs = crux_tl_area(e, crux_tl_rseg_ptr(pair->rseg), pair->rank);
+    pair->bell = crux_tl_bell(e, crux_tl_rseg_ptr(pair->rseg));
     pair->peer_pid = (pid_t)card.pid;
     if (card.address_len > 0 && (e->config.kinds & (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) |
                                                     CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT))) &&
@@ -239,6 +248,7 @@ crux_status_t crux_tl_pair_connect(crux_tl_engine_t *e, int rank, int peer_rank,
     uint64_t peer_base = (uintptr_t)base;
     if (pair->loopback) {
         pair->theirs = pair->mine;
+        pair->bell = e->bell;
         pair->peer_pid = getpid();
         unsigned char address[512];
         if (crux_tl_address_size(e->context) > 0 &&

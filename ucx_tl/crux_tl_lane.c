@@ -7,10 +7,46 @@
  * receiver counts the posts it consumed in its own area, one word the
  * sender reads before it reuses a slot.  The slots are ordered by the
  * sequence word alone: written after the place (release), read before it
- * (acquire). */
+ * (acquire).
+ *
+ * A process that found nothing to do for a while on an oversubscribed
+ * node sleeps on its doorbell (crux_tl_engine_doze, _sleep), one futex
+ * word after its control areas: every post, consume and abandon of a peer
+ * looks whether it sleeps (a load of a line it seldom writes) and rings it
+ * then.  Both sides' store, then look, are sequentially consistent, so
+ * either the sleeper's last look finds the peer's store or the peer finds
+ * it dozing. */
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ucx_tl/crux_tl_mp.h"
+
+void crux_tl_ring(crux_tl_pair_t *pair)
+{
+    if (__atomic_load_n(&pair->bell->sleeping, __ATOMIC_SEQ_CST)) {
+        __atomic_add_fetch(&pair->bell->ring, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, &pair->bell->ring, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    }
+}
+
+uint32_t crux_tl_engine_doze(crux_tl_engine_t *e)
+{
+    __atomic_store_n(&e->bell->sleeping, 1, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&e->bell->ring, __ATOMIC_SEQ_CST);
+}
+
+void crux_tl_engine_sleep(crux_tl_engine_t *e, uint32_t ticket, double seconds)
+{
+    if (seconds > 0) {
+        struct timespec timeout = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+        syscall(SYS_futex, &e->bell->ring, FUTEX_WAIT, ticket, &timeout, NULL, 0);
+    }
+    __atomic_store_n(&e->bell->sleeping, 0, __ATOMIC_RELAXED);
+}
 
 static int abandoned(const crux_tl_pair_t *pair)
 {
@@ -40,8 +76,9 @@ crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t by
     w->shared_id = s->id;
     w->offset = (uint64_t)((const uint8_t *)ptr - s->base);
     w->bytes = bytes;
-    mp_store(&w->seq, n + 1);
+    __atomic_store_n(&w->seq, n + 1, __ATOMIC_SEQ_CST);   /* before the doorbell's look */
     pair->lane_posted = n + 1;
+    crux_tl_ring(pair);
     return CRUX_OK;
 }
 
@@ -112,12 +149,14 @@ crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t
 
 void crux_tl_lane_consume(crux_tl_pair_t *pair)
 {
-    mp_store(&pair->mine->lane_consumed, ++pair->lane_received);
+    __atomic_store_n(&pair->mine->lane_consumed, ++pair->lane_received, __ATOMIC_SEQ_CST);
+    crux_tl_ring(pair);
 }
 
 void crux_tl_lane_abandon(crux_tl_pair_t *pair)
 {
-    mp_store(&pair->mine->lane_abandoned, 1);
+    __atomic_store_n(&pair->mine->lane_abandoned, 1, __ATOMIC_SEQ_CST);
+    crux_tl_ring(pair);
 }
 
 crux_status_t crux_tl_lane_check(crux_tl_pair_t *pair)

@@ -138,6 +138,14 @@ typedef struct {
 } crux_tl_area_t;
 /* slot data follows the area, page aligned */
 
+/* A process's doorbell, after its areas: it sleeps on 'ring' (a futex) with
+ * 'sleeping' set, and a peer that posts to it or consumes its posts rings
+ * it then.  The one word of the segment its peers write. */
+typedef struct {
+    alignas(64) uint32_t ring;
+    uint32_t sleeping;
+} crux_tl_bell_t;
+
 #define CAP_CONNECTED 1u
 #define CAP_CMA       2u   /* this side's cma copies to and from the peer work */
 
@@ -315,6 +323,7 @@ struct crux_tl_pair {
     uint64_t            lane_map_id;    /* the peer's buffer mapped for its posts (0: none) */
     crux_tl_rseg_t     *lane_rseg;
     const uint8_t      *lane_base;
+    crux_tl_bell_t     *bell;           /* the peer's doorbell, mapped here */
 };
 
 typedef struct crux_tl_cuda_state crux_tl_cuda_state_t;
@@ -325,6 +334,7 @@ struct crux_tl_engine {
     crux_tl_model_t    *models;
     crux_tl_seg_t      *seg;
     size_t              area_size;
+    crux_tl_bell_t     *bell;           /* ours, after the areas */
     crux_tl_pair_t     *pairs;
     crux_tl_chunk_t    *free_chunks;
     crux_tl_xfer_t     *free_xfers;
@@ -341,6 +351,7 @@ void crux_tl_chunk_put(crux_tl_engine_t *engine, crux_tl_chunk_t *chunk);
 crux_tl_xfer_t *crux_tl_xfer_get(crux_tl_engine_t *engine);
 void crux_tl_xfer_put(crux_tl_engine_t *engine, crux_tl_xfer_t *x);
 crux_tl_area_t *crux_tl_area(crux_tl_engine_t *engine, uint8_t *base, int rank);
+crux_tl_bell_t *crux_tl_bell(const crux_tl_engine_t *engine, uint8_t *base);
 
 /* crux_tl_chan_host.c: cma get/put, shm and model channels of a pair */
 crux_status_t crux_tl_host_channels(crux_tl_pair_t *pair);
@@ -390,7 +401,10 @@ crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf
 void crux_tl_shared_unmap_all(crux_tl_pair_t *pair);
 void crux_tl_shared_free_all(crux_tl_engine_t *engine);
 
-/* crux_tl_lane.c: drop the mapping of the peer's lane buffer */
+/* crux_tl_lane.c: ring the peer's doorbell if it sleeps (after a store it
+ * should see, sequentially consistent) */
+void crux_tl_ring(crux_tl_pair_t *pair);
+/* drop the mapping of the peer's lane buffer */
 void crux_tl_lane_unmap(crux_tl_pair_t *pair);
 
 /* crux_tl_calib.c: the cache */

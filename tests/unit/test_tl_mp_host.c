@@ -942,6 +942,54 @@ START_TEST(test_lane_peer_dies)
 }
 END_TEST
 
+/* A member asleep on its doorbell wakes when its peer posts, long before
+ * its sleep's limit; a ticket the peer has rung since doesn't sleep. */
+static int doorbell(fork_group_member_t *m, void *argp)
+{
+    (void)argp;
+    tl_engine_t t;
+    if (tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, "") != 0) {
+        return 10;
+    }
+    crux_tl_pair_t *pair = tl_connect(m, &t);
+    unsigned char *buf;
+    if (pair == NULL || crux_tl_shared_alloc(t.engine, 4096, (void **)&buf) != CRUX_OK) {
+        return 11;
+    }
+    int rc = 0;
+    const void *got;
+    size_t bytes;
+    for (int round = 0; round < 3 && rc == 0; round++) {
+        if (m->rank == 0) {
+            uint32_t ticket = crux_tl_engine_doze(t.engine);
+            fork_group_barrier(m);   /* dozing before the peer posts */
+            double start = now_s();
+            while (crux_tl_lane_peek(pair, &got, &bytes) == CRUX_INPROGRESS && now_s() < start + 30) {
+                crux_tl_engine_sleep(t.engine, ticket, 10.0);
+                ticket = crux_tl_engine_doze(t.engine);
+            }
+            crux_tl_engine_sleep(t.engine, ticket, 0);
+            rc = now_s() - start > 5.0 || bytes != 64 ? 12 : 0;   /* woken, not timed out */
+            crux_tl_lane_consume(pair);
+        } else {
+            fork_group_barrier(m);
+            usleep(20000);   /* the peer is asleep by now */
+            rc = crux_tl_lane_post(pair, buf, 64) != CRUX_OK ? 13 : 0;
+        }
+        fork_group_barrier(m);
+    }
+    crux_tl_shared_free(t.engine, buf);
+    crux_tl_pair_disconnect(pair);
+    tl_engine_close(&t);
+    return rc;
+}
+
+START_TEST(test_a_post_rings_a_sleeping_peer)
+{
+    ck_assert_int_eq(fork_group_run(2, doorbell, NULL), 0);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
     Suite *s = suite_create("tl_mp_host");
@@ -959,6 +1007,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_far_peers_are_measured);
     tcase_add_test(tc, test_lanes_both_ways);
     tcase_add_test(tc, test_lane_peer_dies);
+    tcase_add_test(tc, test_a_post_rings_a_sleeping_peer);
     suite_add_tcase(s, tc);
     return s;
 }
