@@ -39,6 +39,9 @@
 #include "ompi_coll/crux_reduce_chain.h"
 
 #define CHECK_POLLS 4096u   /* idle polls between checks that the peers live */
+#define YIELDS 8u           /* idle polls that yield the core before sleeping */
+#define SLEEP_S 1e-3        /* a sleep ends after this long at most ... */
+#define CHECK_SLEEPS 32u    /* ... and the peers' lives are checked every so many */
 
 enum { NEED_RS, NEED_AG };
 
@@ -347,6 +350,37 @@ void crux_dev_lanes_setup(crux_dev_call_t *c)
     }
 }
 
+/* One pass over the steps; 1 if one moved. */
+static int pass(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    int moved = copy_in(c);
+    moved |= c->do_rs ? reduce(c) : send_shard(c);
+    for (int i = 1; c->do_ag && i < g->size; i++) {
+        moved |= copy_out(c, (g->rank + i) % g->size);
+    }
+    return moved;
+}
+
+/* Nothing moved: spin (a member with a core of its own), yield a few
+ * times, then sleep on the doorbell until a peer acts; 1 if the last look
+ * before sleeping moved after all. */
+static int wait(crux_dev_call_t *c, unsigned idle)
+{
+    crux_dev_group_t *g = c->g;
+    if (idle <= g->spins) {
+        return 0;
+    }
+    if (idle <= g->spins + YIELDS) {
+        sched_yield();
+        return 0;
+    }
+    uint32_t ticket = crux_tl_engine_doze(g->engine);
+    int moved = pass(c);
+    crux_tl_engine_sleep(g->engine, ticket, moved ? 0 : SLEEP_S);
+    return moved;
+}
+
 crux_status_t crux_dev_lanes_run(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
@@ -355,18 +389,13 @@ crux_status_t crux_dev_lanes_run(crux_dev_call_t *c)
     }
     unsigned idle = 0;
     while (!complete(c)) {
-        int moved = copy_in(c);
-        moved |= c->do_rs ? reduce(c) : send_shard(c);
-        for (int i = 1; c->do_ag && i < g->size; i++) {
-            moved |= copy_out(c, (g->rank + i) % g->size);
-        }
+        int moved = pass(c) || (++idle > g->spins && wait(c, idle));
         crux_status_t st = c->status;
         if (moved) {
             idle = 0;
-        } else if (st == CRUX_OK && ++idle % CHECK_POLLS == 0) {
+        } else if (st == CRUX_OK && (idle % CHECK_POLLS == 0 ||
+                                     (idle > g->spins + YIELDS && idle % CHECK_SLEEPS == 0))) {
             st = check_peers(g);
-        } else if (idle > g->spins) {
-            sched_yield();   /* what we wait for needs a peer to run */
         }
         if (st != CRUX_OK) {
             abandon(g);
