@@ -102,8 +102,8 @@ static void drain(crux_dev_group_t *g)
         int left = 0;
         for (int q = 0; q < g->size; q++) {
             left |= q != g->rank &&
-                    (crux_tl_lane_consumed(g->rs[q]) < crux_tl_lane_posted(g->rs[q]) ||
-                     crux_tl_lane_consumed(g->ag[q]) < crux_tl_lane_posted(g->ag[q]));
+                    (!crux_tl_lane_consumed(g->rs[q], crux_tl_lane_posted(g->rs[q])) ||
+                     !crux_tl_lane_consumed(g->ag[q], crux_tl_lane_posted(g->ag[q])));
         }
         if (!left || (idle % CHECK_POLLS == 0 && check_peers(g) != CRUX_OK)) {
             return;
@@ -150,7 +150,7 @@ static int consumed(const crux_dev_call_t *c, unsigned k, int lane)
     const crux_dev_group_t *g = c->g;
     for (int q = 0; q < g->size; q++) {
         crux_tl_pair_t *pair = lane == NEED_RS ? g->rs[q] : g->ag[q];
-        if (q != g->rank && crux_tl_lane_consumed(pair) < *need(c, k, q, lane)) {
+        if (q != g->rank && !crux_tl_lane_consumed(pair, *need(c, k, q, lane))) {
             return 0;
         }
     }

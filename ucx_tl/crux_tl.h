@@ -437,9 +437,10 @@ int crux_tl_pair_direct(const crux_tl_pair_t *pair);
  * side abandoned the lanes. */
 #define CRUX_TL_LANE_DEPTH 64
 crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes);
-/* Posts made to the peer so far, and how many of them it consumed. */
+/* Posts made to the peer so far; whether it consumed the first 'upto' of
+ * them (a look at its word only when what was seen before falls short). */
 uint64_t crux_tl_lane_posted(const crux_tl_pair_t *pair);
-uint64_t crux_tl_lane_consumed(const crux_tl_pair_t *pair);
+int crux_tl_lane_consumed(crux_tl_pair_t *pair, uint64_t upto);
 /* The peer's oldest post not consumed yet, mapped here: CRUX_OK with its
  * place, CRUX_INPROGRESS while there is none; CRUX_ERR_NO_RESOURCE when
  * its buffer cannot be mapped.  The place stays the peer's to rewrite once

@@ -64,7 +64,7 @@ crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t by
         return CRUX_ERR_PEER;
     }
     uint64_t n = pair->lane_posted;
-    if (n - mp_load(&pair->theirs->lane_consumed) >= CRUX_TL_LANE_DEPTH) {
+    if (n >= CRUX_TL_LANE_DEPTH && !crux_tl_lane_consumed(pair, n + 1 - CRUX_TL_LANE_DEPTH)) {
         return CRUX_ERR_NO_RESOURCE;
     }
     unsigned k = (unsigned)(n % CRUX_TL_LANE_DEPTH);
@@ -87,9 +87,14 @@ uint64_t crux_tl_lane_posted(const crux_tl_pair_t *pair)
     return pair->lane_posted;
 }
 
-uint64_t crux_tl_lane_consumed(const crux_tl_pair_t *pair)
+/* The peer's word is a line it rewrites at every consume: looked at only
+ * when what was seen before does not answer. */
+int crux_tl_lane_consumed(crux_tl_pair_t *pair, uint64_t upto)
 {
-    return mp_load(&pair->theirs->lane_consumed);
+    if (pair->lane_seen < upto) {
+        pair->lane_seen = mp_load(&pair->theirs->lane_consumed);
+    }
+    return pair->lane_seen >= upto;
 }
 
 /* Map the peer's shared buffer 'id', whose key is in slot k. */

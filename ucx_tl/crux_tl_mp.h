@@ -318,6 +318,7 @@ struct crux_tl_pair {
     crux_reach_t        reach;          /* how far the peer's caches are */
     /* lanes (crux_tl_lane.c) */
     uint64_t            lane_posted, lane_received;
+    uint64_t            lane_seen;      /* the peer's consumed count, as last looked at */
     uint64_t            lane_timed;     /* post number + 1 of the last one timed */
     uint64_t            lane_key_id[CRUX_TL_LANE_DEPTH];   /* buffer whose key our slot holds */
     uint64_t            lane_map_id;    /* the peer's buffer mapped for its posts (0: none) */

@@ -875,7 +875,8 @@ static int lanes(fork_group_member_t *m, void *argp)
         crux_tl_lane_consume(pair);
     }
     fork_group_barrier(m);
-    rc |= rc == 0 && crux_tl_lane_consumed(pair) != CRUX_TL_LANE_DEPTH ? 17 : 0;
+    rc |= rc == 0 && (!crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH) ||
+                       crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH + 1)) ? 17 : 0;
     /* rounds from both buffers, written anew each round */
     for (uint64_t round = 0; round < 20 && rc == 0; round++) {
         uint64_t first = CRUX_TL_LANE_DEPTH * (round + 1) + 7 * round;
