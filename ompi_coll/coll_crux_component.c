@@ -107,7 +107,8 @@ static int crux_register(void)
     c->allreduce_algorithm = CRUX_ALG_AUTO;
     (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
     (void)mca_base_component_var_register(&c->super.collm_version, "allreduce_algorithm",
-        "Force an Allreduce algorithm: auto (by layout and size), flat (two stages, by size), "
+        "Force an Allreduce algorithm: auto (one node: engine when every pair has its lanes, "
+        "else flat; across nodes: hier), flat (two stages, by size), "
         "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
         "across groups, pipelined), hier-sequential (the three stages one after the other), "
         "engine (flat, over the multipath engine), fallback (the previously selected module)",
