@@ -134,6 +134,18 @@ crux_status_t crux_dev_allgather(crux_dev_group_t *group, void *rbuf, size_t cou
 crux_status_t crux_dev_allreduce(crux_dev_group_t *group, const void *sbuf, void *rbuf,
                                  size_t count, crux_dtype_t dtype, crux_op_t op);
 
+/* The hierarchical Allreduce's three stages with this group as one of its
+ * groups (collective over the group): reduce-scatter within the group,
+ * the caller's inter-group step on each chunk of each member's shard (the
+ * same shard of the other groups, crux_coll_inter_t), then the allgather
+ * within the group, pipelined with up to 'depth' chunks in the inter-group
+ * step at once (0: the stages one after the other, over whole shards).
+ * Host buffers over the lanes only: CRUX_ERR_UNSUPPORTED, nothing done, on
+ * a group without them (crux_dev_group_lanes) or for device buffers. */
+crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *group, const crux_coll_inter_t *inter,
+                                      unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                      crux_dtype_t dtype, crux_op_t op);
+
 /* Nominal GPU paths from the node's topology: for every ordered pair of GPUs
  * in 'topo', its multipath set (crux_topo_multipath) becomes the engine's
  * CUDA channels between the two devices.  Call before device transfers. */

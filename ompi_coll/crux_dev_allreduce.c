@@ -384,7 +384,7 @@ static crux_status_t setup(crux_dev_call_t *c)
     c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
     /* the same on every member: the group agreed on g->lanes and g->whole */
     c->lanes = g->lanes && c->device < 0;
-    c->whole = g->whole && c->lanes && c->do_rs && c->do_ag &&
+    c->whole = g->whole && c->lanes && c->do_rs && c->do_ag && c->inter == NULL &&
                c->count * c->esize <= g->config.whole_max_bytes;
     c->do_ag = c->do_ag && !c->whole;
     size_t first, length;
@@ -425,14 +425,19 @@ static crux_status_t setup(crux_dev_call_t *c)
 
 
 static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                         crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag)
+                         crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag,
+                         const crux_coll_inter_t *inter, unsigned depth)
 {
     crux_dev_call_t c = {
         .g = g, .esize = crux_dtype_size(dtype), .dtype = dtype, .op = op, .count = count,
         .src = sbuf != NULL ? sbuf : rbuf, .dst = rbuf, .do_rs = do_rs, .do_ag = do_ag,
+        .inter = inter, .depth = depth < CRUX_DEV_MAX_DEPTH ? depth : CRUX_DEV_MAX_DEPTH,
     };
     c.in_place = c.src == c.dst;
     crux_status_t st = check(&c, sbuf, rbuf);
+    if (st == CRUX_OK && inter != NULL && (c.device >= 0 || !g->lanes)) {
+        st = CRUX_ERR_UNSUPPORTED;
+    }
     if (st != CRUX_OK || count == 0) {
         return st;
     }
@@ -464,16 +469,23 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
 crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *g, const void *sbuf, void *rbuf,
                                       size_t count, crux_dtype_t dtype, crux_op_t op)
 {
-    return run(g, sbuf, rbuf, count, dtype, op, 1, 0);
+    return run(g, sbuf, rbuf, count, dtype, op, 1, 0, NULL, 0);
 }
 
 crux_status_t crux_dev_allgather(crux_dev_group_t *g, void *rbuf, size_t count, crux_dtype_t dtype)
 {
-    return run(g, NULL, rbuf, count, dtype, CRUX_OP_SUM, 0, 1);
+    return run(g, NULL, rbuf, count, dtype, CRUX_OP_SUM, 0, 1, NULL, 0);
 }
 
 crux_status_t crux_dev_allreduce(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  crux_dtype_t dtype, crux_op_t op)
 {
-    return run(g, sbuf, rbuf, count, dtype, op, 1, 1);
+    return run(g, sbuf, rbuf, count, dtype, op, 1, 1, NULL, 0);
+}
+
+crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *g, const crux_coll_inter_t *inter,
+                                      unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                      crux_dtype_t dtype, crux_op_t op)
+{
+    return run(g, sbuf, rbuf, count, dtype, op, 1, 1, inter, depth);
 }

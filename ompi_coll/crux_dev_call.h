@@ -8,6 +8,8 @@
 
 #include "ompi_coll/crux_dev_group.h"
 
+#define CRUX_DEV_MAX_DEPTH 64   /* inter-group steps in flight at most */
+
 typedef struct {
     crux_dev_group_t *g;
     int           device;        /* -1: host memory */
@@ -30,6 +32,13 @@ typedef struct {
     /* a small allreduce in one exchange: every member's "shard" is the whole
      * buffer, which it reduces from every peer's input; no gather */
     int           whole;
+    /* hierarchical: the inter-group step between a chunk's reduction and
+     * its gather, up to 'depth' chunks in it (0: the whole shard once);
+     * chunks of our shard through it, and posted for the gather */
+    const crux_coll_inter_t *inter;
+    unsigned      depth;
+    unsigned      inter_done, final;
+    void         *requests[CRUX_DEV_MAX_DEPTH];   /* ring, for chunks [inter_done, reduced) */
     const uint8_t *src;
     uint8_t      *dst;
     int           in_place, do_rs, do_ag;

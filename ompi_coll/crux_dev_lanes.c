@@ -25,6 +25,11 @@
  * posts its whole input to every peer and reduces every member's input
  * itself, so one hand-off is on the critical path instead of two.
  *
+ * Hierarchically (crux_dev_allreduce_hier), a reduced chunk goes to the
+ * caller's inter-group step first, in our result; once that is done, in
+ * chunk order, it is copied into our place and posted, as the staged
+ * algorithm's three stages go.
+ *
  * What a far peer reads of the stage (crux_tl_pair_far) is written with
  * streaming stores, fenced before it is posted.  A member that finds a
  * peer gone, or the call's sizes different from a peer's, abandons the
@@ -234,6 +239,63 @@ static int pieces(crux_dev_call_t *c, unsigned k, const void **inputs)
     return 1;
 }
 
+/* The inter-group step of the chunk just reduced; sequentially, of the
+ * whole shard once its last chunk is. */
+static void start_inter(crux_dev_call_t *c)
+{
+    unsigned k = c->reduced - 1, mine = c->chunks[c->g->rank];
+    if (c->depth == 0 && c->reduced < mine) {
+        return;
+    }
+    unsigned first = c->depth > 0 ? k : 0;
+    size_t at = crux_dev_chunk_first(c, c->g->rank, first);
+    size_t n = crux_dev_chunk_first(c, c->g->rank, k) + crux_dev_chunk_count(c, c->g->rank, k) - at;
+    crux_status_t st = c->inter->start(c->inter->arg, c->dst + at * c->esize, n,
+                                       &c->requests[first % CRUX_DEV_MAX_DEPTH]);
+    if (st != CRUX_OK && c->status == CRUX_OK) {
+        c->status = st;
+    }
+}
+
+/* Retire finished inter-group steps in order, then put their chunks in our
+ * places and post them, as the places free up. */
+static int finish_inter(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    int moved = 0;
+    while (c->status == CRUX_OK && c->inter_done < c->reduced &&
+           (c->depth > 0 || c->reduced == c->chunks[g->rank])) {
+        int done = 0;
+        crux_status_t st = c->inter->test(c->inter->arg,
+                                          c->requests[(c->depth > 0 ? c->inter_done : 0) %
+                                                      CRUX_DEV_MAX_DEPTH], &done);
+        if (st != CRUX_OK) {
+            c->status = st;
+        }
+        if (st != CRUX_OK || !done) {
+            break;
+        }
+        c->inter_done = c->depth > 0 ? c->inter_done + 1 : c->reduced;
+        moved = 1;
+    }
+    while (c->status == CRUX_OK && c->final < c->inter_done && consumed(c, c->final, NEED_AG)) {
+        unsigned k = c->final;
+        size_t bytes = crux_dev_chunk_count(c, g->rank, k) * c->esize;
+        uint8_t *mine = place(c, g->rank, k);
+        crux_copy_to(mine, c->dst + crux_dev_chunk_first(c, g->rank, k) * c->esize, bytes,
+                     c->any_far);
+        fence(c);
+        for (int q = 0; q < g->size; q++) {
+            if (q != g->rank) {
+                post(c, g->ag[q], mine, bytes, k, q, NEED_AG);
+            }
+        }
+        c->final++;
+        moved = 1;
+    }
+    return moved;
+}
+
 /* Reduce our next chunk once its pieces are in; send the result on. */
 static int reduce(crux_dev_call_t *c)
 {
@@ -242,9 +304,14 @@ static int reduce(crux_dev_call_t *c)
     const void *inputs[g->size];
     /* Our place of row k takes the result: free of the row's pieces since
      * our copy-in checked it, but our result from the row's last use may
-     * have gone out after that check (copy-in runs ahead of reductions). */
+     * have gone out after that check (copy-in runs ahead of reductions).
+     * Hierarchically the result goes to our buffer first, while the
+     * inter-group step has room. */
+    int inter = c->inter != NULL;
     if (!c->do_rs || k >= c->chunks[g->rank] || k >= c->staged ||
-        (c->do_ag && !consumed(c, k, NEED_AG)) || !pieces(c, k, inputs) || c->status != CRUX_OK) {
+        (inter && c->depth > 0 && k - c->inter_done >= c->depth) ||
+        (c->do_ag && !inter && !consumed(c, k, NEED_AG)) || !pieces(c, k, inputs) ||
+        c->status != CRUX_OK) {
         return 0;
     }
     size_t at = crux_dev_chunk_first(c, g->rank, k) * c->esize;
@@ -253,9 +320,9 @@ static int reduce(crux_dev_call_t *c)
     /* in place past rank 1, the result must not overwrite our input before
      * the chain has read it */
     int direct = !c->in_place || g->rank < 2;
-    if (!c->do_ag) {
+    if (!c->do_ag || inter) {   /* the inter-group step reads it next: not streamed */
         crux_reduce_chain(c->cpu, direct ? dst : NULL, direct ? NULL : dst, inputs, g->size,
-                          bytes, c->esize, c->stream);
+                          bytes, c->esize, c->stream && !inter);
     } else if (direct && crux_copy_streams_to(c->any_far, bytes)) {
         /* for far peers the stage's copy is the streamed one */
         crux_reduce_chain(c->cpu, dst, mine, inputs, g->size, bytes, c->esize, 1);
@@ -267,13 +334,18 @@ static int reduce(crux_dev_call_t *c)
             crux_tl_lane_consume(g->rs[q]);
         }
     }
+    c->reduced++;
+    if (inter) {
+        start_inter(c);
+        return 1;
+    }
     fence(c);
     for (int q = 0; c->do_ag && q < g->size; q++) {
         if (q != g->rank) {
             post(c, g->ag[q], mine, bytes, k, q, NEED_AG);
         }
     }
-    c->reduced++;
+    c->final = c->reduced;
     return 1;
 }
 
@@ -295,6 +367,7 @@ static int send_shard(crux_dev_call_t *c)
         }
     }
     c->reduced++;
+    c->final = c->reduced;
     return 1;
 }
 
@@ -327,7 +400,7 @@ static int copy_out(crux_dev_call_t *c, int q)
 static int complete(const crux_dev_call_t *c)
 {
     const crux_dev_group_t *g = c->g;
-    if (c->reduced < c->chunks[g->rank] || (c->do_rs && c->staged < c->kmax)) {
+    if (c->final < c->chunks[g->rank] || (c->do_rs && c->staged < c->kmax)) {
         return 0;
     }
     for (int q = 0; c->do_ag && q < g->size; q++) {
@@ -367,6 +440,9 @@ static int pass(crux_dev_call_t *c)
     crux_dev_group_t *g = c->g;
     int moved = copy_in(c);
     moved |= c->do_rs ? reduce(c) : send_shard(c);
+    if (c->inter != NULL) {
+        moved |= finish_inter(c);
+    }
     for (int i = 1; c->do_ag && i < g->size; i++) {
         moved |= copy_out(c, (g->rank + i) % g->size);
     }
@@ -382,7 +458,8 @@ static int wait(crux_dev_call_t *c, unsigned idle)
     if (idle <= g->spins) {
         return 0;
     }
-    if (idle <= g->spins + YIELDS) {
+    /* an inter-group step in flight moves only when polled: no sleep */
+    if (idle <= g->spins + YIELDS || c->inter_done < c->reduced) {
         sched_yield();
         return 0;
     }

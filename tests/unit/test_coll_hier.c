@@ -1,6 +1,7 @@
-/* libcrux_coll's hierarchical three-stage Allreduce in forked processes: G
- * groups of L members; member i of every group forms a "cross" group, and
- * the inter-group step is a flat Allreduce over it.  Every layout, pipelined
+/* The hierarchical three-stage Allreduce in forked processes, over
+ * libcrux_coll's staging group and over libcrux_dev's lanes: G groups of L
+ * members; member i of every group forms a "cross" group, and the
+ * inter-group step is a flat Allreduce over it.  Every layout, pipelined
  * and sequential, in and out of place, against the exact sum; identical bits
  * everywhere; and an inter-group step that fails. */
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "ompi_coll/crux_dev.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {
@@ -17,6 +19,7 @@ typedef struct {
     int      in_place;
     int      fail_inter;     /* the inter-group step of member 0 fails */
     uint64_t *hashes;        /* shared, one per member, or NULL */
+    int      lanes;          /* within groups over libcrux_dev's lanes */
 } hier_case_t;
 
 typedef struct {
@@ -64,8 +67,15 @@ static int run_hier(fork_group_member_t *m, void *arg)
     config.stage_size = 128u << 10;   /* several rounds */
     config.chunk_size = 8192;         /* several chunks per shard */
     crux_coll_oob_t local_oob = fork_subgroup_oob(&local_sub);
-    crux_coll_group_t *g, *cross;
-    if (crux_coll_group_create(&local_oob, &config, &g) != CRUX_OK) {
+    crux_coll_group_t *g = NULL, *cross;
+    crux_dev_group_t *dg = NULL;
+    crux_dev_config_t dev_config = CRUX_DEV_CONFIG_DEFAULT;
+    dev_config.host_chunk_size = 8192;   /* several chunks per shard */
+    dev_config.calibrate = 0;
+    dev_config.engine.kinds = CRUX_TL_KINDS_HOST;
+    dev_config.engine.calib_path = "";
+    if (c->lanes ? crux_dev_group_create(&local_oob, &dev_config, &dg) != CRUX_OK
+                 : crux_coll_group_create(&local_oob, &config, &g) != CRUX_OK) {
         return 3;
     }
     crux_coll_oob_t cross_oob = fork_subgroup_oob(&cross_sub);
@@ -80,8 +90,15 @@ static int run_hier(fork_group_member_t *m, void *arg)
         s[i] = value(m->rank, i);
         r[i] = c->in_place ? s[i] : -77.0f;
     }
-    crux_status_t status = crux_coll_allreduce_hier(g, &inter, c->depth, c->in_place ? NULL : s,
-                                                    r, c->count, CRUX_DT_FLOAT, CRUX_OP_SUM);
+    crux_status_t status =
+        c->lanes ? crux_dev_allreduce_hier(dg, &inter, c->depth, c->in_place ? NULL : s, r, c->count,
+                                           CRUX_DT_FLOAT, CRUX_OP_SUM)
+                 : crux_coll_allreduce_hier(g, &inter, c->depth, c->in_place ? NULL : s,
+                                            r, c->count, CRUX_DT_FLOAT, CRUX_OP_SUM);
+    if (c->lanes && c->per_group == 1) {
+        /* a group of one has no lanes: refused, nothing done */
+        return status == CRUX_ERR_UNSUPPORTED && r[0] == (c->in_place ? s[0] : -77.0f) ? 0 : 9;
+    }
     if (c->fail_inter) {
         /* the failing member reports its own error; the others must not hang */
         return status == CRUX_OK ? 5 : 0;
@@ -111,6 +128,7 @@ static int run_hier(fork_group_member_t *m, void *arg)
     }
     crux_coll_group_destroy(cross);
     crux_coll_group_destroy(g);
+    crux_dev_group_destroy(dg);
     free(s);
     free(r);
     return 0;
@@ -118,29 +136,32 @@ static int run_hier(fork_group_member_t *m, void *arg)
 
 static const int layouts[][2] = { { 2, 2 }, { 3, 2 }, { 2, 3 }, { 4, 1 }, { 1, 4 } };
 
-/* _i: the layout; every depth, count and placement. */
+/* _i: the layout, then staging (even) or lanes (odd); every depth, count
+ * and placement. */
 START_TEST(test_hier_every_layout)
 {
     const unsigned depths[] = { 0, 1, 4 };
     const size_t counts[] = { 1, 5, 1000, 40009, 200003 };
+    int layout = _i / 2, lanes = _i % 2;
     for (size_t d = 0; d < 3; d++) {
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             for (int in_place = 0; in_place < 2; in_place++) {
-                hier_case_t c = { layouts[_i][0], layouts[_i][1], depths[d], counts[k],
-                                  in_place, 0, NULL };
+                hier_case_t c = { layouts[layout][0], layouts[layout][1], depths[d], counts[k],
+                                  in_place, 0, NULL, lanes };
                 ck_assert_msg(fork_group_run(c.groups * c.per_group, run_hier, &c) == 0,
-                              "%d x %d depth %u count %zu %s", c.groups, c.per_group, c.depth,
-                              c.count, in_place ? "in place" : "");
+                              "%d x %d depth %u count %zu %s%s", c.groups, c.per_group, c.depth,
+                              c.count, in_place ? "in place" : "", lanes ? " over lanes" : "");
             }
         }
     }
 }
 END_TEST
 
+/* _i: staging or lanes */
 START_TEST(test_hier_identical_bits)
 {
     uint64_t *hashes = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    hier_case_t c = { 3, 2, 4, 300007, 0, 0, hashes };
+    hier_case_t c = { 3, 2, 4, 300007, 0, 0, hashes, _i };
     ck_assert_int_eq(fork_group_run(6, run_hier, &c), 0);
     for (int i = 1; i < 6; i++) {
         ck_assert_msg(hashes[i] == hashes[0], "member %d differs", i);
@@ -151,7 +172,7 @@ END_TEST
 
 START_TEST(test_hier_failing_inter_step_is_an_error)
 {
-    hier_case_t c = { 2, 2, 2, 100000, 0, 1, NULL };
+    hier_case_t c = { 2, 2, 2, 100000, 0, 1, NULL, _i };
     ck_assert_int_eq(fork_group_run(4, run_hier, &c), 0);
 }
 END_TEST
@@ -161,9 +182,9 @@ static Suite *hier_suite(void)
     Suite *s = suite_create("coll_hier");
     TCase *tc = tcase_create("hier");
     tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, test_hier_every_layout, 0, sizeof(layouts) / sizeof(layouts[0]));
-    tcase_add_test(tc, test_hier_identical_bits);
-    tcase_add_test(tc, test_hier_failing_inter_step_is_an_error);
+    tcase_add_loop_test(tc, test_hier_every_layout, 0, 2 * sizeof(layouts) / sizeof(layouts[0]));
+    tcase_add_loop_test(tc, test_hier_identical_bits, 0, 2);
+    tcase_add_loop_test(tc, test_hier_failing_inter_step_is_an_error, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
