@@ -93,7 +93,8 @@ typedef struct {
     crux_group_state_t   state;       /* READY: usable for the hierarchical algorithm */
     ompi_communicator_t *local_comm;  /* the ranks of this rank's group */
     ompi_communicator_t *cross_comm;  /* local rank i of every group */
-    crux_coll_group_t   *group;       /* shared memory among local_comm's ranks */
+    crux_coll_group_t   *group;       /* shared memory among local_comm's ranks ... */
+    struct crux_dev_group *lanes;     /* ... or, when every group has them, the engine's lanes */
     bool                 cross_local; /* the cross communicator is on this node */
     int                  groups;
     int                  per_group;
@@ -192,6 +193,8 @@ void coll_crux_device_probe(void);
 crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf,
                                          void *rbuf, int count, crux_dtype_t cdtype, crux_op_t cop);
 struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+/* An engine group over 'oob' with the component's settings (collective). */
+crux_status_t coll_crux_dev_group_create(const crux_coll_oob_t *oob, struct crux_dev_group **group);
 /* Whether the engine group exists and carries host calls over its lanes. */
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
 /* The MPI return code of a crux algorithm's failure, told to the user. */

@@ -38,6 +38,17 @@ static int comm_allgather(const void *sbuf, void *rbuf, size_t length, void *arg
 /* The engine group, created on first use; NULL when it cannot be had (then
  * host buffers take the staged algorithm, device buffers are staged through
  * the host). */
+crux_status_t coll_crux_dev_group_create(const crux_coll_oob_t *oob, crux_dev_group_t **group)
+{
+    crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
+    crux_coll_config_t host = coll_crux_config();
+    config.tl = host.tl;
+    config.stream_min_bytes = host.stream_min_bytes;
+    config.engine.far_latency = host.far_latency;
+    config.local_procs = host.local_procs;
+    return crux_dev_group_create(oob, &config, group);
+}
+
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     if (m->dev_state == CRUX_GROUP_UNTRIED) {
@@ -45,13 +56,7 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
             .allgather = comm_allgather, .arg = m,
             .rank = ompi_comm_rank(m->comm), .size = ompi_comm_size(m->comm),
         };
-        crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
-        crux_coll_config_t host = coll_crux_config();
-        config.tl = host.tl;
-        config.stream_min_bytes = host.stream_min_bytes;
-        config.engine.far_latency = host.far_latency;
-        config.local_procs = host.local_procs;
-        crux_status_t status = crux_dev_group_create(&oob, &config, &m->dev_group);
+        crux_status_t status = coll_crux_dev_group_create(&oob, &m->dev_group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {
             m->dev_group = NULL;

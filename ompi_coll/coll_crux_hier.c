@@ -28,6 +28,7 @@
 #include "topo/crux_topo.h"
 
 #include "ompi_coll/coll_crux.h"
+#include "ompi_coll/crux_dev.h"
 
 /* The host groups of this machine, loaded once per process. */
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -156,12 +157,23 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     m->building = true;
     int built = build(m, l);
     bool ok = usable(m, l, built);
+    crux_coll_oob_t oob = {
+        .allgather = local_allgather, .arg = l->local_comm,
+        .rank = ok ? ompi_comm_rank(l->local_comm) : 0, .size = l->per_group,
+    };
     if (ok) {
+        /* the engine's lanes within the groups when every group has them:
+         * the groups' inter-group steps must cut shards alike */
+        crux_status_t status = coll_crux_dev_group_create(&oob, &l->lanes);
+        int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(l->lanes) };
+        ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
+        if (no_lanes[0]) {
+            crux_dev_group_destroy(l->lanes);
+            l->lanes = NULL;
+        }
+    }
+    if (ok && l->lanes == NULL) {
         crux_coll_config_t config = coll_crux_config();
-        crux_coll_oob_t oob = {
-            .allgather = local_allgather, .arg = l->local_comm,
-            .rank = ompi_comm_rank(l->local_comm), .size = l->per_group,
-        };
         crux_status_t status = coll_crux_group_create(&oob, &config, &l->group);
         int failed[1] = { status != CRUX_OK };
         ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
@@ -173,8 +185,9 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     m->building = false;
     l->state = ok ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
     if (ok) {
-        CRUX_VERBOSE(2, "communicator %s: %d groups of %d ranks, inter-group step %s",
-                     m->comm->c_name, l->groups, l->per_group,
+        CRUX_VERBOSE(2, "communicator %s: %d groups of %d ranks, %s within them, inter-group "
+                        "step %s", m->comm->c_name, l->groups, l->per_group,
+                     l->lanes != NULL ? "the engine's lanes" : "staging",
                      l->cross_local ? "through shared memory" : "over the PML");
     } else {
         coll_crux_layout_free(l);
@@ -186,6 +199,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 void coll_crux_layout_free(crux_layout_t *l)
 {
     crux_coll_group_destroy(l->group);
+    crux_dev_group_destroy(l->lanes);
     if (l->cross_comm != NULL) {
         ompi_comm_free(&l->cross_comm);
     }
@@ -241,8 +255,11 @@ int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l,
 {
     inter_arg_t arg = { l, dtype, op };
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
-    crux_status_t status = crux_coll_allreduce_hier(l->group, &inter, depth,
-                                                    sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
+    crux_status_t status =
+        l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf, (size_t)count,
+                                                   cdtype, cop)
+                         : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
                                                     (size_t)count, cdtype, cop);
     return status == CRUX_OK ? OMPI_SUCCESS
          : status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;

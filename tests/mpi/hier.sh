@@ -38,8 +38,8 @@ for np in 4 6; do
     for alg in hier hier-sequential; do
       run_mpi $np "k=$k $alg" --mca coll_crux_group_size $k --mca coll_crux_allreduce_algorithm $alg \
         "${verbose[@]}" -- $prog counts comms bits
-      expect_stderr "groups of $k ranks, inter-group step through shared memory" \
-        "[np=$np k=$k $alg] groups by rank / k, inter-group step through crux"
+      expect_stderr "groups of $k ranks, the engine's lanes within them, inter-group step through shared memory" \
+        "[np=$np k=$k $alg] groups by rank / k, the engine's lanes within, inter-group step through crux"
     done
   done
 done
