@@ -89,42 +89,37 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
     return alg;
 }
 
-/* The hierarchical algorithm, or the flat one over the staging group,
- * between the job's enter and exit (the engine enters it itself). */
-static int run_group(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
-                     crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
-                     ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype,
-                     crux_op_t cop, crux_status_t *status)
+/* The flat algorithm over the staging group, between the job's enter and
+ * exit (the engine enters it itself). */
+static crux_status_t run_staged(crux_coll_group_t *group, int alg, const void *sbuf, void *rbuf,
+                                int count, crux_dtype_t cdtype, crux_op_t cop)
 {
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);
-    int rc = OMPI_SUCCESS;
-    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
-        rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
-                                      alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
-                                                           : 0);
-    } else {
-        *status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                      (size_t)count, cdtype, cop,
-                                      alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
-                                                          : CRUX_ALLREDUCE_STAGED);
-    }
+    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                               (size_t)count, cdtype, cop,
+                                               alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
+                                                                   : CRUX_ALLREDUCE_STAGED);
     coll_crux_job_exit(&ticket);
-    return rc;
+    return status;
 }
 
 static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
                crux_coll_group_t *group, const void *sbuf, void *rbuf, int count,
                ompi_datatype_t *dtype, struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop)
 {
-    crux_status_t status = CRUX_OK;
-    if (alg == CRUX_ALG_ENGINE) {
-        status = coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop);
-    } else if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
-        return run_group(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop, &status);
-    } else {
-        run_group(m, alg, layout, group, sbuf, rbuf, count, dtype, op, cdtype, cop, &status);
+    if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+        coll_crux_ticket_t ticket;
+        coll_crux_job_enter(&ticket);
+        int rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+                                          alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
+                                                               : 0);
+        coll_crux_job_exit(&ticket);
+        return rc;
     }
+    crux_status_t status = alg == CRUX_ALG_ENGINE
+                         ? coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop)
+                         : run_staged(group, alg, sbuf, rbuf, count, cdtype, cop);
     switch (status) {
     case CRUX_OK:
         return OMPI_SUCCESS;

@@ -261,6 +261,5 @@ int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l,
                                                    cdtype, cop)
                          : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
                                                     (size_t)count, cdtype, cop);
-    return status == CRUX_OK ? OMPI_SUCCESS
-         : status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;
+    return status == CRUX_OK ? OMPI_SUCCESS : coll_crux_allreduce_failed(m, status);
 }
