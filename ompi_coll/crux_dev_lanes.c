@@ -61,15 +61,9 @@ static int all_direct(const crux_dev_group_t *g)
     return 1;
 }
 
-static crux_status_t check_peers(crux_dev_group_t *g)
+static int peer_lives(crux_dev_group_t *g, int q)
 {
-    for (int q = 0; q < g->size; q++) {
-        if (q != g->rank && (crux_tl_lane_check(g->rs[q]) != CRUX_OK ||
-                             crux_tl_lane_check(g->ag[q]) != CRUX_OK)) {
-            return CRUX_ERR_PEER;
-        }
-    }
-    return CRUX_OK;
+    return crux_tl_lane_check(g->rs[q]) == CRUX_OK && crux_tl_lane_check(g->ag[q]) == CRUX_OK;
 }
 
 static void abandon(crux_dev_group_t *g)
@@ -108,9 +102,10 @@ static void drain(crux_dev_group_t *g)
         for (int q = 0; q < g->size; q++) {
             left |= q != g->rank &&
                     (!crux_tl_lane_consumed(g->rs[q], crux_tl_lane_posted(g->rs[q])) ||
-                     !crux_tl_lane_consumed(g->ag[q], crux_tl_lane_posted(g->ag[q])));
+                     !crux_tl_lane_consumed(g->ag[q], crux_tl_lane_posted(g->ag[q]))) &&
+                    (idle % CHECK_POLLS != 0 || peer_lives(g, q));
         }
-        if (!left || (idle % CHECK_POLLS == 0 && check_peers(g) != CRUX_OK)) {
+        if (!left) {
             return;
         }
         sched_yield();
@@ -226,11 +221,15 @@ static int pieces(crux_dev_call_t *c, unsigned k, const void **inputs)
     crux_dev_group_t *g = c->g;
     size_t at = crux_dev_chunk_first(c, g->rank, k) * c->esize;
     size_t bytes = crux_dev_chunk_count(c, g->rank, k) * c->esize;
+    crux_status_t st;
     for (int q = 0; q < g->size; q++) {
         size_t got = 0;
         if (q == g->rank) {
             inputs[q] = c->src + at;
-        } else if (crux_tl_lane_peek(g->rs[q], &inputs[q], &got) != CRUX_OK) {
+        } else if ((st = crux_tl_lane_peek(g->rs[q], &inputs[q], &got)) != CRUX_OK) {
+            if (st != CRUX_INPROGRESS && c->status == CRUX_OK) {
+                c->status = st;   /* its buffer cannot be mapped */
+            }
             return 0;
         } else if (got != bytes && c->status == CRUX_OK) {
             c->status = CRUX_ERR_INVALID;   /* the members disagree on the call */
@@ -378,7 +377,8 @@ static int copy_out(crux_dev_call_t *c, int q)
     int moved = 0;
     const void *from;
     size_t got;
-    while (*k < c->chunks[q] && crux_tl_lane_peek(c->g->ag[q], &from, &got) == CRUX_OK) {
+    crux_status_t st = CRUX_OK;
+    while (*k < c->chunks[q] && (st = crux_tl_lane_peek(c->g->ag[q], &from, &got)) == CRUX_OK) {
         size_t bytes = crux_dev_chunk_count(c, q, *k) * c->esize;
         if (got != bytes) {
             c->status = c->status == CRUX_OK ? CRUX_ERR_INVALID : c->status;
@@ -393,6 +393,9 @@ static int copy_out(crux_dev_call_t *c, int q)
         crux_tl_lane_consume(c->g->ag[q]);
         (*k)++;
         moved = 1;
+    }
+    if (st != CRUX_OK && st != CRUX_INPROGRESS && c->status == CRUX_OK) {
+        c->status = st;   /* its buffer cannot be mapped */
     }
     return moved;
 }
@@ -409,6 +412,26 @@ static int complete(const crux_dev_call_t *c)
         }
     }
     return 1;
+}
+
+/* A peer that went away or gave up fails the call only if something we
+ * still need from it is not posted: members that finished their part
+ * leave, as the last posts of a call are consumed by then. */
+static crux_status_t check_peers(crux_dev_call_t *c)
+{
+    crux_dev_group_t *g = c->g;
+    for (int q = 0; q < g->size; q++) {
+        if (q == g->rank || peer_lives(g, q)) {
+            continue;
+        }
+        unsigned pieces_left = c->do_rs ? c->chunks[g->rank] - c->reduced : 0;
+        unsigned results_left = c->do_ag ? c->chunks[q] - c->gathered[q] : 0;
+        if (!crux_tl_lane_ready(g->rs[q], pieces_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1 : pieces_left) ||
+            !crux_tl_lane_ready(g->ag[q], results_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1 : results_left)) {
+            return CRUX_ERR_PEER;
+        }
+    }
+    return CRUX_OK;
 }
 
 /* --- a call --------------------------------------------------------------------------- */
@@ -483,7 +506,7 @@ crux_status_t crux_dev_lanes_run(crux_dev_call_t *c)
             idle = 0;
         } else if (st == CRUX_OK && (idle % CHECK_POLLS == 0 ||
                                      (idle > g->spins + YIELDS && idle % CHECK_SLEEPS == 0))) {
-            st = check_peers(g);
+            st = check_peers(c);
         }
         if (st != CRUX_OK) {
             abandon(g);

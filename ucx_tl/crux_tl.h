@@ -446,6 +446,10 @@ int crux_tl_lane_consumed(crux_tl_pair_t *pair, uint64_t upto);
  * its buffer cannot be mapped.  The place stays the peer's to rewrite once
  * consumed. */
 crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p);
+/* 1 when the peer's next 'count' posts (not consumed yet, at most
+ * CRUX_TL_LANE_DEPTH) are all there: what a receiver still needs from a
+ * peer that went away may have been posted before it did. */
+int crux_tl_lane_ready(const crux_tl_pair_t *pair, unsigned count);
 /* Consume the post peek returned (after the last read of its bytes). */
 void crux_tl_lane_consume(crux_tl_pair_t *pair);
 /* Give up the lanes both ways, for good: the peer's lane calls fail with

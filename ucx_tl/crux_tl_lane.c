@@ -152,6 +152,13 @@ crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t
     return CRUX_OK;
 }
 
+int crux_tl_lane_ready(const crux_tl_pair_t *pair, unsigned count)
+{
+    uint64_t last = pair->lane_received + count;   /* posts are written in order */
+    return count == 0 || (count <= CRUX_TL_LANE_DEPTH &&
+                          mp_load(&pair->theirs->lane[(last - 1) % CRUX_TL_LANE_DEPTH].seq) >= last);
+}
+
 void crux_tl_lane_consume(crux_tl_pair_t *pair)
 {
     __atomic_store_n(&pair->mine->lane_consumed, ++pair->lane_received, __ATOMIC_SEQ_CST);
