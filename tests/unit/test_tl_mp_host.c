@@ -867,6 +867,10 @@ static int lanes(fork_group_member_t *m, void *argp)
         rc |= crux_tl_lane_post(pair, buf[0], 64) != CRUX_ERR_NO_RESOURCE ? 14 : 0;
         rc |= crux_tl_lane_posted(pair) != CRUX_TL_LANE_DEPTH ? 15 : 0;
     }
+    while (rc == 0 && !crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH)) {
+    }
+    rc |= rc == 0 && (!crux_tl_lane_ready(pair, 0) || crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH + 1))
+        ? 21 : 0;   /* a full lane is there; more than a lane holds never is */
     for (uint64_t i = 0; rc == 0 && i < CRUX_TL_LANE_DEPTH; i++) {
         crux_status_t st;
         while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
@@ -874,6 +878,8 @@ static int lanes(fork_group_member_t *m, void *argp)
         rc = st != CRUX_OK || bytes != 64 ? 16 : 0;
         crux_tl_lane_consume(pair);
     }
+    /* all consumed, and the peer posts again only after the barrier */
+    rc |= rc == 0 && crux_tl_lane_ready(pair, 1) ? 22 : 0;
     fork_group_barrier(m);
     rc |= rc == 0 && (!crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH) ||
                        crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH + 1)) ? 17 : 0;
