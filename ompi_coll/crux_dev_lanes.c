@@ -31,10 +31,11 @@
  * algorithm's three stages go.
  *
  * What a far peer reads of the stage (crux_tl_pair_far) is written with
- * streaming stores, fenced before it is posted.  A member that finds a
- * peer gone, or the call's sizes different from a peer's, abandons the
- * lanes; the peers find that in their waits, and the group's later host
- * calls fail with CRUX_ERR_PEER. */
+ * streaming stores, fenced before it is posted.  A member that finds the
+ * call's sizes different from a peer's, or a peer gone or giving up while
+ * a post it still needs from it is missing (a peer that did its part may
+ * leave), abandons the lanes; the peers find that in their waits, and the
+ * group's later host calls fail with CRUX_ERR_PEER. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
