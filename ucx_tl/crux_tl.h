@@ -452,8 +452,9 @@ crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t
 int crux_tl_lane_ready(const crux_tl_pair_t *pair, unsigned count);
 /* Consume the post peek returned (after the last read of its bytes). */
 void crux_tl_lane_consume(crux_tl_pair_t *pair);
-/* Give up the lanes both ways, for good: the peer's lane calls fail with
- * CRUX_ERR_PEER from then on, as ours do (a call abandoned halfway). */
+/* Give up the lanes both ways, for good: from then on both sides' posts and
+ * checks fail with CRUX_ERR_PEER (a call abandoned halfway); posts made
+ * before stay readable. */
 void crux_tl_lane_abandon(crux_tl_pair_t *pair);
 /* Sleeping until a peer acts on a lane (posts to this process, consumes its
  * posts, abandons), for waits on a node with more processes than cores:
