@@ -22,12 +22,12 @@
 #include <string.h>
 
 #define MAX_VARIANTS 8
-#define MAX_REPS 101
+#define MAX_REPS     101
 
 typedef struct {
     const char *name;
-    const char *key, *value;   /* info key; NULL: default selection */
-    MPI_Comm    comm;
+    const char *key, *value; /* info key; NULL: default selection */
+    MPI_Comm comm;
 } variant_t;
 
 static const variant_t known[] = {
@@ -42,13 +42,13 @@ static const variant_t known[] = {
 };
 
 typedef struct {
-    size_t   min_bytes, max_bytes;
-    int      reps;
-    int      csv;
-    int      in_place;
-    double   target_bytes;   /* bytes moved per sample, to size iteration counts */
+    size_t min_bytes, max_bytes;
+    int reps;
+    int csv;
+    int in_place;
+    double target_bytes; /* bytes moved per sample, to size iteration counts */
     variant_t variants[MAX_VARIANTS];
-    int      nvariants;
+    int nvariants;
 } options_t;
 
 static int rank, nranks;
@@ -57,7 +57,8 @@ static void usage(const char *argv0)
 {
     if (rank == 0) {
         fprintf(stderr,
-                "usage: %s [--min BYTES] [--max BYTES] [--reps N] [--compare LIST] [--in-place] [--csv]\n"
+                "usage: %s [--min BYTES] [--max BYTES] [--reps N] [--compare LIST] [--in-place] "
+                "[--csv]\n"
                 "  --min, --max   message sizes in bytes, powers of two (default 4 to 64M;\n"
                 "                 K, M, G suffixes accepted)\n"
                 "  --reps N       alternations per size; medians are reported (default 7)\n"
@@ -69,7 +70,8 @@ static void usage(const char *argv0)
                 "                 where Open MPI finds no module for them and crashes\n"
                 "  --in-place     use MPI_IN_PLACE\n"
                 "  --csv          machine-readable output, with bus bandwidth (GB/s,\n"
-                "                 algbw * 2(n-1)/n as nccl-tests define it)\n", argv0);
+                "                 algbw * 2(n-1)/n as nccl-tests define it)\n",
+                argv0);
     }
 }
 
@@ -78,9 +80,12 @@ static size_t parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': v *= 1024; break;
+    case 'm':
+    case 'M': v *= 1024 * 1024; break;
+    case 'g':
+    case 'G': v *= 1024.0 * 1024 * 1024; break;
     }
     return (size_t)v;
 }
@@ -106,13 +111,14 @@ static int parse_variants(options_t *o, const char *list)
 static int parse(options_t *o, int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "min", required_argument, NULL, 'm' }, { "max", required_argument, NULL, 'M' },
+        { "min", required_argument, NULL, 'm' },  { "max", required_argument, NULL, 'M' },
         { "reps", required_argument, NULL, 'r' }, { "compare", required_argument, NULL, 'c' },
-        { "in-place", no_argument, NULL, 'i' }, { "csv", no_argument, NULL, 'v' },
-        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+        { "in-place", no_argument, NULL, 'i' },   { "csv", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
     };
-    *o = (options_t){ .min_bytes = 4, .max_bytes = 64u << 20, .reps = 7,
-                      .target_bytes = 256.0 * 1024 * 1024 };
+    *o = (options_t){
+        .min_bytes = 4, .max_bytes = 64u << 20, .reps = 7, .target_bytes = 256.0 * 1024 * 1024
+    };
     parse_variants(o, "crux,tuned");
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -205,7 +211,7 @@ static void print_row(const options_t *o, size_t bytes, const double *us)
         for (int v = 0; v < o->nvariants; v++) {
             printf(",%.3f", us[v]);
         }
-        for (int v = 0; v < o->nvariants; v++) {   /* bytes per us = MB/s; /1000: GB/s */
+        for (int v = 0; v < o->nvariants; v++) { /* bytes per us = MB/s; /1000: GB/s */
             printf(",%.4f", (double)bytes / us[v] / 1000.0 * 2.0 * (nranks - 1) / nranks);
         }
         for (int v = 1; v < o->nvariants; v++) {
@@ -258,14 +264,14 @@ int main(int argc, char **argv)
         int iters = (int)(o.target_bytes / (double)bytes);
         iters = iters < 5 ? 5 : iters > 2000 ? 2000 : iters;
         double samples[MAX_VARIANTS][MAX_REPS], us[MAX_VARIANTS];
-        for (int v = 0; v < o.nvariants; v++) {   /* warm-up: first touch, set-up */
+        for (int v = 0; v < o.nvariants; v++) { /* warm-up: first touch, set-up */
             time_calls(o.variants[v].comm, sbuf, rbuf, count, iters / 10 + 2, o.in_place);
         }
         for (int r = 0; r < o.reps; r++) {
             for (int k = 0; k < o.nvariants; k++) {
-                int v = (k + r) % o.nvariants;   /* rotate who goes first */
-                samples[v][r] = time_calls(o.variants[v].comm, sbuf, rbuf, count, iters,
-                                           o.in_place);
+                int v = (k + r) % o.nvariants; /* rotate who goes first */
+                samples[v][r] =
+                    time_calls(o.variants[v].comm, sbuf, rbuf, count, iters, o.in_place);
             }
         }
         for (int v = 0; v < o.nvariants; v++) {

@@ -20,7 +20,7 @@
 #define ROUNDS 100000
 
 static _Alignas(64) volatile uint64_t line;
-static volatile int peer_state;   /* 1: pinned and ready, -1: could not pin */
+static volatile int peer_state; /* 1: pinned and ready, -1: could not pin */
 
 static int pin(int cpu)
 {

@@ -15,17 +15,17 @@
 
 #include "tests/unit/fork_group.h"
 
-#define REPS 7
+#define REPS       7
 #define BARE_CHUNK (256u << 10)
 
 enum { BARE, STAGED, CMA, AUTO, NUM_WAYS };
 static const char *const way_names[NUM_WAYS] = { "bare cma", "staged", "cma", "auto" };
 
 typedef struct {
-    size_t  bytes;
-    int     iters;
-    int     way;
-    double *seconds;   /* shared, one per rank */
+    size_t bytes;
+    int iters;
+    int way;
+    double *seconds; /* shared, one per rank */
 } bench_arg_t;
 
 static double now(void)
@@ -43,7 +43,7 @@ static void sum_floats(float *out, const float *a, const float *b, size_t n)
 }
 
 typedef struct {
-    pid_t    pid;
+    pid_t pid;
     uint64_t sbuf, rbuf;
 } bare_card_t;
 
@@ -56,14 +56,16 @@ static void bare_allreduce(fork_group_member_t *m, const bare_card_t *cards, con
     size_t mine = first >= n ? 0 : (n - first < shard ? n - first : shard);
     fork_group_barrier(m);
     for (size_t off = 0; off < mine; off += BARE_CHUNK / sizeof(float)) {
-        size_t len = mine - off < BARE_CHUNK / sizeof(float) ? mine - off : BARE_CHUNK / sizeof(float);
+        size_t len =
+            mine - off < BARE_CHUNK / sizeof(float) ? mine - off : BARE_CHUNK / sizeof(float);
         const float *acc = s + first + off;
         for (int p = 0; p < m->size; p++) {
             if (p == m->rank) {
                 continue;
             }
             struct iovec local = { scratch, len * sizeof(float) };
-            struct iovec remote = { (void *)(uintptr_t)(cards[p].sbuf + (first + off) * sizeof(float)),
+            struct iovec remote = { (void *)(uintptr_t)(cards[p].sbuf +
+                                                        (first + off) * sizeof(float)),
                                     len * sizeof(float) };
             process_vm_readv(cards[p].pid, &local, 1, &remote, 1, 0);
             sum_floats(r + first + off, acc, scratch, len);
@@ -97,7 +99,8 @@ static int run(fork_group_member_t *m, void *argp)
     crux_coll_group_t *g = NULL;
     bare_card_t cards[FORK_GROUP_MAX], mine = { getpid(), (uintptr_t)s, (uintptr_t)r };
     crux_allreduce_alg_t alg = a->way == STAGED ? CRUX_ALLREDUCE_STAGED
-                             : a->way == CMA    ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_AUTO;
+                               : a->way == CMA  ? CRUX_ALLREDUCE_CMA
+                                                : CRUX_ALLREDUCE_AUTO;
     if (a->way == BARE) {
         fork_group_allgather(&mine, cards, sizeof(mine), m);
     } else {
@@ -106,7 +109,7 @@ static int run(fork_group_member_t *m, void *argp)
             return 1;
         }
     }
-    for (int i = -2; i < a->iters; i++) {   /* two warm-up calls */
+    for (int i = -2; i < a->iters; i++) { /* two warm-up calls */
         if (i == 0) {
             fork_group_barrier(m);
             a->seconds[m->rank] = now();
@@ -131,9 +134,12 @@ static size_t parse_bytes(const char *text)
     char *end;
     size_t v = strtoul(text, &end, 0);
     switch (*end) {
-    case 'k': case 'K': return v << 10;
-    case 'm': case 'M': return v << 20;
-    case 'g': case 'G': return v << 30;
+    case 'k':
+    case 'K': return v << 10;
+    case 'm':
+    case 'M': return v << 20;
+    case 'g':
+    case 'G': return v << 30;
     }
     return v;
 }

@@ -34,29 +34,29 @@ typedef enum { MODE_HOST, MODE_MODEL, MODE_CUDA, MODE_SHARED } bench_mode_t;
 
 typedef struct {
     bench_mode_t mode;
-    size_t  min, max;
-    int     rounds, procs, calibrate, csv;
+    size_t min, max;
+    int rounds, procs, calibrate, csv;
     unsigned nmodels;
     crux_tl_model_t models[8];
 } options_t;
 
 /* What a receiver found for one size, written to shared memory. */
 typedef struct {
-    size_t   bytes;
-    double   one, all;           /* best seconds per transfer */
+    size_t bytes;
+    double one, all; /* best seconds per transfer */
     unsigned one_channel, all_stripes;
-    unsigned one_stripes, all_channel;   /* shared mode's columns */
-    double   memcpy_s;           /* model mode: a plain memcpy of the same size */
+    unsigned one_stripes, all_channel; /* shared mode's columns */
+    double memcpy_s;                   /* model mode: a plain memcpy of the same size */
 } row_t;
 
 #define MAX_ROWS 40
 
 typedef struct {
     options_t opt;
-    row_t     rows[FORK_GROUP_MAX / 2][MAX_ROWS];
-    unsigned  nrows;
-    char      channels[FORK_GROUP_MAX / 2][512];
-    int       failed;
+    row_t rows[FORK_GROUP_MAX / 2][MAX_ROWS];
+    unsigned nrows;
+    char channels[FORK_GROUP_MAX / 2][512];
+    int failed;
 } shared_t;
 
 static double now(void)
@@ -71,9 +71,12 @@ static size_t parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': v *= 1024; break;
+    case 'm':
+    case 'M': v *= 1024 * 1024; break;
+    case 'g':
+    case 'G': v *= 1024.0 * 1024 * 1024; break;
     default: break;
     }
     return v > 0 ? (size_t)v : 0;
@@ -134,9 +137,8 @@ static void free_buffer(bench_mode_t mode, void *p, int device)
 
 /* A batch of transfers from sender to receiver; the receiver returns the
  * seconds per transfer and what the last one used. */
-static double batch(crux_tl_engine_t *e, crux_tl_pair_t *pair, int sends, int receives,
-                    void *sbuf, void *rbuf, size_t bytes, unsigned max_paths,
-                    crux_tl_xfer_stats_t *stats)
+static double batch(crux_tl_engine_t *e, crux_tl_pair_t *pair, int sends, int receives, void *sbuf,
+                    void *rbuf, size_t bytes, unsigned max_paths, crux_tl_xfer_stats_t *stats)
 {
     int iters = iterations(bytes);
     crux_tl_xfer_params_t params = { .max_paths = max_paths };
@@ -264,7 +266,8 @@ static int open_engine(const options_t *o, crux_tl_context_t **ctx, crux_tl_engi
     crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
     cfg.max_peers = o->procs;
     cfg.kinds = o->mode == MODE_HOST || o->mode == MODE_SHARED ? CRUX_TL_KINDS_HOST
-              : o->mode == MODE_CUDA ? CRUX_TL_KINDS_CUDA : 0;
+                : o->mode == MODE_CUDA                         ? CRUX_TL_KINDS_CUDA
+                                                               : 0;
     if (o->mode == MODE_MODEL) {
         cfg.models = o->models;
         cfg.nmodels = o->nmodels;
@@ -313,7 +316,8 @@ static int member(fork_group_member_t *m, void *arg)
     static unsigned char cards[FORK_GROUP_MAX][FORK_GROUP_SLOT];
     crux_tl_pair_t *pair;
     int peer = m->rank ^ 1;
-    if (crux_tl_engine_card_size(e) > FORK_GROUP_SLOT || crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+    if (crux_tl_engine_card_size(e) > FORK_GROUP_SLOT ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
         fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
         crux_tl_pair_connect(e, m->rank, peer, cards[peer], &pair) != CRUX_OK) {
         return 2;
@@ -321,10 +325,12 @@ static int member(fork_group_member_t *m, void *arg)
     fork_group_barrier(m);
     int receives = m->rank % 2 == 1;
     if (o->calibrate) {
-        crux_status_t st = o->mode == MODE_CUDA
-            ? (receives ? crux_tl_engine_calibrate_cuda(e, (m->rank - 1) % crux_tl_cuda_devices(),
-                                                        device, 0) : CRUX_OK)
-            : crux_tl_pair_calibrate(pair, 0);
+        crux_status_t st =
+            o->mode == MODE_CUDA
+                ? (receives ? crux_tl_engine_calibrate_cuda(
+                                  e, (m->rank - 1) % crux_tl_cuda_devices(), device, 0)
+                            : CRUX_OK)
+                : crux_tl_pair_calibrate(pair, 0);
         if (st != CRUX_OK) {
             fprintf(stderr, "crux-bench-p2p: rank %d: calibration failed: %s\n", m->rank,
                     crux_status_string(st));
@@ -352,11 +358,12 @@ static void print(const shared_t *sh)
     int pairs = o->mode == MODE_MODEL ? 1 : o->procs / 2;
     for (int p = 0; p < pairs; p++) {
         if (!o->csv) {
-            printf("# crux-bench-p2p %s, pair %d (rank %d -> %d); channels: %s\n", mode, p,
-                   2 * p, 2 * p + 1, sh->channels[p]);
-            printf("%12s %14s %8s %14s %8s %7s", "bytes", sh_mode ? "private GB/s" : "one path GB/s",
-                   sh_mode ? "stripes" : "channel", sh_mode ? "shared GB/s" : "all paths GB/s",
-                   sh_mode ? "channel" : "stripes", "ratio");
+            printf("# crux-bench-p2p %s, pair %d (rank %d -> %d); channels: %s\n", mode, p, 2 * p,
+                   2 * p + 1, sh->channels[p]);
+            printf("%12s %14s %8s %14s %8s %7s", "bytes",
+                   sh_mode ? "private GB/s" : "one path GB/s", sh_mode ? "stripes" : "channel",
+                   sh_mode ? "shared GB/s" : "all paths GB/s", sh_mode ? "channel" : "stripes",
+                   "ratio");
             if (o->mode == MODE_MODEL) {
                 printf(" %12s %10s", "% of sum", "memcpy GB/s");
             }
@@ -372,8 +379,8 @@ static void print(const shared_t *sh)
             unsigned one_n = sh_mode ? r->one_stripes : r->one_channel;
             unsigned all_n = sh_mode ? r->all_channel : r->all_stripes;
             if (o->csv) {
-                printf("%s,%d,%zu,%.3f,%u,%.3f,%u,%.3f", mode, p, r->bytes, one, one_n,
-                       all, all_n, all / one);
+                printf("%s,%d,%zu,%.3f,%u,%.3f,%u,%.3f", mode, p, r->bytes, one, one_n, all, all_n,
+                       all / one);
                 if (o->mode == MODE_MODEL) {
                     printf(",%.1f,%.2f", 100 * all * 1e9 / sum, r->bytes / r->memcpy_s / 1e9);
                 }
@@ -391,7 +398,8 @@ static void print(const shared_t *sh)
 
 static int usage(FILE *f, int status)
 {
-    fprintf(f, "usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE] [--rounds N]\n"
+    fprintf(f, "usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE] "
+               "[--rounds N]\n"
                "         [--procs N] [--model GBPS[,GBPS...]] [--latency US] [--chunk-cost US]\n"
                "         [--no-calibrate] [--csv]\n");
     return status;
@@ -412,9 +420,11 @@ static int parse(int argc, char **argv, options_t *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
         if (strcmp(a, "--mode") == 0 && v != NULL) {
-            o->mode = strcmp(v, "host") == 0 ? MODE_HOST : strcmp(v, "model") == 0 ? MODE_MODEL
-                    : strcmp(v, "cuda") == 0 ? MODE_CUDA : strcmp(v, "shared") == 0 ? MODE_SHARED
-                    : (bench_mode_t)-1;
+            o->mode = strcmp(v, "host") == 0     ? MODE_HOST
+                      : strcmp(v, "model") == 0  ? MODE_MODEL
+                      : strcmp(v, "cuda") == 0   ? MODE_CUDA
+                      : strcmp(v, "shared") == 0 ? MODE_SHARED
+                                                 : (bench_mode_t)-1;
             if ((int)o->mode < 0) {
                 return -1;
             }
@@ -450,14 +460,15 @@ static int parse(int argc, char **argv, options_t *o)
     for (char *save, *tok = strtok_r(copy, ",", &save); tok != NULL && o->nmodels < 8;
          tok = strtok_r(NULL, ",", &save)) {
         o->models[o->nmodels++] = (crux_tl_model_t){ .bandwidth = atof(tok) * 1e9,
-                                                    .latency = latency, .chunk_cost = chunk_cost };
+                                                     .latency = latency,
+                                                     .chunk_cost = chunk_cost };
     }
     if (o->min == 0 || o->max < o->min || o->rounds < 1 || o->procs < 2 || o->procs % 2 != 0 ||
         o->procs > FORK_GROUP_MAX || o->nmodels == 0 || latency < 0 || chunk_cost < 0) {
         return -1;
     }
     if (o->mode == MODE_MODEL && !min_given) {
-        o->min = 64u << 10;   /* below, one model channel's latency dominates */
+        o->min = 64u << 10; /* below, one model channel's latency dominates */
     }
     return 0;
 }
@@ -467,7 +478,8 @@ int main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         return usage(stdout, 0);
     }
-    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    shared_t *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) {
         perror("crux-bench-p2p: mmap");
         return 1;
@@ -477,8 +489,8 @@ int main(int argc, char **argv)
         return usage(stderr, 2);
     }
     /* CUDA must not be initialised before fork: children check for GPUs. */
-    int failed = sh->opt.mode == MODE_MODEL ? model_run(sh)
-                                            : fork_group_run(sh->opt.procs, member, sh);
+    int failed =
+        sh->opt.mode == MODE_MODEL ? model_run(sh) : fork_group_run(sh->opt.procs, member, sh);
     if (failed) {
         fprintf(stderr, "crux-bench-p2p: %s\n",
                 sh->opt.mode == MODE_CUDA ? "failed (no GPU, or a CUDA error)" : "failed");

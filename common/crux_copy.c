@@ -10,7 +10,7 @@ void crux_copy_stream(void *dst, const void *src, size_t length)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;
-    size_t head = (16 - ((uintptr_t)d & 15)) & 15;   /* stream stores need 16-byte alignment */
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15; /* stream stores need 16-byte alignment */
     if (head > length) {
         head = length;
     }

@@ -16,14 +16,15 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
     const char *path = getenv("CRUX_CUDA_LIBRARY");
-    void *lib = dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1",
-                       RTLD_NOW | RTLD_LOCAL);
+    void *lib =
+        dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         return;
     }
     /* the _v2 names are what cuda.h's macros select for these calls */
 #define SYM(field, name) (*(void **)&api.field = dlsym(lib, name)) != NULL
-    int ok = SYM(Init, "cuInit") && SYM(DeviceGetCount, "cuDeviceGetCount") &&
+    int ok =
+        SYM(Init, "cuInit") && SYM(DeviceGetCount, "cuDeviceGetCount") &&
         SYM(DeviceGet, "cuDeviceGet") && SYM(DeviceGetPCIBusId, "cuDeviceGetPCIBusId") &&
         SYM(DeviceGetByPCIBusId, "cuDeviceGetByPCIBusId") &&
         SYM(DeviceCanAccessPeer, "cuDeviceCanAccessPeer") &&
@@ -38,8 +39,7 @@ static void load(void)
         SYM(IpcGetMemHandle, "cuIpcGetMemHandle") &&
         SYM(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2") &&
         SYM(IpcCloseMemHandle, "cuIpcCloseMemHandle") && SYM(StreamCreate, "cuStreamCreate") &&
-        SYM(StreamDestroy, "cuStreamDestroy_v2") &&
-        SYM(StreamSynchronize, "cuStreamSynchronize") &&
+        SYM(StreamDestroy, "cuStreamDestroy_v2") && SYM(StreamSynchronize, "cuStreamSynchronize") &&
         SYM(StreamWaitEvent, "cuStreamWaitEvent") && SYM(EventCreate, "cuEventCreate") &&
         SYM(EventDestroy, "cuEventDestroy_v2") && SYM(EventRecord, "cuEventRecord") &&
         SYM(EventQuery, "cuEventQuery") && SYM(ModuleLoadData, "cuModuleLoadData") &&
@@ -48,7 +48,7 @@ static void load(void)
     int count = 0;
     if (!ok || api.Init(0) != CUDA_SUCCESS || api.DeviceGetCount(&count) != CUDA_SUCCESS ||
         count == 0) {
-        dlclose(lib);   /* an old driver, or no GPU: as if there were no driver */
+        dlclose(lib); /* an old driver, or no GPU: as if there were no driver */
         return;
     }
     loaded = &api;
@@ -63,13 +63,13 @@ const crux_cuda_api_t *crux_cuda(void)
 crux_status_t crux_cuda_status(CUresult result)
 {
     switch (result) {
-    case CUDA_SUCCESS:              return CRUX_OK;
-    case CUDA_ERROR_OUT_OF_MEMORY:  return CRUX_ERR_NO_MEMORY;
-    case CUDA_ERROR_INVALID_VALUE:  return CRUX_ERR_INVALID;
-    case CUDA_ERROR_NOT_SUPPORTED:  return CRUX_ERR_UNSUPPORTED;
+    case CUDA_SUCCESS: return CRUX_OK;
+    case CUDA_ERROR_OUT_OF_MEMORY: return CRUX_ERR_NO_MEMORY;
+    case CUDA_ERROR_INVALID_VALUE: return CRUX_ERR_INVALID;
+    case CUDA_ERROR_NOT_SUPPORTED: return CRUX_ERR_UNSUPPORTED;
     case CUDA_ERROR_NO_DEVICE:
     case CUDA_ERROR_INVALID_DEVICE: return CRUX_ERR_NO_RESOURCE;
-    default:                        return CRUX_ERR_IO;
+    default: return CRUX_ERR_IO;
     }
 }
 
@@ -83,7 +83,7 @@ crux_status_t crux_cuda_push(int device)
     }
     CUresult r = cu->DeviceGet(&dev, device);
     if (r == CUDA_SUCCESS) {
-        r = cu->DevicePrimaryCtxRetain(&ctx, dev);   /* retained for the process's life */
+        r = cu->DevicePrimaryCtxRetain(&ctx, dev); /* retained for the process's life */
     }
     if (r == CUDA_SUCCESS) {
         r = cu->CtxPushCurrent(ctx);

@@ -20,9 +20,9 @@ static double now(void)
 static inline uint64_t ticks(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    _mm_lfence();   /* after the loads before it completed ... */
+    _mm_lfence(); /* after the loads before it completed ... */
     uint64_t t = __rdtsc();
-    _mm_lfence();   /* ... and before the ones after it start */
+    _mm_lfence(); /* ... and before the ones after it start */
     return t;
 #else
     return (uint64_t)(now() * 1e9);

@@ -15,15 +15,15 @@
 
 #include <stdint.h>
 
-#define CRUX_REACH_SAMPLES 15      /* timed loads per decision */
-#define CRUX_REACH_EVERY 8         /* turns per timed one (a timed look costs fences) */
-#define CRUX_REACH_FAR 90e-9       /* seconds, clock reads included: past it, far */
+#define CRUX_REACH_SAMPLES 15    /* timed loads per decision */
+#define CRUX_REACH_EVERY   8     /* turns per timed one (a timed look costs fences) */
+#define CRUX_REACH_FAR     90e-9 /* seconds, clock reads included: past it, far */
 
 typedef struct {
-    uint64_t sample[CRUX_REACH_SAMPLES];   /* ticks, this window */
+    uint64_t sample[CRUX_REACH_SAMPLES]; /* ticks, this window */
     unsigned n;
-    int      far;                          /* the last window's verdict (0 before) */
-    uint64_t draw;                         /* crux_reach_turn's generator */
+    int far;       /* the last window's verdict (0 before) */
+    uint64_t draw; /* crux_reach_turn's generator */
 } crux_reach_t;
 
 /* Whether this turn (a wait, or a look at a word) on this peer times its
@@ -33,7 +33,7 @@ typedef struct {
 static inline int crux_reach_turn(crux_reach_t *r)
 {
     r->draw = r->draw * 6364136223846793005ull + 1442695040888963407ull;
-    return (r->draw >> 33) % CRUX_REACH_EVERY == 0;   /* the generator's better bits */
+    return (r->draw >> 33) % CRUX_REACH_EVERY == 0; /* the generator's better bits */
 }
 
 /* Load a word the peer writes (acquire), and the ticks the load took. */

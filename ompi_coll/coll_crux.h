@@ -34,16 +34,16 @@ BEGIN_C_DECLS
 
 /* What coll_crux_allreduce_algorithm can force. */
 typedef enum {
-    CRUX_ALG_AUTO            = 0,
-    CRUX_ALG_STAGED          = 1,   /* flat, shared-memory staging */
-    CRUX_ALG_CMA             = 2,   /* flat, single copy */
-    CRUX_ALG_FALLBACK        = 3,   /* always the previous module */
-    CRUX_ALG_FLAT            = 4,   /* flat, staging or single copy by size */
-    CRUX_ALG_HIER            = 5,   /* three stages, pipelined */
-    CRUX_ALG_HIER_SEQUENTIAL = 6,   /* three stages one after the other */
-    CRUX_ALG_DEVICE          = 7,   /* device buffers: GPU kernels over the engine */
-    CRUX_ALG_DEVICE_STAGED   = 8,   /* device buffers staged through host memory */
-    CRUX_ALG_ENGINE          = 9,   /* flat, over the multipath engine (libcrux_dev) */
+    CRUX_ALG_AUTO = 0,
+    CRUX_ALG_STAGED = 1,          /* flat, shared-memory staging */
+    CRUX_ALG_CMA = 2,             /* flat, single copy */
+    CRUX_ALG_FALLBACK = 3,        /* always the previous module */
+    CRUX_ALG_FLAT = 4,            /* flat, staging or single copy by size */
+    CRUX_ALG_HIER = 5,            /* three stages, pipelined */
+    CRUX_ALG_HIER_SEQUENTIAL = 6, /* three stages one after the other */
+    CRUX_ALG_DEVICE = 7,          /* device buffers: GPU kernels over the engine */
+    CRUX_ALG_DEVICE_STAGED = 8,   /* device buffers staged through host memory */
+    CRUX_ALG_ENGINE = 9,          /* flat, over the multipath engine (libcrux_dev) */
     CRUX_ALG_COUNT
 } coll_crux_alg_param_t;
 
@@ -51,53 +51,53 @@ typedef struct {
     mca_coll_base_component_2_0_0_t super;
 
     /* MCA parameters (coll_crux_<name>) */
-    int    priority;
-    int    verbose;
-    int    allreduce_algorithm;
-    size_t allreduce_min_bytes;     /* below: previous module */
-    size_t cma_min_bytes;           /* staged below, single copy from here */
+    int priority;
+    int verbose;
+    int allreduce_algorithm;
+    size_t allreduce_min_bytes; /* below: previous module */
+    size_t cma_min_bytes;       /* staged below, single copy from here */
     size_t stage_size;
     size_t chunk_size;
     size_t cma_chunk_size;
-    size_t stream_min_bytes;        /* results this large bypass the cache */
-    int    far_latency_ns;          /* peers slower than this get a streamed stage; 0: 90 */
-    char  *job_id;                  /* the job's id in the priority file */
-    char  *priority_file;
-    int    priority_poll_ms;
-    int    arb_max_wait_us;         /* longest wait for a higher-level job */
-    char  *arb_path;
-    char  *profile_dir;
-    int    profile_interval_s;
-    int    group_size;              /* > 0: groups of this many consecutive ranks */
-    size_t hier_min_bytes;          /* auto: hierarchical from this size up */
-    int    hier_depth;              /* chunks in the inter-group step at once */
-    bool   use_cma;
-    char  *shm_mds;
-    char  *fill_components;
+    size_t stream_min_bytes; /* results this large bypass the cache */
+    int far_latency_ns;      /* peers slower than this get a streamed stage; 0: 90 */
+    char *job_id;            /* the job's id in the priority file */
+    char *priority_file;
+    int priority_poll_ms;
+    int arb_max_wait_us; /* longest wait for a higher-level job */
+    char *arb_path;
+    char *profile_dir;
+    int profile_interval_s;
+    int group_size;        /* > 0: groups of this many consecutive ranks */
+    size_t hier_min_bytes; /* auto: hierarchical from this size up */
+    int hier_depth;        /* chunks in the inter-group step at once */
+    bool use_cma;
+    char *shm_mds;
+    char *fill_components;
 
-    int    output;                  /* opal_output stream for verbose messages */
-    int    service_level;           /* the job level's network settings (-1: none) */
-    int    traffic_class;
+    int output;        /* opal_output stream for verbose messages */
+    int service_level; /* the job level's network settings (-1: none) */
+    int traffic_class;
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
 
 typedef enum {
-    CRUX_GROUP_UNTRIED,   /* not needed yet */
+    CRUX_GROUP_UNTRIED, /* not needed yet */
     CRUX_GROUP_READY,
-    CRUX_GROUP_FAILED,    /* could not be set up: this communicator falls back */
+    CRUX_GROUP_FAILED, /* could not be set up: this communicator falls back */
 } crux_group_state_t;
 
 /* How a communicator's ranks split into groups (coll_crux_hier.c). */
 typedef struct {
-    crux_group_state_t   state;       /* READY: usable for the hierarchical algorithm */
-    ompi_communicator_t *local_comm;  /* the ranks of this rank's group */
-    ompi_communicator_t *cross_comm;  /* local rank i of every group */
-    crux_coll_group_t   *group;       /* shared memory among local_comm's ranks ... */
-    struct crux_dev_group *lanes;     /* ... or, when every group has them, the engine's lanes */
-    bool                 cross_local; /* the cross communicator is on this node */
-    int                  groups;
-    int                  per_group;
+    crux_group_state_t state;        /* READY: usable for the hierarchical algorithm */
+    ompi_communicator_t *local_comm; /* the ranks of this rank's group */
+    ompi_communicator_t *cross_comm; /* local rank i of every group */
+    crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
+    struct crux_dev_group *lanes;    /* ... or, when every group has them, the engine's lanes */
+    bool cross_local;                /* the cross communicator is on this node */
+    int groups;
+    int per_group;
 } crux_layout_t;
 
 typedef struct {
@@ -106,22 +106,22 @@ typedef struct {
     /* The functions crux falls back to, and the module each belongs to
      * (retained while saved). */
     mca_coll_base_module_allreduce_fn_t previous_allreduce;
-    mca_coll_base_module_t             *previous_allreduce_module;
+    mca_coll_base_module_t *previous_allreduce_module;
     mca_coll_base_module_allgather_fn_t previous_allgather;
-    mca_coll_base_module_t             *previous_allgather_module;
+    mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    int                  allreduce_algorithm;   /* coll_crux_alg_param_t */
-    size_t               handoff_below;         /* host messages this small go to previous_ */
-    bool                 all_local;             /* every rank on this node */
-    bool                 building;              /* making subcommunicators: fall back */
-    crux_group_state_t   group_state;           /* the flat group, over all ranks */
-    crux_coll_group_t   *group;
-    crux_layout_t        layout;
-    crux_group_state_t   dev_state;             /* the device-buffer engine group */
+    int allreduce_algorithm;        /* coll_crux_alg_param_t */
+    size_t handoff_below;           /* host messages this small go to previous_ */
+    bool all_local;                 /* every rank on this node */
+    bool building;                  /* making subcommunicators: fall back */
+    crux_group_state_t group_state; /* the flat group, over all ranks */
+    crux_coll_group_t *group;
+    crux_layout_t layout;
+    crux_group_state_t dev_state; /* the device-buffer engine group */
     struct crux_dev_group *dev_group;
-    struct crux_dev_stage *dev_stage;           /* pinned host buffers for staging */
-    uint64_t             logged[CRUX_ALG_COUNT];   /* size classes logged at verbose 2 */
+    struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
+    uint64_t logged[CRUX_ALG_COUNT];  /* size classes logged at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
@@ -154,7 +154,7 @@ void coll_crux_layout_free(crux_layout_t *layout);
  * exit after; between them this process holds the host's arbitration at
  * the job's level */
 typedef struct {
-    bool              held;
+    bool held;
     crux_arb_ticket_t arb;
 } coll_crux_ticket_t;
 void coll_crux_job_init(void);

@@ -12,17 +12,22 @@
 static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                     struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m)
 {
-    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                 m->previous_allreduce_module);
+    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
 }
 
 static const char *alg_name(int alg)
 {
     static const char *const names[CRUX_ALG_COUNT] = {
-        [CRUX_ALG_AUTO] = "auto", [CRUX_ALG_STAGED] = "staged", [CRUX_ALG_CMA] = "cma",
-        [CRUX_ALG_FALLBACK] = "fallback", [CRUX_ALG_FLAT] = "flat", [CRUX_ALG_HIER] = "hier",
-        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential", [CRUX_ALG_DEVICE] = "device",
-        [CRUX_ALG_DEVICE_STAGED] = "device staged through host", [CRUX_ALG_ENGINE] = "engine",
+        [CRUX_ALG_AUTO] = "auto",
+        [CRUX_ALG_STAGED] = "staged",
+        [CRUX_ALG_CMA] = "cma",
+        [CRUX_ALG_FALLBACK] = "fallback",
+        [CRUX_ALG_FLAT] = "flat",
+        [CRUX_ALG_HIER] = "hier",
+        [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential",
+        [CRUX_ALG_DEVICE] = "device",
+        [CRUX_ALG_DEVICE_STAGED] = "device staged through host",
+        [CRUX_ALG_ENGINE] = "engine",
     };
     return alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
 }
@@ -51,8 +56,9 @@ static int choose(mca_coll_crux_module_t *m, size_t bytes, const crux_layout_t *
          * three stages (smaller messages, and all with algorithm fallback,
          * were handed on before: module->handoff_below) */
         alg = !m->all_local ? CRUX_ALG_HIER
-            : mca_coll_crux_component.cma_min_bytes == 0 && coll_crux_engine_lanes(m)
-            ? CRUX_ALG_ENGINE : CRUX_ALG_FLAT;
+              : mca_coll_crux_component.cma_min_bytes == 0 && coll_crux_engine_lanes(m)
+                  ? CRUX_ALG_ENGINE
+                  : CRUX_ALG_FLAT;
     }
     if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
         *layout = coll_crux_get_layout(m);
@@ -96,10 +102,9 @@ static crux_status_t run_staged(crux_coll_group_t *group, int alg, const void *s
 {
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);
-    crux_status_t status = crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                               (size_t)count, cdtype, cop,
-                                               alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA
-                                                                   : CRUX_ALLREDUCE_STAGED);
+    crux_status_t status =
+        crux_coll_allreduce(group, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, cdtype,
+                            cop, alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_STAGED);
     coll_crux_job_exit(&ticket);
     return status;
 }
@@ -111,22 +116,20 @@ static int run(mca_coll_crux_module_t *m, int alg, const crux_layout_t *layout,
     if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
         coll_crux_ticket_t ticket;
         coll_crux_job_enter(&ticket);
-        int rc = coll_crux_allreduce_hier(m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
-                                          alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth
-                                                               : 0);
+        int rc = coll_crux_allreduce_hier(
+            m, layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+            alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth : 0);
         coll_crux_job_exit(&ticket);
         return rc;
     }
     crux_status_t status = alg == CRUX_ALG_ENGINE
-                         ? coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop)
-                         : run_staged(group, alg, sbuf, rbuf, count, cdtype, cop);
+                               ? coll_crux_allreduce_engine(m, sbuf, rbuf, count, cdtype, cop)
+                               : run_staged(group, alg, sbuf, rbuf, count, cdtype, cop);
     switch (status) {
-    case CRUX_OK:
-        return OMPI_SUCCESS;
-    case CRUX_ERR_UNSUPPORTED:   /* decided alike on every rank, nothing moved */
+    case CRUX_OK: return OMPI_SUCCESS;
+    case CRUX_ERR_UNSUPPORTED: /* decided alike on every rank, nothing moved */
         return fallback(sbuf, rbuf, count, dtype, op, m->comm, m);
-    default:
-        return coll_crux_allreduce_failed(m, status);
+    default: return coll_crux_allreduce_failed(m, status);
     }
 }
 
@@ -149,9 +152,8 @@ int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datat
     }
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
-    if (bytes < m->handoff_below || m->building ||
-        coll_crux_dtype(dtype, &cdtype) != 0 || coll_crux_op(op, &cop) != 0 ||
-        crux_reduce_lookup(cdtype, cop) == NULL) {
+    if (bytes < m->handoff_below || m->building || coll_crux_dtype(dtype, &cdtype) != 0 ||
+        coll_crux_op(op, &cop) != 0 || crux_reduce_lookup(cdtype, cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     const crux_layout_t *layout = NULL;
@@ -184,7 +186,8 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
      * them on, and at a fraction of a microsecond a call, each check showed
      * (10% slower than Open MPI without crux at 4-64 bytes, before). */
     if ((size_t)count * dtype->super.size < m->handoff_below &&
-        __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED) && !coll_crux_profile_configured()) {
+        __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED) &&
+        !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     if (!coll_crux_profiling()) {

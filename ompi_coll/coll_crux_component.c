@@ -56,7 +56,8 @@ int coll_crux_comm_algorithm(ompi_communicator_t *comm)
     int flag = 0;
     if (comm->super.s_info != NULL &&
         opal_info_get(comm->super.s_info, "crux_allreduce_algorithm", sizeof(value) - 1, value,
-                      &flag) == OPAL_SUCCESS && flag) {
+                      &flag) == OPAL_SUCCESS &&
+        flag) {
         for (const mca_base_var_enum_value_t *v = allreduce_algorithms; v->string; v++) {
             if (strcmp(v->string, value) == 0) {
                 return v->value;
@@ -70,22 +71,22 @@ int coll_crux_comm_algorithm(ompi_communicator_t *comm)
 
 static void reg_int(const char *name, const char *help, int level, int *storage)
 {
-    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
-                                          help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
 static void reg_size(const char *name, const char *help, int level, size_t *storage)
 {
-    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
-                                          help, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
 static void reg_string(const char *name, const char *help, int level, char **storage)
 {
-    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name,
-                                          help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+    (void)mca_base_component_var_register(&mca_coll_crux_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
@@ -99,14 +100,16 @@ static int crux_register(void)
             OPAL_INFO_LVL_6, &c->priority);
 
     c->verbose = 0;
-    reg_int("verbose", "Verbosity: 1 says why crux falls back for a communicator, "
+    reg_int("verbose",
+            "Verbosity: 1 says why crux falls back for a communicator, "
             "2 logs each algorithm decision once per communicator and algorithm",
             OPAL_INFO_LVL_9, &c->verbose);
 
     mca_base_var_enum_t *algs = NULL;
     c->allreduce_algorithm = CRUX_ALG_AUTO;
     (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
-    (void)mca_base_component_var_register(&c->super.collm_version, "allreduce_algorithm",
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "allreduce_algorithm",
         "Force an Allreduce algorithm: auto (one node: engine when every pair has its lanes, "
         "else flat; across nodes: hier), flat (two stages, by size), "
         "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
@@ -117,21 +120,24 @@ static int crux_register(void)
     OBJ_RELEASE(algs);
 
     c->allreduce_min_bytes = 8192;
-    reg_size("allreduce_min_bytes", "Allreduce messages smaller than this many bytes go to "
-             "the previously selected module (auto only)", OPAL_INFO_LVL_5,
-             &c->allreduce_min_bytes);
+    reg_size("allreduce_min_bytes",
+             "Allreduce messages smaller than this many bytes go to "
+             "the previously selected module (auto only)",
+             OPAL_INFO_LVL_5, &c->allreduce_min_bytes);
 
     c->cma_min_bytes = defaults.cma_min_bytes;
-    reg_size("cma_min_bytes", "Allreduce messages of at least this many bytes use single-copy "
-             "cma rather than shared-memory staging (auto only; 0: never)", OPAL_INFO_LVL_5,
-             &c->cma_min_bytes);
+    reg_size("cma_min_bytes",
+             "Allreduce messages of at least this many bytes use single-copy "
+             "cma rather than shared-memory staging (auto only; 0: never)",
+             OPAL_INFO_LVL_5, &c->cma_min_bytes);
 
     c->far_latency_ns = 0;
-    reg_int("far_latency_ns", "A peer whose writes take longer than this many nanoseconds to "
+    reg_int("far_latency_ns",
+            "A peer whose writes take longer than this many nanoseconds to "
             "reach us (measured, clock reads included) is far: what it reads of our stage is "
             "written with streaming stores (0: 90, between one last-level cache and two; "
-            "1: every peer, once measured; a large value: none)", OPAL_INFO_LVL_6,
-            &c->far_latency_ns);
+            "1: every peer, once measured; a large value: none)",
+            OPAL_INFO_LVL_6, &c->far_latency_ns);
 
     c->stage_size = defaults.stage_size;
     reg_size("stage_size", "Bytes of shared-memory staging area per process and communicator",
@@ -146,66 +152,83 @@ static int crux_register(void)
              OPAL_INFO_LVL_6, &c->cma_chunk_size);
 
     c->stream_min_bytes = defaults.stream_min_bytes;
-    reg_size("stream_min_bytes", "Allreduce results of at least this many bytes are written with "
-             "non-temporal stores, bypassing the cache (0: never)", OPAL_INFO_LVL_6,
-             &c->stream_min_bytes);
+    reg_size("stream_min_bytes",
+             "Allreduce results of at least this many bytes are written with "
+             "non-temporal stores, bypassing the cache (0: never)",
+             OPAL_INFO_LVL_6, &c->stream_min_bytes);
 
     c->job_id = "";
-    reg_string("job_id", "This job's id in the priority file (default: CRUX_JOB_ID, then the batch "
+    reg_string("job_id",
+               "This job's id in the priority file (default: CRUX_JOB_ID, then the batch "
                "system's job id: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID, then "
-               "mpirun's)", OPAL_INFO_LVL_4, &c->job_id);
+               "mpirun's)",
+               OPAL_INFO_LVL_4, &c->job_id);
 
     c->priority_file = "";
-    reg_string("priority_file", "The priority file crux-sched writes (default: "
-               "CRUX_PRIORITY_FILE; none: no levels, no arbitration)", OPAL_INFO_LVL_4,
-               &c->priority_file);
+    reg_string("priority_file",
+               "The priority file crux-sched writes (default: "
+               "CRUX_PRIORITY_FILE; none: no levels, no arbitration)",
+               OPAL_INFO_LVL_4, &c->priority_file);
 
     c->priority_poll_ms = 1000;
-    reg_int("priority_poll_ms", "How often, at most, crux looks at the priority file again "
-            "(milliseconds)", OPAL_INFO_LVL_6, &c->priority_poll_ms);
+    reg_int("priority_poll_ms",
+            "How often, at most, crux looks at the priority file again "
+            "(milliseconds)",
+            OPAL_INFO_LVL_6, &c->priority_poll_ms);
 
     c->arb_max_wait_us = 20000;
-    reg_int("arb_max_wait_us", "Longest wait of a transfer for a higher-level job on this host "
-            "(microseconds), so nothing starves", OPAL_INFO_LVL_6, &c->arb_max_wait_us);
+    reg_int("arb_max_wait_us",
+            "Longest wait of a transfer for a higher-level job on this host "
+            "(microseconds), so nothing starves",
+            OPAL_INFO_LVL_6, &c->arb_max_wait_us);
 
     c->arb_path = "";
-    reg_string("arb_path", "The host's arbitration table (default: CRUX_ARB_PATH, else "
-               "/dev/shm/crux-arb-<uid>)", OPAL_INFO_LVL_6, &c->arb_path);
+    reg_string("arb_path",
+               "The host's arbitration table (default: CRUX_ARB_PATH, else "
+               "/dev/shm/crux-arb-<uid>)",
+               OPAL_INFO_LVL_6, &c->arb_path);
 
     c->profile_dir = "";
-    reg_string("profile_dir", "Where the job's leader writes its communication profile for "
-               "crux-sched (none: no profile)", OPAL_INFO_LVL_4, &c->profile_dir);
+    reg_string("profile_dir",
+               "Where the job's leader writes its communication profile for "
+               "crux-sched (none: no profile)",
+               OPAL_INFO_LVL_4, &c->profile_dir);
 
     c->profile_interval_s = 10;
     reg_int("profile_interval_s", "Seconds between two profiles", OPAL_INFO_LVL_6,
             &c->profile_interval_s);
 
     c->group_size = 0;
-    reg_int("group_size", "Group ranks by rank / N for the hierarchical Allreduce, instead of "
-            "by node and package (0: discover)", OPAL_INFO_LVL_5, &c->group_size);
+    reg_int("group_size",
+            "Group ranks by rank / N for the hierarchical Allreduce, instead of "
+            "by node and package (0: discover)",
+            OPAL_INFO_LVL_5, &c->group_size);
 
-    c->hier_min_bytes = 262144;   /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
-    reg_size("hier_min_bytes", "Across nodes, Allreduce messages of at least this many bytes use "
+    c->hier_min_bytes = 262144; /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
+    reg_size("hier_min_bytes",
+             "Across nodes, Allreduce messages of at least this many bytes use "
              "the hierarchical algorithm; smaller ones the previous module (auto only)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
 
     c->hier_depth = 4;
-    reg_int("hier_depth", "Chunks of the hierarchical Allreduce in the inter-group stage at "
-            "once (pipelining; 0: the three stages one after the other)", OPAL_INFO_LVL_6,
-            &c->hier_depth);
+    reg_int("hier_depth",
+            "Chunks of the hierarchical Allreduce in the inter-group stage at "
+            "once (pipelining; 0: the three stages one after the other)",
+            OPAL_INFO_LVL_6, &c->hier_depth);
 
     c->use_cma = true;
-    (void)mca_base_component_var_register(&c->super.collm_version, "use_cma",
-        "Use the UCT cma transport for single-copy transfers when it works",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->use_cma);
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "use_cma",
+        "Use the UCT cma transport for single-copy transfers when it works", MCA_BASE_VAR_TYPE_BOOL,
+        NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->use_cma);
 
     c->shm_mds = "posix,sysv";
-    reg_string("shm_mds", "UCT memory domains tried in order for shared segments",
-               OPAL_INFO_LVL_6, &c->shm_mds);
+    reg_string("shm_mds", "UCT memory domains tried in order for shared segments", OPAL_INFO_LVL_6,
+               &c->shm_mds);
 
     c->fill_components = "self,tuned,basic,libnbc";
-    reg_string("fill_components", "Stock coll components crux takes the collectives it does "
+    reg_string("fill_components",
+               "Stock coll components crux takes the collectives it does "
                "not implement from, in order, when no other component provides them",
                OPAL_INFO_LVL_6, &c->fill_components);
     return OMPI_SUCCESS;
@@ -242,12 +265,11 @@ static bool params_invalid(const mca_coll_crux_component_t *c)
             invalid("stage_size", (long long)c->stage_size, "must be at least 65536")) ||
            (c->chunk_size < 64 &&
             invalid("chunk_size", (long long)c->chunk_size, "must be at least 64")) ||
-           (c->chunk_size > c->stage_size &&
-            invalid("chunk_size", (long long)c->chunk_size, "must not exceed coll_crux_stage_size")) ||
+           (c->chunk_size > c->stage_size && invalid("chunk_size", (long long)c->chunk_size,
+                                                     "must not exceed coll_crux_stage_size")) ||
            (c->cma_chunk_size < 4096 &&
             invalid("cma_chunk_size", (long long)c->cma_chunk_size, "must be at least 4096")) ||
-           (c->group_size < 0 &&
-            invalid("group_size", c->group_size, "must not be negative")) ||
+           (c->group_size < 0 && invalid("group_size", c->group_size, "must not be negative")) ||
            (c->far_latency_ns < 0 &&
             invalid("far_latency_ns", c->far_latency_ns, "must not be negative")) ||
            ((c->hier_depth < 0 || c->hier_depth > 64) &&
@@ -267,7 +289,7 @@ static int crux_open(void)
     opal_output_set_verbosity(c->output, c->verbose);
     add_help_dirs();
     if (params_invalid(c)) {
-        c->priority = -1;   /* comm_query then declines every communicator */
+        c->priority = -1; /* comm_query then declines every communicator */
     }
     return coll_crux_fill_open(c->fill_components);
 }

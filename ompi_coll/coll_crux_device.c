@@ -31,8 +31,10 @@ bool coll_crux_is_device(const void *sbuf, const void *rbuf)
 static int comm_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
 {
     mca_coll_crux_module_t *m = arg;
-    return m->previous_allgather(sbuf, (int)length, MPI_BYTE, rbuf, (int)length, MPI_BYTE,
-                                 m->comm, m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
+    return m->previous_allgather(sbuf, (int)length, MPI_BYTE, rbuf, (int)length, MPI_BYTE, m->comm,
+                                 m->previous_allgather_module) == OMPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 /* The engine group, created on first use; NULL when it cannot be had (then
@@ -53,17 +55,20 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     if (m->dev_state == CRUX_GROUP_UNTRIED) {
         crux_coll_oob_t oob = {
-            .allgather = comm_allgather, .arg = m,
-            .rank = ompi_comm_rank(m->comm), .size = ompi_comm_size(m->comm),
+            .allgather = comm_allgather,
+            .arg = m,
+            .rank = ompi_comm_rank(m->comm),
+            .size = ompi_comm_size(m->comm),
         };
         crux_status_t status = coll_crux_dev_group_create(&oob, &m->dev_group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
         if (status != CRUX_OK) {
             m->dev_group = NULL;
-            CRUX_VERBOSE(1, "communicator %s: no multipath engine (%s): host buffers take "
-                            "the staged algorithm, device buffers are staged through host "
-                            "memory", m->comm->c_name,
-                         crux_status_string(status));
+            CRUX_VERBOSE(1,
+                         "communicator %s: no multipath engine (%s): host buffers take "
+                         "the staged algorithm, device buffers are staged through host "
+                         "memory",
+                         m->comm->c_name, crux_status_string(status));
         }
     }
     return m->dev_group;
@@ -99,7 +104,8 @@ static int staged_through_host(const void *sbuf, void *rbuf, int count, ompi_dat
     char *in = crux_dev_stage_buffer(m->dev_stage, 0, bytes);
     char *out = crux_dev_stage_buffer(m->dev_stage, 1, bytes);
     if (in == NULL || out == NULL ||
-        crux_dev_copy(in, (const char *)(sbuf == MPI_IN_PLACE ? rbuf : sbuf) + lb, bytes) != CRUX_OK) {
+        crux_dev_copy(in, (const char *)(sbuf == MPI_IN_PLACE ? rbuf : sbuf) + lb, bytes) !=
+            CRUX_OK) {
         return OMPI_ERROR;
     }
     int rc = coll_crux_allreduce_host(in - lb, out - lb, count, dtype, op, comm, m);
@@ -109,8 +115,8 @@ static int staged_through_host(const void *sbuf, void *rbuf, int count, ompi_dat
     return rc;
 }
 
-crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *m, const void *sbuf,
-                                         void *rbuf, int count, crux_dtype_t cdtype, crux_op_t cop)
+crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *m, const void *sbuf, void *rbuf,
+                                         int count, crux_dtype_t cdtype, crux_op_t cop)
 {
     coll_crux_ticket_t ticket;
     coll_crux_job_enter(&ticket);

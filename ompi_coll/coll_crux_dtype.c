@@ -16,7 +16,7 @@ OMPI_DECLSPEC extern int ompi_op_ddt_map[OMPI_DATATYPE_MAX_PREDEFINED];
 static int signed_of_size(size_t size, crux_dtype_t *out)
 {
     switch (size) {
-    case 1: *out = CRUX_DT_INT8;  return 0;
+    case 1: *out = CRUX_DT_INT8; return 0;
     case 2: *out = CRUX_DT_INT16; return 0;
     case 4: *out = CRUX_DT_INT32; return 0;
     case 8: *out = CRUX_DT_INT64; return 0;
@@ -27,7 +27,7 @@ static int signed_of_size(size_t size, crux_dtype_t *out)
 static int unsigned_of_size(size_t size, crux_dtype_t *out)
 {
     switch (size) {
-    case 1: *out = CRUX_DT_UINT8;  return 0;
+    case 1: *out = CRUX_DT_UINT8; return 0;
     case 2: *out = CRUX_DT_UINT16; return 0;
     case 4: *out = CRUX_DT_UINT32; return 0;
     case 8: *out = CRUX_DT_UINT64; return 0;
@@ -39,10 +39,10 @@ static int real_of_size(size_t size, crux_dtype_t *out)
 {
     switch (size) {
     case 2: *out = CRUX_DT_FLOAT16; return 0;
-    case 4: *out = CRUX_DT_FLOAT;   return 0;
-    case 8: *out = CRUX_DT_DOUBLE;  return 0;
+    case 4: *out = CRUX_DT_FLOAT; return 0;
+    case 8: *out = CRUX_DT_DOUBLE; return 0;
     }
-    return -1;   /* 16-byte Fortran reals are quad precision, not long double */
+    return -1; /* 16-byte Fortran reals are quad precision, not long double */
 }
 
 int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out)
@@ -54,49 +54,46 @@ int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out)
         return -1;
     }
     switch (ompi_op_ddt_map[dtype->id]) {
-    case OMPI_OP_BASE_TYPE_INT8_T:  case OMPI_OP_BASE_TYPE_INT16_T:
-    case OMPI_OP_BASE_TYPE_INT32_T: case OMPI_OP_BASE_TYPE_INT64_T:
-    case OMPI_OP_BASE_TYPE_INTEGER: case OMPI_OP_BASE_TYPE_INTEGER1:
-    case OMPI_OP_BASE_TYPE_INTEGER2: case OMPI_OP_BASE_TYPE_INTEGER4:
-    case OMPI_OP_BASE_TYPE_INTEGER8: case OMPI_OP_BASE_TYPE_LONG:
-    case OMPI_OP_BASE_TYPE_WCHAR:
-        return signed_of_size(size, out);
-    case OMPI_OP_BASE_TYPE_UINT8_T:  case OMPI_OP_BASE_TYPE_UINT16_T:
-    case OMPI_OP_BASE_TYPE_UINT32_T: case OMPI_OP_BASE_TYPE_UINT64_T:
-    case OMPI_OP_BASE_TYPE_UNSIGNED_LONG: case OMPI_OP_BASE_TYPE_BYTE:
-        return unsigned_of_size(size, out);
-    case OMPI_OP_BASE_TYPE_FLOAT: case OMPI_OP_BASE_TYPE_DOUBLE:
-    case OMPI_OP_BASE_TYPE_REAL: case OMPI_OP_BASE_TYPE_REAL2:
-    case OMPI_OP_BASE_TYPE_REAL4: case OMPI_OP_BASE_TYPE_REAL8:
-    case OMPI_OP_BASE_TYPE_DOUBLE_PRECISION:
-        return real_of_size(size, out);
-    case OMPI_OP_BASE_TYPE_LONG_DOUBLE:
-        *out = CRUX_DT_LONG_DOUBLE;
-        return 0;
+    case OMPI_OP_BASE_TYPE_INT8_T:
+    case OMPI_OP_BASE_TYPE_INT16_T:
+    case OMPI_OP_BASE_TYPE_INT32_T:
+    case OMPI_OP_BASE_TYPE_INT64_T:
+    case OMPI_OP_BASE_TYPE_INTEGER:
+    case OMPI_OP_BASE_TYPE_INTEGER1:
+    case OMPI_OP_BASE_TYPE_INTEGER2:
+    case OMPI_OP_BASE_TYPE_INTEGER4:
+    case OMPI_OP_BASE_TYPE_INTEGER8:
+    case OMPI_OP_BASE_TYPE_LONG:
+    case OMPI_OP_BASE_TYPE_WCHAR: return signed_of_size(size, out);
+    case OMPI_OP_BASE_TYPE_UINT8_T:
+    case OMPI_OP_BASE_TYPE_UINT16_T:
+    case OMPI_OP_BASE_TYPE_UINT32_T:
+    case OMPI_OP_BASE_TYPE_UINT64_T:
+    case OMPI_OP_BASE_TYPE_UNSIGNED_LONG:
+    case OMPI_OP_BASE_TYPE_BYTE: return unsigned_of_size(size, out);
+    case OMPI_OP_BASE_TYPE_FLOAT:
+    case OMPI_OP_BASE_TYPE_DOUBLE:
+    case OMPI_OP_BASE_TYPE_REAL:
+    case OMPI_OP_BASE_TYPE_REAL2:
+    case OMPI_OP_BASE_TYPE_REAL4:
+    case OMPI_OP_BASE_TYPE_REAL8:
+    case OMPI_OP_BASE_TYPE_DOUBLE_PRECISION: return real_of_size(size, out);
+    case OMPI_OP_BASE_TYPE_LONG_DOUBLE: *out = CRUX_DT_LONG_DOUBLE; return 0;
     case OMPI_OP_BASE_TYPE_BOOL:
         *out = CRUX_DT_BOOL;
         return size == crux_dtype_size(CRUX_DT_BOOL) ? 0 : -1;
-    case OMPI_OP_BASE_TYPE_LOGICAL:
-        *out = CRUX_DT_LOGICAL32;
-        return size == 4 ? 0 : -1;
-    case OMPI_OP_BASE_TYPE_C_FLOAT_COMPLEX:
-        *out = CRUX_DT_COMPLEX_FLOAT;
-        return 0;
-    case OMPI_OP_BASE_TYPE_C_DOUBLE_COMPLEX:
-        *out = CRUX_DT_COMPLEX_DOUBLE;
-        return 0;
-    case OMPI_OP_BASE_TYPE_C_LONG_DOUBLE_COMPLEX:
-        *out = CRUX_DT_COMPLEX_LONG_DOUBLE;
-        return 0;
-    default:   /* pair types (MINLOC/MAXLOC), quad precision, unknown */
-        return -1;
+    case OMPI_OP_BASE_TYPE_LOGICAL: *out = CRUX_DT_LOGICAL32; return size == 4 ? 0 : -1;
+    case OMPI_OP_BASE_TYPE_C_FLOAT_COMPLEX: *out = CRUX_DT_COMPLEX_FLOAT; return 0;
+    case OMPI_OP_BASE_TYPE_C_DOUBLE_COMPLEX: *out = CRUX_DT_COMPLEX_DOUBLE; return 0;
+    case OMPI_OP_BASE_TYPE_C_LONG_DOUBLE_COMPLEX: *out = CRUX_DT_COMPLEX_LONG_DOUBLE; return 0;
+    default: /* pair types (MINLOC/MAXLOC), quad precision, unknown */ return -1;
     }
 }
 
 int coll_crux_op(struct ompi_op_t *op, crux_op_t *out)
 {
     static const struct {
-        MPI_Op    mpi;
+        MPI_Op mpi;
         crux_op_t crux;
     } ops[] = {
         { MPI_SUM, CRUX_OP_SUM },   { MPI_PROD, CRUX_OP_PROD }, { MPI_MAX, CRUX_OP_MAX },
@@ -110,5 +107,5 @@ int coll_crux_op(struct ompi_op_t *op, crux_op_t *out)
             return 0;
         }
     }
-    return -1;   /* user-defined, MINLOC/MAXLOC, REPLACE, NO_OP */
+    return -1; /* user-defined, MINLOC/MAXLOC, REPLACE, NO_OP */
 }

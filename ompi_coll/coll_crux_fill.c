@@ -22,8 +22,8 @@
 #define CRUX_MAX_FILL 8
 
 typedef struct {
-    char                                  *name;
-    void                                  *dl;        /* loaded here, else NULL */
+    char *name;
+    void *dl;                                         /* loaded here, else NULL */
     const mca_coll_base_component_2_0_0_t *component; /* when loaded here */
 } fill_t;
 
@@ -31,6 +31,7 @@ static fill_t fills[CRUX_MAX_FILL];
 static int num_fills;
 
 /* Every collective slot of a communicator (coll.h, API 2.0.0). */
+/* clang-format off */
 #define CRUX_FOR_EACH_SLOT(X)                                                                  \
     X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) X(barrier)   \
     X(bcast) X(exscan) X(gather) X(gatherv) X(reduce) X(reduce_scatter)                        \
@@ -47,6 +48,7 @@ static int num_fills;
     X(ineighbor_alltoall) X(ineighbor_alltoallv) X(ineighbor_alltoallw)                        \
     X(neighbor_allgather_init) X(neighbor_allgatherv_init) X(neighbor_alltoall_init)           \
     X(neighbor_alltoallv_init) X(neighbor_alltoallw_init) X(reduce_local)
+/* clang-format on */
 
 static const mca_coll_base_component_2_0_0_t *framework_component(const char *name)
 {
@@ -114,17 +116,17 @@ int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_thre
         const mca_coll_base_component_2_0_0_t *c = fills[i].component;
         if (c != NULL && c->collm_init_query != NULL &&
             c->collm_init_query(enable_progress_threads, enable_mpi_threads) != OMPI_SUCCESS) {
-            fills[i].component = NULL;   /* it refused this process; skip it */
+            fills[i].component = NULL; /* it refused this process; skip it */
         }
     }
     return OMPI_SUCCESS;
 }
 
-#define CRUX_FILL_SLOT(slot)                                             \
+#define CRUX_FILL_SLOT(slot)                                                \
     if (comm->c_coll->coll_##slot == NULL && module->coll_##slot != NULL) { \
-        comm->c_coll->coll_##slot = module->coll_##slot;                \
-        comm->c_coll->coll_##slot##_module = module;                    \
-        OBJ_RETAIN(module);                                             \
+        comm->c_coll->coll_##slot = module->coll_##slot;                    \
+        comm->c_coll->coll_##slot##_module = module;                        \
+        OBJ_RETAIN(module);                                                 \
     }
 
 int coll_crux_fill_comm(ompi_communicator_t *comm)
@@ -142,7 +144,7 @@ int coll_crux_fill_comm(ompi_communicator_t *comm)
             module->coll_module_enable(module, comm) == OMPI_SUCCESS) {
             CRUX_FOR_EACH_SLOT(CRUX_FILL_SLOT)
         }
-        OBJ_RELEASE(module);   /* the query's reference; the slots hold theirs */
+        OBJ_RELEASE(module); /* the query's reference; the slots hold theirs */
     }
     return OMPI_SUCCESS;
 }

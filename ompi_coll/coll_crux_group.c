@@ -40,15 +40,15 @@ crux_coll_config_t coll_crux_config(void)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
-    config.stage_size     = c->stage_size;
-    config.chunk_size     = c->chunk_size;
+    config.stage_size = c->stage_size;
+    config.chunk_size = c->chunk_size;
     config.cma_chunk_size = c->cma_chunk_size;
-    config.cma_min_bytes  = c->cma_min_bytes;
+    config.cma_min_bytes = c->cma_min_bytes;
     config.stream_min_bytes = c->stream_min_bytes;
-    config.far_latency    = c->far_latency_ns * 1e-9;
-    config.local_procs    = (int)orte_process_info.num_local_peers + 1;
-    config.tl.shm_mds     = c->shm_mds;
-    config.tl.use_cma     = c->use_cma;
+    config.far_latency = c->far_latency_ns * 1e-9;
+    config.local_procs = (int)orte_process_info.num_local_peers + 1;
+    config.tl.shm_mds = c->shm_mds;
+    config.tl.use_cma = c->use_cma;
     /* the job's level may change meanwhile, in another thread */
     config.tl.service_level = __atomic_load_n(&c->service_level, __ATOMIC_RELAXED);
     config.tl.traffic_class = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED);
@@ -74,24 +74,26 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     }
     crux_coll_oob_t oob = {
         .allgather = oob_allgather,
-        .arg       = m,
-        .rank      = ompi_comm_rank(m->comm),
-        .size      = ompi_comm_size(m->comm),
+        .arg = m,
+        .rank = ompi_comm_rank(m->comm),
+        .size = ompi_comm_size(m->comm),
     };
     crux_coll_config_t config = coll_crux_config();
     crux_status_t status = coll_crux_group_create(&oob, &config, &m->group);
     if (status != CRUX_OK) {
-        m->group       = NULL;
+        m->group = NULL;
         m->group_state = CRUX_GROUP_FAILED;
-        CRUX_VERBOSE(1, "no shared memory for communicator %s (%s; /dev/shm full or no "
-                        "shared-memory transport?): falling back to the previous module",
+        CRUX_VERBOSE(1,
+                     "no shared memory for communicator %s (%s; /dev/shm full or no "
+                     "shared-memory transport?): falling back to the previous module",
                      m->comm->c_name, crux_status_string(status));
         return NULL;
     }
     m->group_state = CRUX_GROUP_READY;
     if (config.tl.use_cma && !crux_coll_group_has_cma(m->group)) {
-        CRUX_VERBOSE(1, "single-copy (cma) access does not work between the processes of "
-                        "communicator %s (ptrace permission?): staging through shared memory",
+        CRUX_VERBOSE(1,
+                     "single-copy (cma) access does not work between the processes of "
+                     "communicator %s (ptrace permission?): staging through shared memory",
                      m->comm->c_name);
     }
     return m->group;

@@ -94,7 +94,8 @@ static int local_allgather(const void *sbuf, void *rbuf, size_t length, void *ar
     ompi_communicator_t *comm = arg;
     return comm->c_coll->coll_allgather(sbuf, (int)length, MPI_BYTE, rbuf, (int)length, MPI_BYTE,
                                         comm, comm->c_coll->coll_allgather_module) == OMPI_SUCCESS
-               ? 0 : -1;
+               ? 0
+               : -1;
 }
 
 /* Split the communicator into groups and cross communicators. */
@@ -141,8 +142,10 @@ static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
         return false;
     }
     if (v[0] != -v[1]) {
-        CRUX_VERBOSE(1, "communicator %s: groups of %d to %d ranks; the hierarchical Allreduce "
-                        "needs equal groups and falls back", m->comm->c_name, -v[1], v[0]);
+        CRUX_VERBOSE(1,
+                     "communicator %s: groups of %d to %d ranks; the hierarchical Allreduce "
+                     "needs equal groups and falls back",
+                     m->comm->c_name, -v[1], v[0]);
         return false;
     }
     return l->groups > 1 && l->per_group > 1;
@@ -158,8 +161,10 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     int built = build(m, l);
     bool ok = usable(m, l, built);
     crux_coll_oob_t oob = {
-        .allgather = local_allgather, .arg = l->local_comm,
-        .rank = ok ? ompi_comm_rank(l->local_comm) : 0, .size = l->per_group,
+        .allgather = local_allgather,
+        .arg = l->local_comm,
+        .rank = ok ? ompi_comm_rank(l->local_comm) : 0,
+        .size = l->per_group,
     };
     if (ok) {
         /* the engine's lanes within the groups when every group has them:
@@ -185,8 +190,10 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     m->building = false;
     l->state = ok ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
     if (ok) {
-        CRUX_VERBOSE(2, "communicator %s: %d groups of %d ranks, %s within them, inter-group "
-                        "step %s", m->comm->c_name, l->groups, l->per_group,
+        CRUX_VERBOSE(2,
+                     "communicator %s: %d groups of %d ranks, %s within them, inter-group "
+                     "step %s",
+                     m->comm->c_name, l->groups, l->per_group,
                      l->lanes != NULL ? "the engine's lanes" : "staging",
                      l->cross_local ? "through shared memory" : "over the PML");
     } else {
@@ -213,8 +220,8 @@ void coll_crux_layout_free(crux_layout_t *l)
 
 typedef struct {
     const crux_layout_t *layout;
-    ompi_datatype_t     *dtype;
-    struct ompi_op_t    *op;
+    ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
 } inter_arg_t;
 
 static crux_status_t inter_start(void *argp, void *buf, size_t count, void **request)
@@ -243,23 +250,22 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
         return CRUX_OK;
     }
     int completed = 0;
-    int rc = ompi_request_test(&req, &completed, MPI_STATUS_IGNORE);   /* frees it when done */
+    int rc = ompi_request_test(&req, &completed, MPI_STATUS_IGNORE); /* frees it when done */
     *done = completed;
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
-int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l,
-                             const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
-                             unsigned depth)
+int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l, const void *sbuf,
+                             void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op };
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     crux_status_t status =
-        l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf, (size_t)count,
-                                                   cdtype, cop)
-                         : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
-                                                    (size_t)count, cdtype, cop);
+        l->lanes != NULL
+            ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf, (size_t)count, cdtype, cop)
+            : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf, (size_t)count, cdtype,
+                                       cop);
     return status == CRUX_OK ? OMPI_SUCCESS : coll_crux_allreduce_failed(m, status);
 }

@@ -24,15 +24,15 @@
 #include "ompi_coll/coll_crux.h"
 
 static struct {
-    pthread_mutex_t     lock;
-    bool                ready;
-    const char         *job;
+    pthread_mutex_t lock;
+    bool ready;
+    const char *job;
     crux_prio_reader_t *reader;
-    crux_arb_t         *arb;
-    int                 resource;
-    int                 level;
+    crux_arb_t *arb;
+    int resource;
+    int level;
     /* what arbitration cost this process, for the closing summary */
-    uint64_t            transfers, waits, timeouts, wait_ns;
+    uint64_t transfers, waits, timeouts, wait_ns;
 } job = { .lock = PTHREAD_MUTEX_INITIALIZER, .level = 0 };
 
 static void log_line(void *arg, const char *message)
@@ -60,22 +60,25 @@ static void take_level(void)
     CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d", job.job,
                  job.level, crux_prio_reader_levels(job.reader),
                  crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED ? "from the priority file"
-                                                                      : "default",
+                                                                        : "default",
                  net->service_level, net->traffic_class);
 }
 
 static void set_up(void)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    const char *file = c->priority_file != NULL && c->priority_file[0] ? c->priority_file
-                                                                      : getenv("CRUX_PRIORITY_FILE");
+    const char *file = c->priority_file != NULL && c->priority_file[0]
+                           ? c->priority_file
+                           : getenv("CRUX_PRIORITY_FILE");
     job.job = crux_prio_job_id(c->job_id, NULL);
     if (file == NULL || file[0] == '\0') {
         return;
     }
     if (job.job == NULL) {
-        CRUX_VERBOSE(1, "priority file %s but no job id (coll_crux_job_id, CRUX_JOB_ID, ...): "
-                        "ignored", file);
+        CRUX_VERBOSE(1,
+                     "priority file %s but no job id (coll_crux_job_id, CRUX_JOB_ID, ...): "
+                     "ignored",
+                     file);
         return;
     }
     if (crux_prio_reader_open(file, job.job, 0, (unsigned)c->priority_poll_ms, &job.reader) !=
@@ -135,7 +138,8 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
     }
     crux_arb_ticket_t t;
     if (crux_arb_acquire(job.arb, job.resource, level, job.job,
-                         (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u, &t) == CRUX_OK) {
+                         (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u,
+                         &t) == CRUX_OK) {
         ticket->held = true;
         ticket->arb = t;
         __atomic_add_fetch(&job.transfers, 1, __ATOMIC_RELAXED);
@@ -156,9 +160,11 @@ void coll_crux_job_exit(coll_crux_ticket_t *ticket)
 void coll_crux_job_finalize(void)
 {
     if (job.arb != NULL) {
-        CRUX_VERBOSE(1, "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
-                        "higher level (%.1f ms), %" PRIu64 " gave up waiting", job.job, job.level,
-                     job.transfers, job.waits, (double)job.wait_ns / 1e6, job.timeouts);
+        CRUX_VERBOSE(1,
+                     "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
+                     "higher level (%.1f ms), %" PRIu64 " gave up waiting",
+                     job.job, job.level, job.transfers, job.waits, (double)job.wait_ns / 1e6,
+                     job.timeouts);
     }
     crux_arb_close(job.arb);
     crux_prio_reader_close(job.reader);

@@ -12,20 +12,20 @@
 
 static void crux_module_construct(mca_coll_crux_module_t *m)
 {
-    m->previous_allreduce        = NULL;
+    m->previous_allreduce = NULL;
     m->previous_allreduce_module = NULL;
-    m->previous_allgather        = NULL;
+    m->previous_allgather = NULL;
     m->previous_allgather_module = NULL;
-    m->comm                      = NULL;
-    m->allreduce_algorithm       = CRUX_ALG_AUTO;
-    m->all_local                 = false;
-    m->building                  = false;
-    m->group_state               = CRUX_GROUP_UNTRIED;
-    m->group                     = NULL;
+    m->comm = NULL;
+    m->allreduce_algorithm = CRUX_ALG_AUTO;
+    m->all_local = false;
+    m->building = false;
+    m->group_state = CRUX_GROUP_UNTRIED;
+    m->group = NULL;
     memset(&m->layout, 0, sizeof(m->layout));
-    m->dev_state                 = CRUX_GROUP_UNTRIED;
-    m->dev_group                 = NULL;
-    m->dev_stage                 = NULL;
+    m->dev_state = CRUX_GROUP_UNTRIED;
+    m->dev_group = NULL;
+    m->dev_stage = NULL;
     memset(m->logged, 0, sizeof(m->logged));
 }
 
@@ -72,7 +72,7 @@ static size_t handoff_below(const mca_coll_crux_module_t *m)
         return 0;
     }
     if (!m->all_local && c->hier_min_bytes > c->allreduce_min_bytes) {
-        return c->hier_min_bytes;   /* across nodes, smaller ones go to the PML's algorithms */
+        return c->hier_min_bytes; /* across nodes, smaller ones go to the PML's algorithms */
     }
     return c->allreduce_min_bytes;
 }
@@ -83,7 +83,7 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
 
     /* Alone, crux must leave no collective slot empty. */
     coll_crux_fill_comm(comm);
-    coll_crux_job_init();   /* the job's level, before any transport opens */
+    coll_crux_job_init(); /* the job's level, before any transport opens */
     m->comm = comm;
     m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
@@ -93,15 +93,17 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
         return OMPI_SUCCESS;
     }
     if (comm->c_coll->coll_allreduce == NULL || comm->c_coll->coll_allgather == NULL) {
-        CRUX_VERBOSE(1, "communicator %s has no allreduce/allgather to fall back to; "
-                        "crux stays out of it", comm->c_name);
+        CRUX_VERBOSE(1,
+                     "communicator %s has no allreduce/allgather to fall back to; "
+                     "crux stays out of it",
+                     comm->c_name);
         m->super.coll_allreduce = NULL;
         return OMPI_SUCCESS;
     }
-    m->previous_allreduce        = comm->c_coll->coll_allreduce;
+    m->previous_allreduce = comm->c_coll->coll_allreduce;
     m->previous_allreduce_module = comm->c_coll->coll_allreduce_module;
     OBJ_RETAIN(m->previous_allreduce_module);
-    m->previous_allgather        = comm->c_coll->coll_allgather;
+    m->previous_allgather = comm->c_coll->coll_allgather;
     m->previous_allgather_module = comm->c_coll->coll_allgather_module;
     OBJ_RETAIN(m->previous_allgather_module);
     return OMPI_SUCCESS;

@@ -24,17 +24,17 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define HISTORY 512   /* calls remembered for the period */
+#define HISTORY 512 /* calls remembered for the period */
 
 static struct {
     pthread_mutex_t lock;
-    int             leader;          /* -1: not known yet */
-    double          window_start, last_exit, last_write;
-    uint64_t        calls;
-    double          bytes, inside, between;
-    size_t          sizes[HISTORY];
-    double          starts[HISTORY];
-    uint64_t        recorded;        /* calls ever recorded, the ring's head */
+    int leader; /* -1: not known yet */
+    double window_start, last_exit, last_write;
+    uint64_t calls;
+    double bytes, inside, between;
+    size_t sizes[HISTORY];
+    double starts[HISTORY];
+    uint64_t recorded; /* calls ever recorded, the ring's head */
 } prof = { .lock = PTHREAD_MUTEX_INITIALIZER, .leader = -1 };
 
 double coll_crux_now(void)
@@ -106,17 +106,21 @@ static void write_profile(double now)
     unsigned lag = period_calls();
     uint64_t remembered = prof.recorded < HISTORY ? prof.recorded : HISTORY;
     uint64_t k = lag > 0 ? (remembered - 1) / lag : 0, last = prof.recorded - 1;
-    double period = k > 0 ? (prof.starts[last % HISTORY] - prof.starts[(last - k * lag) % HISTORY]) /
-                                (double)k
-                          : 0;
+    double period =
+        k > 0 ? (prof.starts[last % HISTORY] - prof.starts[(last - k * lag) % HISTORY]) / (double)k
+              : 0;
     if (period <= 0) {
         period = (now - prof.window_start) / (double)(prof.calls > 0 ? prof.calls : 1);
     }
     crux_profile_t p = {
         .job = (char *)(job != NULL ? job : "unknown-job"),
         .ranks = ompi_comm_size((ompi_communicator_t *)MPI_COMM_WORLD),
-        .window_s = now - prof.window_start, .bytes = prof.bytes, .coll_s = prof.inside,
-        .gap_s = prof.between, .period_s = period, .collectives = prof.calls,
+        .window_s = now - prof.window_start,
+        .bytes = prof.bytes,
+        .coll_s = prof.inside,
+        .gap_s = prof.between,
+        .period_s = period,
+        .collectives = prof.calls,
     };
     p.nhosts = hosts_of_world(&p.hosts, &p.host_ranks);
     if (crux_profile_write(path, &p, err, sizeof(err)) != CRUX_OK) {
@@ -148,7 +152,7 @@ void coll_crux_profile_record(size_t bytes, double start, double end)
     if (end - prof.last_write >= mca_coll_crux_component.profile_interval_s) {
         write_profile(end);
         prof.last_write = end;
-        prof.calls = 0;     /* a fresh window */
+        prof.calls = 0; /* a fresh window */
         prof.bytes = prof.inside = prof.between = 0;
     }
     pthread_mutex_unlock(&prof.lock);

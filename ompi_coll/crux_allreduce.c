@@ -7,9 +7,9 @@
 const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg)
 {
     switch (alg) {
-    case CRUX_ALLREDUCE_AUTO:   return "auto";
+    case CRUX_ALLREDUCE_AUTO: return "auto";
     case CRUX_ALLREDUCE_STAGED: return "staged";
-    case CRUX_ALLREDUCE_CMA:    return "cma";
+    case CRUX_ALLREDUCE_CMA: return "cma";
     }
     return "unknown";
 }
@@ -23,9 +23,8 @@ crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *g, size
     return g->has_cma && from > 0 && bytes >= from ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_STAGED;
 }
 
-crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *rbuf,
-                                  size_t count, crux_dtype_t dtype, crux_op_t op,
-                                  crux_allreduce_alg_t alg)
+crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                                  crux_dtype_t dtype, crux_op_t op, crux_allreduce_alg_t alg)
 {
     crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
     if (reduce == NULL || (alg == CRUX_ALLREDUCE_CMA && !g->has_cma)) {
@@ -53,8 +52,8 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *
 }
 
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_inter_t *inter,
-                                       unsigned depth, const void *sbuf, void *rbuf,
-                                       size_t count, crux_dtype_t dtype, crux_op_t op)
+                                       unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                       crux_dtype_t dtype, crux_op_t op)
 {
     crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
     if (reduce == NULL || inter == NULL) {

@@ -18,16 +18,16 @@
 
 typedef struct {
     crux_coll_group_t *g;
-    const crux_cut_t  *cut;
-    const uint8_t     *src;
-    uint8_t           *dst;
-    crux_reduce_fn_t   reduce;
-    const void       **inputs;   /* [size] */
-    uint64_t          *peer_src; /* [size] peers' input addresses */
-    uint64_t          *peer_dst; /* [size] peers' result addresses */
-    int               *arrived;  /* [size] */
-    unsigned           reduced;
-    unsigned          *out;      /* [size] */
+    const crux_cut_t *cut;
+    const uint8_t *src;
+    uint8_t *dst;
+    crux_reduce_fn_t reduce;
+    const void **inputs; /* [size] */
+    uint64_t *peer_src;  /* [size] peers' input addresses */
+    uint64_t *peer_dst;  /* [size] peers' result addresses */
+    int *arrived;        /* [size] */
+    unsigned reduced;
+    unsigned *out; /* [size] */
 } cma_call_t;
 
 static crux_status_t learn_addresses(cma_call_t *c, int q)
@@ -39,7 +39,7 @@ static crux_status_t learn_addresses(cma_call_t *c, int q)
         }
         c->peer_src[q] = c->g->ctrl[q]->sbuf;
         c->peer_dst[q] = c->g->ctrl[q]->rbuf;
-        c->arrived[q]  = 1;
+        c->arrived[q] = 1;
     }
     return CRUX_OK;
 }
@@ -92,7 +92,8 @@ static crux_status_t fetch_reduced(cma_call_t *c, int p, int *progressed)
 {
     crux_coll_group_t *g = c->g;
     unsigned first = c->out[p], chunks = crux_shard_chunks(c->cut, p);
-    while (c->out[p] < chunks && CRUX_REACHED(g, p, reduced, CRUX_PROGRESS(g->seq, c->out[p] + 1))) {
+    while (c->out[p] < chunks &&
+           CRUX_REACHED(g, p, reduced, CRUX_PROGRESS(g->seq, c->out[p] + 1))) {
         c->out[p]++;
     }
     if (c->out[p] == first) {
@@ -100,8 +101,8 @@ static crux_status_t fetch_reduced(cma_call_t *c, int p, int *progressed)
     }
     *progressed = 1;
     size_t at = crux_chunk_offset(c->cut, p, first);
-    size_t end = crux_chunk_offset(c->cut, p, c->out[p] - 1) +
-                 crux_chunk_bytes(c->cut, p, c->out[p] - 1);
+    size_t end =
+        crux_chunk_offset(c->cut, p, c->out[p] - 1) + crux_chunk_bytes(c->cut, p, c->out[p] - 1);
     crux_status_t st = learn_addresses(c, p);
     return st != CRUX_OK ? st : crux_tl_get(g->eps[p], c->dst + at, c->peer_dst[p] + at, end - at);
 }
@@ -153,8 +154,8 @@ static crux_status_t cma_call(cma_call_t *c)
     return CRUX_OK;
 }
 
-crux_status_t crux_allreduce_cma(crux_coll_group_t *g, const void *sbuf, void *rbuf,
-                                 size_t count, size_t esize, crux_reduce_fn_t reduce)
+crux_status_t crux_allreduce_cma(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                                 size_t esize, crux_reduce_fn_t reduce)
 {
     const void *inputs[g->size];
     uint64_t peer_src[g->size], peer_dst[g->size];
@@ -164,9 +165,16 @@ crux_status_t crux_allreduce_cma(crux_coll_group_t *g, const void *sbuf, void *r
     memset(arrived, 0, sizeof(arrived));
     memset(out, 0, sizeof(out));
     cma_call_t c = {
-        .g = g, .cut = &cut, .reduce = reduce, .inputs = inputs,
-        .src = sbuf != NULL ? sbuf : rbuf, .dst = rbuf,
-        .peer_src = peer_src, .peer_dst = peer_dst, .arrived = arrived, .out = out,
+        .g = g,
+        .cut = &cut,
+        .reduce = reduce,
+        .inputs = inputs,
+        .src = sbuf != NULL ? sbuf : rbuf,
+        .dst = rbuf,
+        .peer_src = peer_src,
+        .peer_dst = peer_dst,
+        .arrived = arrived,
+        .out = out,
     };
     g->seq++;
     crux_status_t status = cma_call(&c);

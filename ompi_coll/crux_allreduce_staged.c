@@ -36,24 +36,24 @@
 
 typedef struct {
     crux_coll_group_t *g;
-    const crux_cut_t  *cut;
-    const uint8_t     *src;       /* this member's input */
-    uint8_t           *dst;       /* this member's result */
-    crux_reduce_fn_t   reduce;
-    int                stream;    /* write copied-out results with streaming stores */
-    int                any_far;   /* a peer is far: what it reads of our stage is streamed */
-    uint8_t          **bank;      /* [size] every member's bank for this round */
-    const void       **inputs;    /* [size] scratch array of chunk pointers */
-    unsigned           mine;      /* chunks of the own shard */
-    unsigned           copied;    /* copy-in steps done */
-    unsigned           reduced;   /* chunks of the own shard reduced in the group */
-    unsigned           final;     /* ... and announced to the peers */
-    unsigned          *out;       /* [size] chunks of each shard copied out */
+    const crux_cut_t *cut;
+    const uint8_t *src; /* this member's input */
+    uint8_t *dst;       /* this member's result */
+    crux_reduce_fn_t reduce;
+    int stream;          /* write copied-out results with streaming stores */
+    int any_far;         /* a peer is far: what it reads of our stage is streamed */
+    uint8_t **bank;      /* [size] every member's bank for this round */
+    const void **inputs; /* [size] scratch array of chunk pointers */
+    unsigned mine;       /* chunks of the own shard */
+    unsigned copied;     /* copy-in steps done */
+    unsigned reduced;    /* chunks of the own shard reduced in the group */
+    unsigned final;      /* ... and announced to the peers */
+    unsigned *out;       /* [size] chunks of each shard copied out */
 
     /* hierarchical only */
     const crux_coll_inter_t *inter;
-    unsigned           depth;     /* inter-group steps in flight at most; 0: sequential */
-    void              *requests[CRUX_MAX_DEPTH];   /* ring, for chunks [final, reduced) */
+    unsigned depth;                 /* inter-group steps in flight at most; 0: sequential */
+    void *requests[CRUX_MAX_DEPTH]; /* ring, for chunks [final, reduced) */
 } staged_round_t;
 
 /* Copy chunk 'step' of every other member's shard into the own stage. */
@@ -69,7 +69,7 @@ static void copy_in(staged_round_t *s)
         }
     }
     if (s->any_far) {
-        crux_copy_fence();   /* streamed pieces before the word that announces them */
+        crux_copy_fence(); /* streamed pieces before the word that announces them */
     }
     s->copied++;
     CRUX_PUBLISH(g, staged, CRUX_PROGRESS(g->seq, s->copied));
@@ -78,7 +78,8 @@ static void copy_in(staged_round_t *s)
 static int inputs_ready(staged_round_t *s)
 {
     for (int q = 0; q < s->g->size; q++) {
-        if (q != s->g->rank && !CRUX_REACHED(s->g, q, staged, CRUX_PROGRESS(s->g->seq, s->reduced + 1))) {
+        if (q != s->g->rank &&
+            !CRUX_REACHED(s->g, q, staged, CRUX_PROGRESS(s->g->seq, s->reduced + 1))) {
             return 0;
         }
     }
@@ -150,11 +151,11 @@ static crux_status_t reduce_chunk(staged_round_t *s)
 static crux_status_t finish_inter(staged_round_t *s, int *progressed)
 {
     crux_coll_group_t *g = s->g;
-    unsigned span = s->depth > 0 ? 1 : s->mine;   /* chunks one step covers */
+    unsigned span = s->depth > 0 ? 1 : s->mine; /* chunks one step covers */
     while (s->final < s->reduced && (s->depth > 0 || s->reduced == s->mine)) {
         int done = 0;
-        crux_status_t st = s->inter->test(s->inter->arg, s->requests[s->final % CRUX_MAX_DEPTH],
-                                          &done);
+        crux_status_t st =
+            s->inter->test(s->inter->arg, s->requests[s->final % CRUX_MAX_DEPTH], &done);
         if (st != CRUX_OK || !done) {
             return st;
         }
@@ -177,15 +178,16 @@ static int copy_out(staged_round_t *s, int p)
 {
     crux_coll_group_t *g = s->g;
     unsigned first = s->out[p], chunks = crux_shard_chunks(s->cut, p);
-    while (s->out[p] < chunks && CRUX_REACHED(g, p, reduced, CRUX_PROGRESS(g->seq, s->out[p] + 1))) {
+    while (s->out[p] < chunks &&
+           CRUX_REACHED(g, p, reduced, CRUX_PROGRESS(g->seq, s->out[p] + 1))) {
         s->out[p]++;
     }
     if (s->out[p] == first) {
         return 0;
     }
     size_t at = crux_chunk_offset(s->cut, p, first);
-    size_t end = crux_chunk_offset(s->cut, p, s->out[p] - 1) +
-                 crux_chunk_bytes(s->cut, p, s->out[p] - 1);
+    size_t end =
+        crux_chunk_offset(s->cut, p, s->out[p] - 1) + crux_chunk_bytes(s->cut, p, s->out[p] - 1);
     if (s->stream) {
         crux_copy_stream(s->dst + at, s->bank[p] + at, end - at);
     } else {
@@ -243,7 +245,7 @@ static crux_status_t staged_round(staged_round_t *s)
             return st;
         }
     }
-    unsigned steps = crux_shard_chunks(s->cut, 0);   /* shard 0 is the longest */
+    unsigned steps = crux_shard_chunks(s->cut, 0); /* shard 0 is the longest */
     while (!round_done(s, steps)) {
         int progressed = 0;
         crux_status_t st = CRUX_OK;
@@ -297,10 +299,19 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
             bank[p] = g->stage[p] + (g->seq % 2) * bank_size;
         }
         staged_round_t s = {
-            .g = g, .cut = &cut, .reduce = reduce, .stream = stream, .any_far = any_far, .bank = bank,
-            .inputs = inputs, .out = out, .mine = crux_shard_chunks(&cut, g->rank),
-            .src = src + first * esize, .dst = (uint8_t *)rbuf + first * esize,
-            .inter = inter, .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,
+            .g = g,
+            .cut = &cut,
+            .reduce = reduce,
+            .stream = stream,
+            .any_far = any_far,
+            .bank = bank,
+            .inputs = inputs,
+            .out = out,
+            .mine = crux_shard_chunks(&cut, g->rank),
+            .src = src + first * esize,
+            .dst = (uint8_t *)rbuf + first * esize,
+            .inter = inter,
+            .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,
         };
         crux_status_t status = staged_round(&s);
         if (status != CRUX_OK) {
@@ -309,7 +320,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
         }
     }
     if (stream) {
-        crux_copy_fence();   /* the caller reads the result next */
+        crux_copy_fence(); /* the caller reads the result next */
     }
     return CRUX_OK;
 }

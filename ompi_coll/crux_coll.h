@@ -29,19 +29,19 @@ typedef struct crux_coll_group crux_coll_group_t;
  * bytes from every member into 'rbuf' in rank order.  Returns 0 on success;
  * every member must see the same outcome. */
 typedef struct {
-    int  (*allgather)(const void *sbuf, void *rbuf, size_t length, void *arg);
-    void  *arg;
-    int    rank;
-    int    size;
+    int (*allgather)(const void *sbuf, void *rbuf, size_t length, void *arg);
+    void *arg;
+    int rank;
+    int size;
 } crux_coll_oob_t;
 
 typedef struct {
-    size_t stage_size;      /* bytes of staging segment per member */
-    size_t chunk_size;      /* pipeline segment of the staged algorithm */
-    size_t cma_chunk_size;  /* pipeline segment of the single-copy algorithm */
-    size_t cma_min_bytes;   /* AUTO uses single copy from this size up; 0: never */
-    size_t stream_min_bytes;/* results of messages this large bypass the cache; 0: never */
-    int    local_procs;     /* processes on this node (0: the group size) */
+    size_t stage_size;       /* bytes of staging segment per member */
+    size_t chunk_size;       /* pipeline segment of the staged algorithm */
+    size_t cma_chunk_size;   /* pipeline segment of the single-copy algorithm */
+    size_t cma_min_bytes;    /* AUTO uses single copy from this size up; 0: never */
+    size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
+    int local_procs;         /* processes on this node (0: the group size) */
     /* a peer whose progress words take longer than this to reach us (in
      * seconds, common/crux_reach.h; 0: its default) is far: what it reads
      * from our stage is written with streaming stores.  This member's own,
@@ -50,16 +50,12 @@ typedef struct {
     crux_tl_config_t tl;
 } crux_coll_config_t;
 
-#define CRUX_COLL_CONFIG_DEFAULT {           \
-    .stage_size     = 4u << 20,               \
-    .chunk_size     = 256u << 10,             \
-    .cma_chunk_size = 256u << 10,             \
-    .cma_min_bytes  = 0,                      \
-    .stream_min_bytes = 2u << 20,             \
-    .local_procs    = 0,                      \
-    .far_latency    = 0,                      \
-    .tl             = CRUX_TL_CONFIG_DEFAULT, \
-}
+#define CRUX_COLL_CONFIG_DEFAULT                                                              \
+    {                                                                                         \
+        .stage_size = 4u << 20, .chunk_size = 256u << 10, .cma_chunk_size = 256u << 10,       \
+        .cma_min_bytes = 0, .stream_min_bytes = 2u << 20, .local_procs = 0, .far_latency = 0, \
+        .tl = CRUX_TL_CONFIG_DEFAULT,                                                         \
+    }
 
 /* Create a group.  On failure no member has a group, and all return the same
  * status: CRUX_ERR_NO_RESOURCE when shared memory could not be set up (no
@@ -67,8 +63,7 @@ typedef struct {
  * that does not work (e.g. no ptrace permission) is not a failure: the group
  * then stages everything through shared memory; see crux_coll_group_has_cma.
  * The configuration of member 0 is the one the group uses. */
-crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
-                                     const crux_coll_config_t *config,
+crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
                                      crux_coll_group_t **group_p);
 void crux_coll_group_destroy(crux_coll_group_t *group);
 
@@ -78,9 +73,9 @@ int crux_coll_group_has_cma(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 typedef enum {
-    CRUX_ALLREDUCE_AUTO,    /* single copy from cma_min_bytes up (if set), else staged */
-    CRUX_ALLREDUCE_STAGED,  /* copy into shared segments, reduce, copy out */
-    CRUX_ALLREDUCE_CMA,     /* single-copy get from the peers' own buffers */
+    CRUX_ALLREDUCE_AUTO,   /* single copy from cma_min_bytes up (if set), else staged */
+    CRUX_ALLREDUCE_STAGED, /* copy into shared segments, reduce, copy out */
+    CRUX_ALLREDUCE_CMA,    /* single-copy get from the peers' own buffers */
 } crux_allreduce_alg_t;
 
 /* Flat two-stage Allreduce (reduce-scatter, then allgather), pipelined in
@@ -111,8 +106,8 @@ typedef struct {
  * stages one after the other over whole shards.  The group's staging always
  * applies (single copy is for the flat algorithm). */
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
-                                       unsigned depth, const void *sbuf, void *rbuf,
-                                       size_t count, crux_dtype_t dtype, crux_op_t op);
+                                       unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                       crux_dtype_t dtype, crux_op_t op);
 
 /* Which algorithm AUTO picks for a message of 'bytes' (for logging). */
 crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);

@@ -66,36 +66,34 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes);
 typedef struct crux_dev_group crux_dev_group_t;
 
 typedef struct {
-    size_t   chunk_size;    /* bytes per pipeline chunk of a shard: device buffers ... */
-    size_t   host_chunk_size; /* ... and host buffers, whose copies are the CPU's and
+    size_t chunk_size;      /* bytes per pipeline chunk of a shard: device buffers ... */
+    size_t host_chunk_size; /* ... and host buffers, whose copies are the CPU's and
                                * pipeline finer (the stage holds window rows of them) */
     unsigned window;        /* chunks of the own shard being gathered at once */
     crux_tl_config_t tl;    /* the transport context */
     /* channels: kinds, model channels (tests), calibration cache;
      * max_peers and eager_max (one shm slot) are set by the group */
     crux_tl_engine_config_t engine;
-    int      calibrate;     /* calibrate host channels at creation (cached per node) */
+    int calibrate; /* calibrate host channels at creation (cached per node) */
     /* host buffers: results of at least this many bytes land with streaming
      * stores (0: never) */
-    size_t   stream_min_bytes;
+    size_t stream_min_bytes;
     /* host Allreduce calls of at most this many bytes go in one exchange:
      * every member sends its whole input to every peer and folds them all in
      * rank order (one hand-off on the critical path instead of two), when
      * every member has the shared stage (0: never) */
-    size_t   whole_max_bytes;
+    size_t whole_max_bytes;
     /* processes on this node (0: the group size): a member waiting on its
      * peers spins only when each has a core, else yields at once */
-    int      local_procs;
+    int local_procs;
 } crux_dev_config_t;
 
-#define CRUX_DEV_CONFIG_DEFAULT {              \
-    .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4, \
-    .stream_min_bytes = 2u << 20,               \
-    .whole_max_bytes = 4u << 10,                \
-    .tl = CRUX_TL_CONFIG_DEFAULT,               \
-    .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT,    \
-    .calibrate = 1,                             \
-}
+#define CRUX_DEV_CONFIG_DEFAULT                                                                  \
+    {                                                                                            \
+        .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4,                      \
+        .stream_min_bytes = 2u << 20, .whole_max_bytes = 4u << 10, .tl = CRUX_TL_CONFIG_DEFAULT, \
+        .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT, .calibrate = 1,                                 \
+    }
 
 /* Create a group over the members of 'oob' (collective): an engine, and two
  * pairs to every other member (reduce-scatter and allgather traffic run in

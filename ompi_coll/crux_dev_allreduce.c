@@ -36,7 +36,6 @@
 
 #include "ompi_coll/crux_dev_call.h"
 
-
 crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
 {
     if (g->scratch != NULL && g->scratch_device == device && g->scratch_size >= bytes) {
@@ -106,14 +105,14 @@ size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
 static uint8_t *piece(const crux_dev_call_t *c, unsigned k, int q)
 {
     int size = c->g->size;
-    size_t index = (size_t)(k % c->g->config.window) * (size_t)size +
-                   (size_t)(q < c->g->rank ? q : q - 1);
+    size_t index =
+        (size_t)(k % c->g->config.window) * (size_t)size + (size_t)(q < c->g->rank ? q : q - 1);
     return (uint8_t *)c->g->scratch + index * c->chunk * c->esize;
 }
 
 uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k)
 {
-    return piece(c, k, c->g->size);   /* the slot's last place */
+    return piece(c, k, c->g->size); /* the slot's last place */
 }
 
 /* --- transfers ---------------------------------------------------------------- */
@@ -184,8 +183,9 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
         }
         x[1] = input;
         const uint8_t *a = step++ == 0 ? x[0] : out;
-        crux_status_t st = c->device < 0 ? CRUX_OK
-                         : crux_dev_queue_reduce(g->queue, out, a, x[1], n, c->dtype, c->op);
+        crux_status_t st = c->device < 0
+                               ? CRUX_OK
+                               : crux_dev_queue_reduce(g->queue, out, a, x[1], n, c->dtype, c->op);
         if (st != CRUX_OK) {
             return st;
         }
@@ -214,10 +214,10 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
     unsigned events = 0;
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
            c->rs_posted < c->reduced + g->config.window) {
-        for (int q = 0; !c->fold && q < g->size; q++) {   /* folds post step by step */
+        for (int q = 0; !c->fold && q < g->size; q++) { /* folds post step by step */
             if (q != g->rank) {
                 crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
-                           piece(c, c->rs_posted, q), g->rank, c->rs_posted);
+                                    piece(c, c->rs_posted, q), g->rank, c->rs_posted);
             }
         }
         c->rs_posted++;
@@ -268,8 +268,8 @@ static unsigned send_reduced(crux_dev_call_t *c)
         const uint8_t *from = c->dst + crux_dev_chunk_first(c, g->rank, c->reduced) * c->esize;
         for (int q = 0; c->do_ag && q < g->size; q++) {
             if (q != g->rank) {
-                crux_dev_send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
-                           c->reduced);
+                crux_dev_send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from,
+                                    g->rank, c->reduced);
             }
         }
         c->reduced++;
@@ -285,7 +285,7 @@ static void post_gather_receives(crux_dev_call_t *c)
     for (int q = 0; c->do_ag && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c->chunks[q]; k++) {
             crux_dev_recv_chunk(c, g->ag[q], &c->ag_recv[q * c->kmax + k],
-                       c->dst + crux_dev_chunk_first(c, q, k) * c->esize, q, k);
+                                c->dst + crux_dev_chunk_first(c, q, k) * c->esize, q, k);
         }
     }
 }
@@ -354,7 +354,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
         g->call_mem_size = bytes;
     }
     memset(g->call_mem, 0, bytes);
-    crux_tl_xfer_t **tables = g->call_mem;   /* pointers first: aligned */
+    crux_tl_xfer_t **tables = g->call_mem; /* pointers first: aligned */
     c->rs_send = tables;
     c->rs_recv = tables + slots;
     c->ag_send = tables + 2 * slots;
@@ -388,7 +388,7 @@ static crux_status_t setup(crux_dev_call_t *c)
                c->count * c->esize <= g->config.whole_max_bytes;
     c->do_ag = c->do_ag && !c->whole;
     size_t first, length;
-    shard(c, 0, &first, &length);   /* the largest shard */
+    shard(c, 0, &first, &length); /* the largest shard */
     c->kmax = (unsigned)((length + c->chunk - 1) / c->chunk);
     if (call_arrays(c) != CRUX_OK) {
         return CRUX_ERR_NO_MEMORY;
@@ -418,20 +418,27 @@ static crux_status_t setup(crux_dev_call_t *c)
             return st;
         }
     } else {
-        c->launched = c->chunks[g->rank];   /* a gather sends our shard as it is */
+        c->launched = c->chunks[g->rank]; /* a gather sends our shard as it is */
     }
     return CRUX_OK;
 }
-
 
 static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
                          crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag,
                          const crux_coll_inter_t *inter, unsigned depth)
 {
     crux_dev_call_t c = {
-        .g = g, .esize = crux_dtype_size(dtype), .dtype = dtype, .op = op, .count = count,
-        .src = sbuf != NULL ? sbuf : rbuf, .dst = rbuf, .do_rs = do_rs, .do_ag = do_ag,
-        .inter = inter, .depth = depth < CRUX_DEV_MAX_DEPTH ? depth : CRUX_DEV_MAX_DEPTH,
+        .g = g,
+        .esize = crux_dtype_size(dtype),
+        .dtype = dtype,
+        .op = op,
+        .count = count,
+        .src = sbuf != NULL ? sbuf : rbuf,
+        .dst = rbuf,
+        .do_rs = do_rs,
+        .do_ag = do_ag,
+        .inter = inter,
+        .depth = depth < CRUX_DEV_MAX_DEPTH ? depth : CRUX_DEV_MAX_DEPTH,
     };
     c.in_place = c.src == c.dst;
     crux_status_t st = check(&c, sbuf, rbuf);
@@ -451,7 +458,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     for (int q = 0; do_rs && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {
             crux_dev_send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
-                       c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
+                                c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
         }
     }
     post_gather_receives(&c);
@@ -460,7 +467,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         if (step(&c) > 0) {
             idle = 0;
         } else if (++idle > g->spins) {
-            sched_yield();   /* what we wait for needs a peer to run */
+            sched_yield(); /* what we wait for needs a peer to run */
         }
     }
     return c.status;

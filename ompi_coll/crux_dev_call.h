@@ -8,49 +8,49 @@
 
 #include "ompi_coll/crux_dev_group.h"
 
-#define CRUX_DEV_MAX_DEPTH 64   /* inter-group steps in flight at most */
+#define CRUX_DEV_MAX_DEPTH 64 /* inter-group steps in flight at most */
 
 typedef struct {
     crux_dev_group_t *g;
-    int           device;        /* -1: host memory */
-    size_t        esize, chunk;  /* chunk: elements */
-    crux_dtype_t  dtype;
-    crux_op_t     op;
-    crux_reduce_fn_t cpu;        /* host memory */
-    int           fold;          /* host: receives reduce on landing */
-    int           stream;        /* host: gathered chunks bypass the cache */
-    unsigned     *folded;        /* fold: [chunk of our shard] steps issued */
+    int device;          /* -1: host memory */
+    size_t esize, chunk; /* chunk: elements */
+    crux_dtype_t dtype;
+    crux_op_t op;
+    crux_reduce_fn_t cpu; /* host memory */
+    int fold;             /* host: receives reduce on landing */
+    int stream;           /* host: gathered chunks bypass the cache */
+    unsigned *folded;     /* fold: [chunk of our shard] steps issued */
     /* host, over the lanes (crux_dev_lanes.c) */
-    int           lanes;
-    unsigned      row0;          /* the stage row of chunk 0 */
-    unsigned      staged;        /* rows whose pieces are copied in and posted */
-    unsigned     *gathered;      /* [size] chunks of each shard copied out */
+    int lanes;
+    unsigned row0;      /* the stage row of chunk 0 */
+    unsigned staged;    /* rows whose pieces are copied in and posted */
+    unsigned *gathered; /* [size] chunks of each shard copied out */
     /* a peer reading the stage is far (crux_tl_pair_far): what it reads is
      * written with streaming stores, [member] and for what every peer reads */
-    uint8_t      *far;
-    int           any_far;
+    uint8_t *far;
+    int any_far;
     /* a small allreduce in one exchange: every member's "shard" is the whole
      * buffer, which it reduces from every peer's input; no gather */
-    int           whole;
+    int whole;
     /* hierarchical: the inter-group step between a chunk's reduction and
      * its gather, up to 'depth' chunks in it (0: the whole shard once);
      * chunks of our shard through it, and posted for the gather */
     const crux_coll_inter_t *inter;
-    unsigned      depth;
-    unsigned      inter_done, final;
-    void         *requests[CRUX_DEV_MAX_DEPTH];   /* ring, for chunks [inter_done, reduced) */
+    unsigned depth;
+    unsigned inter_done, final;
+    void *requests[CRUX_DEV_MAX_DEPTH]; /* ring, for chunks [inter_done, reduced) */
     const uint8_t *src;
-    uint8_t      *dst;
-    int           in_place, do_rs, do_ag;
-    size_t        count;
-    unsigned      kmax;          /* chunks of the largest shard */
-    unsigned     *chunks;        /* [size] chunks of each shard */
+    uint8_t *dst;
+    int in_place, do_rs, do_ag;
+    size_t count;
+    unsigned kmax;    /* chunks of the largest shard */
+    unsigned *chunks; /* [size] chunks of each shard */
     /* transfers, [peer * kmax + chunk] */
     crux_tl_xfer_t **rs_send, **rs_recv, **ag_send, **ag_recv;
-    unsigned      rs_posted;     /* chunks of our shard whose pieces are posted */
-    unsigned      launched;      /* chunks whose reduction is enqueued */
-    unsigned      reduced;       /* chunks reduced (and sent on) */
-    unsigned      pending;       /* transfers not yet finished */
+    unsigned rs_posted; /* chunks of our shard whose pieces are posted */
+    unsigned launched;  /* chunks whose reduction is enqueued */
+    unsigned reduced;   /* chunks reduced (and sent on) */
+    unsigned pending;   /* transfers not yet finished */
     crux_status_t status;
 } crux_dev_call_t;
 

@@ -17,13 +17,20 @@
 
 /* The (dtype, op) pairs crux_dev_kernels.cu defines. */
 static const unsigned kernel_ops[CRUX_DT_COUNT] = {
-    [CRUX_DT_INT8] = ARITH | LOGIC | BITS,   [CRUX_DT_UINT8] = ARITH | LOGIC | BITS,
-    [CRUX_DT_INT16] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT16] = ARITH | LOGIC | BITS,
-    [CRUX_DT_INT32] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT32] = ARITH | LOGIC | BITS,
-    [CRUX_DT_INT64] = ARITH | LOGIC | BITS,  [CRUX_DT_UINT64] = ARITH | LOGIC | BITS,
-    [CRUX_DT_FLOAT16] = ARITH, [CRUX_DT_BFLOAT16] = ARITH,
-    [CRUX_DT_FLOAT] = ARITH,   [CRUX_DT_DOUBLE] = ARITH,
-    [CRUX_DT_BOOL] = LOGIC,    [CRUX_DT_LOGICAL32] = LOGIC,
+    [CRUX_DT_INT8] = ARITH | LOGIC | BITS,
+    [CRUX_DT_UINT8] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT16] = ARITH | LOGIC | BITS,
+    [CRUX_DT_UINT16] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT32] = ARITH | LOGIC | BITS,
+    [CRUX_DT_UINT32] = ARITH | LOGIC | BITS,
+    [CRUX_DT_INT64] = ARITH | LOGIC | BITS,
+    [CRUX_DT_UINT64] = ARITH | LOGIC | BITS,
+    [CRUX_DT_FLOAT16] = ARITH,
+    [CRUX_DT_BFLOAT16] = ARITH,
+    [CRUX_DT_FLOAT] = ARITH,
+    [CRUX_DT_DOUBLE] = ARITH,
+    [CRUX_DT_BOOL] = LOGIC,
+    [CRUX_DT_LOGICAL32] = LOGIC,
 };
 
 int crux_dev_reduce_supported(crux_dtype_t dtype, crux_op_t op)
@@ -43,7 +50,7 @@ int crux_dev_count(void)
 }
 
 struct crux_dev_stage {
-    void  *buf[2];
+    void *buf[2];
     size_t size[2];
 };
 
@@ -57,11 +64,11 @@ crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p)
 extern const unsigned char crux_dev_fatbin[];
 
 #define MAX_DEVICES 64
-#define BLOCK 256u
-#define MAX_BLOCKS 4096u   /* grid-stride beyond */
+#define BLOCK       256u
+#define MAX_BLOCKS  4096u /* grid-stride beyond */
 
 static struct {
-    CUmodule   module;
+    CUmodule module;
     CUfunction fn[CRUX_DT_COUNT][CRUX_OP_COUNT];
 } modules[MAX_DEVICES];
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,8 +88,8 @@ static crux_status_t kernel(int device, crux_dtype_t dtype, crux_op_t op, CUfunc
     if (st == CRUX_OK && modules[device].fn[dtype][op] == NULL) {
         char name[64];
         snprintf(name, sizeof(name), "crux_%s_%s", crux_dtype_name(dtype), crux_op_name(op));
-        st = crux_cuda_status(cu->ModuleGetFunction(&modules[device].fn[dtype][op],
-                                                    modules[device].module, name));
+        st = crux_cuda_status(
+            cu->ModuleGetFunction(&modules[device].fn[dtype][op], modules[device].module, name));
     }
     *fn = modules[device].fn[dtype][op];
     pthread_mutex_unlock(&modules_lock);
@@ -100,8 +107,8 @@ static crux_status_t launch(int device, CUstream stream, void *out, const void *
     size_t blocks = (count + BLOCK - 1) / BLOCK;
     unsigned grid = blocks < MAX_BLOCKS ? (unsigned)blocks : MAX_BLOCKS;
     void *args[] = { &out, &a, &b, &count };
-    return crux_cuda_status(crux_cuda()->LaunchKernel(fn, grid, 1, 1, BLOCK, 1, 1, 0, stream,
-                                                      args, NULL));
+    return crux_cuda_status(
+        crux_cuda()->LaunchKernel(fn, grid, 1, 1, BLOCK, 1, 1, 0, stream, args, NULL));
 }
 
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
@@ -137,8 +144,8 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
     }
     crux_status_t st = crux_cuda_push(device);
     if (st == CRUX_OK) {
-        st = crux_cuda_status(crux_cuda()->Memcpy((CUdeviceptr)(uintptr_t)dst,
-                                                  (CUdeviceptr)(uintptr_t)src, bytes));
+        st = crux_cuda_status(
+            crux_cuda()->Memcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes));
         crux_cuda_pop();
     }
     return st;
@@ -157,7 +164,8 @@ void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes
         stage->buf[slot] = NULL;
         stage->size[slot] = 0;
         /* pinned, so copies to and from the device run at full PCIe speed */
-        if (cu != NULL ? cu->MemHostAlloc(&stage->buf[slot], bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS
+        if (cu != NULL ? cu->MemHostAlloc(&stage->buf[slot], bytes, CU_MEMHOSTALLOC_PORTABLE) !=
+                             CUDA_SUCCESS
                        : (stage->buf[slot] = malloc(bytes)) == NULL) {
             stage->buf[slot] = NULL;
             return NULL;
@@ -181,10 +189,10 @@ void crux_dev_stage_destroy(crux_dev_stage_t *stage)
 /* --- queues --------------------------------------------------------------------- */
 
 struct crux_dev_queue {
-    int       device;
-    CUstream  stream;
-    unsigned  nmarks;
-    CUevent  *marks;
+    int device;
+    CUstream stream;
+    unsigned nmarks;
+    CUevent *marks;
 };
 
 crux_status_t crux_dev_queue_create(int device, unsigned marks, crux_dev_queue_t **queue_p)
@@ -253,8 +261,8 @@ crux_status_t crux_dev_queue_copy(crux_dev_queue_t *q, void *dst, const void *sr
 {
     crux_status_t st = crux_cuda_push(q->device);
     if (st == CRUX_OK) {
-        st = crux_cuda_status(crux_cuda()->MemcpyAsync((CUdeviceptr)(uintptr_t)dst,
-                                                       (CUdeviceptr)(uintptr_t)src, bytes, q->stream));
+        st = crux_cuda_status(crux_cuda()->MemcpyAsync(
+            (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, q->stream));
         crux_cuda_pop();
     }
     return st;

@@ -56,8 +56,11 @@ static void fold_step(crux_dev_call_t *c, unsigned k, unsigned i, const crux_tl_
         return;
     }
     crux_tl_reduce_t red = {
-        .fn = c->cpu, .esize = c->esize, .incoming_first = i == 0 && r == 1,
-        .local = i == 0 ? c->src + at : acc, .after = before,
+        .fn = c->cpu,
+        .esize = c->esize,
+        .incoming_first = i == 0 && r == 1,
+        .local = i == 0 ? c->src + at : acc,
+        .after = before,
     };
     crux_tl_xfer_t *x = NULL;
     crux_status_t st = crux_tl_recv_reduce(g->rs[q], acc, n * c->esize, &red, NULL, &x);

@@ -10,7 +10,7 @@
 #include "common/crux_cpus.h"
 #include "ompi_coll/crux_dev_group.h"
 
-#define IDLE_SPINS 64u   /* idle polls before a member with a core of its own yields it */
+#define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
 
 static crux_status_t exchange_cards(crux_dev_group_t *g, const crux_coll_oob_t *oob,
                                     uint8_t **cards_p, size_t *size_p)
@@ -82,14 +82,14 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     }
     g->rank = oob->rank;
     g->size = oob->size;
-    unsigned local = g->config.local_procs > 0 ? (unsigned)g->config.local_procs
-                                               : (unsigned)g->size;
+    unsigned local =
+        g->config.local_procs > 0 ? (unsigned)g->config.local_procs : (unsigned)g->size;
     g->spins = local > crux_cpus_online() ? 0 : IDLE_SPINS;
     g->rs = calloc((size_t)g->size, sizeof(*g->rs));
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));
     crux_tl_engine_config_t ecfg = g->config.engine;
     ecfg.max_peers = 2 * g->size;
-    ecfg.eager_max = ecfg.shm_slot_size;   /* small pieces and chunks skip the plan's round trip */
+    ecfg.eager_max = ecfg.shm_slot_size; /* small pieces and chunks skip the plan's round trip */
     crux_status_t st = g->rs != NULL && g->ag != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
     if (st == CRUX_OK) {
         st = crux_tl_context_open(&g->config.tl, &g->ctx);
@@ -146,7 +146,7 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     }
     crux_dev_release_scratch(g);
     crux_dev_lanes_release(g);
-    crux_tl_engine_destroy(g->engine);   /* disconnects every pair */
+    crux_tl_engine_destroy(g->engine); /* disconnects every pair */
     crux_tl_context_close(g->ctx);
     free(g->call_mem);
     free(g->rs);

@@ -5,34 +5,34 @@
 #include "ompi_coll/crux_dev_internal.h"
 
 struct crux_dev_group {
-    int                 rank, size;
-    crux_dev_config_t   config;
-    crux_tl_context_t  *ctx;
-    crux_tl_engine_t   *engine;
-    crux_tl_pair_t    **rs;          /* [size]: reduce-scatter pairs, NULL at our rank */
-    crux_tl_pair_t    **ag;          /* [size]: allgather pairs */
+    int rank, size;
+    crux_dev_config_t config;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *engine;
+    crux_tl_pair_t **rs; /* [size]: reduce-scatter pairs, NULL at our rank */
+    crux_tl_pair_t **ag; /* [size]: allgather pairs */
     /* landing slots for reduce-scatter pieces, on the buffers' device (or
      * host memory); kept between calls */
-    void               *scratch;
-    size_t              scratch_size;
-    int                 scratch_device;   /* -1: host */
-    crux_dev_queue_t   *queue;            /* kernels, on scratch_device */
-    unsigned            spins;            /* idle polls before yielding the core */
+    void *scratch;
+    size_t scratch_size;
+    int scratch_device;      /* -1: host */
+    crux_dev_queue_t *queue; /* kernels, on scratch_device */
+    unsigned spins;          /* idle polls before yielding the core */
     /* host buffers, when every member has shm-direct to every other: the
      * lanes' shared stage (crux_dev_lanes.c), window rows of a place per
      * member, kept between calls; NULL: none */
-    uint8_t            *stage;
+    uint8_t *stage;
     /* the row the next call starts at: successive calls write rows the
      * peers read longest ago (writing lines a peer's cache holds is slow) */
-    unsigned            stage_row;
+    unsigned stage_row;
     /* [row][peer][rs, ag]: lane post numbers to see consumed before the
      * row's places are written again */
-    uint64_t           *lane_need;
-    int                 lanes;            /* every member has the stage: host calls use lanes */
-    int                 lanes_broken;     /* a call abandoned them: host calls fail */
-    int                 whole;            /* lanes, and whole calls are on */
-    void               *call_mem;         /* a call's arrays (crux_dev_allreduce.c) */
-    size_t              call_mem_size;
+    uint64_t *lane_need;
+    int lanes;        /* every member has the stage: host calls use lanes */
+    int lanes_broken; /* a call abandoned them: host calls fail */
+    int whole;        /* lanes, and whole calls are on */
+    void *call_mem;   /* a call's arrays (crux_dev_allreduce.c) */
+    size_t call_mem_size;
 };
 
 /* Reserve the lanes' stage (collective use: every member must have it);

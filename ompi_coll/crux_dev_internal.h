@@ -15,7 +15,8 @@ void crux_dev_queue_destroy(crux_dev_queue_t *queue);
 crux_status_t crux_dev_queue_reduce(crux_dev_queue_t *queue, void *out, const void *a,
                                     const void *b, size_t count, crux_dtype_t dtype, crux_op_t op);
 /* Enqueue a device to device copy. */
-crux_status_t crux_dev_queue_copy(crux_dev_queue_t *queue, void *dst, const void *src, size_t bytes);
+crux_status_t crux_dev_queue_copy(crux_dev_queue_t *queue, void *dst, const void *src,
+                                  size_t bytes);
 /* Mark the work enqueued so far with event 'mark'. */
 crux_status_t crux_dev_queue_mark(crux_dev_queue_t *queue, unsigned mark);
 /* 1 when the work up to 'mark' is done, 0 if not yet, an error status. */

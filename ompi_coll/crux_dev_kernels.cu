@@ -10,6 +10,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+// One line per operator and per type: a table, left as written.
+// clang-format off
 struct Sum  { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct Prod { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct Max  { template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
@@ -79,3 +81,4 @@ LOGIC(logical32, int32_t)
                                 KERNEL16(dtype, max, T, CONV, Max) KERNEL16(dtype, min, T, CONV, Min)
 ARITH16(float16, __half, Half)
 ARITH16(bfloat16, __nv_bfloat16, Bf16)
+// clang-format on

@@ -44,11 +44,11 @@
 #include "ompi_coll/crux_dev_call.h"
 #include "ompi_coll/crux_reduce_chain.h"
 
-#define CHECK_POLLS 4096u   /* idle polls between checks that the peers live */
-#define ROTATE_BYTES (1u << 20)   /* stage rows successive calls rotate over, at most */
-#define YIELDS 8u           /* idle polls that yield the core before sleeping */
-#define SLEEP_S 1e-3        /* a sleep ends after this long at most ... */
-#define CHECK_SLEEPS 32u    /* ... and the peers' lives are checked every so many */
+#define CHECK_POLLS  4096u      /* idle polls between checks that the peers live */
+#define ROTATE_BYTES (1u << 20) /* stage rows successive calls rotate over, at most */
+#define YIELDS       8u         /* idle polls that yield the core before sleeping */
+#define SLEEP_S      1e-3       /* a sleep ends after this long at most ... */
+#define CHECK_SLEEPS 32u        /* ... and the peers' lives are checked every so many */
 
 enum { NEED_RS, NEED_AG };
 
@@ -168,7 +168,7 @@ static void post(crux_dev_call_t *c, crux_tl_pair_t *pair, const uint8_t *from, 
 {
     crux_status_t st = crux_tl_lane_post(pair, from, bytes);
     if (st != CRUX_OK && c->status == CRUX_OK) {
-        c->status = st;   /* cannot happen while the group keeps to its window */
+        c->status = st; /* cannot happen while the group keeps to its window */
     }
     *need(c, k, q, lane) = crux_tl_lane_posted(pair);
 }
@@ -176,7 +176,7 @@ static void post(crux_dev_call_t *c, crux_tl_pair_t *pair, const uint8_t *from, 
 static void fence(const crux_dev_call_t *c)
 {
     if (c->any_far) {
-        crux_copy_fence();   /* streamed places before the posts that name them */
+        crux_copy_fence(); /* streamed places before the posts that name them */
     }
 }
 
@@ -229,11 +229,11 @@ static int pieces(crux_dev_call_t *c, unsigned k, const void **inputs)
             inputs[q] = c->src + at;
         } else if ((st = crux_tl_lane_peek(g->rs[q], &inputs[q], &got)) != CRUX_OK) {
             if (st != CRUX_INPROGRESS && c->status == CRUX_OK) {
-                c->status = st;   /* its buffer cannot be mapped */
+                c->status = st; /* its buffer cannot be mapped */
             }
             return 0;
         } else if (got != bytes && c->status == CRUX_OK) {
-            c->status = CRUX_ERR_INVALID;   /* the members disagree on the call */
+            c->status = CRUX_ERR_INVALID; /* the members disagree on the call */
         }
     }
     return 1;
@@ -266,9 +266,9 @@ static int finish_inter(crux_dev_call_t *c)
     while (c->status == CRUX_OK && c->inter_done < c->reduced &&
            (c->depth > 0 || c->reduced == c->chunks[g->rank])) {
         int done = 0;
-        crux_status_t st = c->inter->test(c->inter->arg,
-                                          c->requests[(c->depth > 0 ? c->inter_done : 0) %
-                                                      CRUX_DEV_MAX_DEPTH], &done);
+        crux_status_t st = c->inter->test(
+            c->inter->arg, c->requests[(c->depth > 0 ? c->inter_done : 0) % CRUX_DEV_MAX_DEPTH],
+            &done);
         if (st != CRUX_OK) {
             c->status = st;
         }
@@ -320,9 +320,9 @@ static int reduce(crux_dev_call_t *c)
     /* in place past rank 1, the result must not overwrite our input before
      * the chain has read it */
     int direct = !c->in_place || g->rank < 2;
-    if (!c->do_ag || inter) {   /* the inter-group step reads it next: not streamed */
-        crux_reduce_chain(c->cpu, direct ? dst : NULL, direct ? NULL : dst, inputs, g->size,
-                          bytes, c->esize, c->stream && !inter);
+    if (!c->do_ag || inter) { /* the inter-group step reads it next: not streamed */
+        crux_reduce_chain(c->cpu, direct ? dst : NULL, direct ? NULL : dst, inputs, g->size, bytes,
+                          c->esize, c->stream && !inter);
     } else if (direct && crux_copy_streams_to(c->any_far, bytes)) {
         /* for far peers the stage's copy is the streamed one */
         crux_reduce_chain(c->cpu, dst, mine, inputs, g->size, bytes, c->esize, 1);
@@ -396,7 +396,7 @@ static int copy_out(crux_dev_call_t *c, int q)
         moved = 1;
     }
     if (st != CRUX_OK && st != CRUX_INPROGRESS && c->status == CRUX_OK) {
-        c->status = st;   /* its buffer cannot be mapped */
+        c->status = st; /* its buffer cannot be mapped */
     }
     return moved;
 }
@@ -427,8 +427,10 @@ static crux_status_t check_peers(crux_dev_call_t *c)
         }
         unsigned pieces_left = c->do_rs ? c->chunks[g->rank] - c->reduced : 0;
         unsigned results_left = c->do_ag ? c->chunks[q] - c->gathered[q] : 0;
-        if (!crux_tl_lane_ready(g->rs[q], pieces_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1 : pieces_left) ||
-            !crux_tl_lane_ready(g->ag[q], results_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1 : results_left)) {
+        if (!crux_tl_lane_ready(g->rs[q], pieces_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1
+                                                                           : pieces_left) ||
+            !crux_tl_lane_ready(g->ag[q], results_left > CRUX_TL_LANE_DEPTH ? CRUX_TL_LANE_DEPTH + 1
+                                                                            : results_left)) {
             return CRUX_ERR_PEER;
         }
     }
@@ -515,7 +517,7 @@ crux_status_t crux_dev_lanes_run(crux_dev_call_t *c)
         }
     }
     if (c->stream) {
-        crux_copy_fence();   /* the caller reads the result next */
+        crux_copy_fence(); /* the caller reads the result next */
     }
     return CRUX_OK;
 }

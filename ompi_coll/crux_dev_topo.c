@@ -9,8 +9,8 @@ static crux_tl_chan_kind_t kind_of(crux_topo_path_kind_t kind)
 {
     switch (kind) {
     case CRUX_TOPO_PATH_NVLINK_MULTIHOP: return CRUX_TL_CHAN_CUDA_PEER;
-    case CRUX_TOPO_PATH_HOST:            return CRUX_TL_CHAN_CUDA_HOST;
-    default:                             return CRUX_TL_CHAN_CUDA_IPC;   /* NVLink, NVSwitch, PCIe P2P */
+    case CRUX_TOPO_PATH_HOST: return CRUX_TL_CHAN_CUDA_HOST;
+    default: return CRUX_TL_CHAN_CUDA_IPC; /* NVLink, NVSwitch, PCIe P2P */
     }
 }
 
@@ -29,18 +29,20 @@ crux_status_t crux_dev_group_use_topo(crux_dev_group_t *g, const crux_topo_t *to
                 const crux_topo_path_t *p = &set->paths[i];
                 crux_tl_gpu_path_t *out = &paths[n++];
                 *out = (crux_tl_gpu_path_t){ .kind = kind_of(p->kind), .bandwidth = p->gbps * 1e9 };
-                for (int r = 0; out->kind == CRUX_TL_CHAN_CUDA_PEER && r < p->nrelays && r < 2; r++) {
+                for (int r = 0; out->kind == CRUX_TL_CHAN_CUDA_PEER && r < p->nrelays && r < 2;
+                     r++) {
                     snprintf(out->relay[r], sizeof(out->relay[r]), "%s",
                              crux_topo_device(topo, p->relays[r])->pci);
                     out->nrelays++;
                 }
                 if (!(out->bandwidth > 0)) {
-                    n--;   /* hwloc gave no speed for a link of it */
+                    n--; /* hwloc gave no speed for a link of it */
                 }
             }
-            crux_status_t st = n == 0 ? CRUX_OK
-                : crux_tl_engine_gpu_paths(g->engine, crux_topo_gpu(topo, a)->pci,
-                                           crux_topo_gpu(topo, b)->pci, paths, n);
+            crux_status_t st =
+                n == 0 ? CRUX_OK
+                       : crux_tl_engine_gpu_paths(g->engine, crux_topo_gpu(topo, a)->pci,
+                                                  crux_topo_gpu(topo, b)->pci, paths, n);
             if (st != CRUX_OK) {
                 return st;
             }

@@ -17,9 +17,9 @@
 /* What members exchange first: fixed size, so it can be sent even by a
  * member whose setup already failed. */
 typedef struct {
-    int32_t  status;
-    int32_t  pid;
-    uint64_t ctrl_address;   /* filled from the second exchange */
+    int32_t status;
+    int32_t pid;
+    uint64_t ctrl_address; /* filled from the second exchange */
     uint64_t address_size;
     uint64_t key_size;
     uint64_t stage_size, chunk_size, cma_chunk_size, cma_min_bytes, stream_min_bytes;
@@ -33,8 +33,7 @@ static int oob_allgather(const crux_coll_oob_t *oob, const void *sbuf, void *rbu
 /* Allgather each member's status and a yes/no flag: returns the first
  * failure found (CRUX_ERR_IO if the allgather itself fails), else CRUX_OK,
  * and sets *all_flags to whether every member said yes. */
-static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int flag,
-                           int *all_flags)
+static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int flag, int *all_flags)
 {
     int32_t me[2] = { mine, flag }, *all = malloc(sizeof(me) * (size_t)oob->size);
     crux_status_t result = CRUX_ERR_IO;
@@ -43,7 +42,7 @@ static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int f
         result = CRUX_OK;
         for (int i = 0; i < oob->size; i++) {
             result = result != CRUX_OK ? result : (crux_status_t)all[2 * i];
-            flags  = flags && all[2 * i + 1];
+            flags = flags && all[2 * i + 1];
         }
     }
     free(all);
@@ -56,22 +55,23 @@ static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int f
 static crux_status_t alloc_arrays(crux_coll_group_t *g)
 {
     size_t n = (size_t)g->size;
-    g->ctrl    = calloc(n, sizeof(*g->ctrl));
-    g->stage   = calloc(n, sizeof(*g->stage));
-    g->rsegs   = calloc(n, sizeof(*g->rsegs));
-    g->eps     = calloc(n, sizeof(*g->eps));
-    g->pids    = calloc(n, sizeof(*g->pids));
-    g->scratch = malloc(n * g->config.cma_chunk_size);   /* one landing slot per peer */
-    g->reach   = calloc(n, sizeof(*g->reach));
+    g->ctrl = calloc(n, sizeof(*g->ctrl));
+    g->stage = calloc(n, sizeof(*g->stage));
+    g->rsegs = calloc(n, sizeof(*g->rsegs));
+    g->eps = calloc(n, sizeof(*g->eps));
+    g->pids = calloc(n, sizeof(*g->pids));
+    g->scratch = malloc(n * g->config.cma_chunk_size); /* one landing slot per peer */
+    g->reach = calloc(n, sizeof(*g->reach));
     return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch && g->reach
-               ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+               ? CRUX_OK
+               : CRUX_ERR_NO_MEMORY;
 }
 
 static crux_status_t open_transport(crux_coll_group_t *g, const crux_tl_config_t *config)
 {
     crux_status_t status = crux_tl_context_open(config, &g->tl);
     if (status != CRUX_OK && config->use_cma) {
-        crux_tl_config_t no_cma = *config;   /* shared memory alone still works */
+        crux_tl_config_t no_cma = *config; /* shared memory alone still works */
         no_cma.use_cma = 0;
         status = crux_tl_context_open(&no_cma, &g->tl);
     }
@@ -90,15 +90,15 @@ static crux_status_t alloc_segment(crux_coll_group_t *g, size_t stage_size)
     crux_ctrl_t *ctrl = crux_tl_seg_ptr(g->seg);
     memset(ctrl, 0, CRUX_CTRL_BYTES);
     ctrl->magic = CRUX_CTRL_MAGIC;
-    ctrl->pid   = getpid();
+    ctrl->pid = getpid();
     return CRUX_OK;
 }
 
 /* Map every peer's segment and connect to it; check cma by reading the
  * peer's control block header through it. */
 static crux_status_t connect_peers(crux_coll_group_t *g, const crux_hello_t *hello,
-                                   size_t address_size, const uint8_t *blobs,
-                                   size_t blob_size, int *cma_ok)
+                                   size_t address_size, const uint8_t *blobs, size_t blob_size,
+                                   int *cma_ok)
 {
     *cma_ok = address_size > 0;
     for (int p = 0; p < g->size; p++) {
@@ -118,10 +118,10 @@ static crux_status_t connect_peers(crux_coll_group_t *g, const crux_hello_t *hel
         }
         if (*cma_ok) {
             uint64_t header[2] = { 0, 0 };
-            *cma_ok = crux_tl_ep_create(g->tl, blob, &g->eps[p]) == CRUX_OK &&
-                      crux_tl_get(g->eps[p], header, hello[p].ctrl_address,
-                                  sizeof(header)) == CRUX_OK &&
-                      header[0] == CRUX_CTRL_MAGIC && (int64_t)header[1] == hello[p].pid;
+            *cma_ok =
+                crux_tl_ep_create(g->tl, blob, &g->eps[p]) == CRUX_OK &&
+                crux_tl_get(g->eps[p], header, hello[p].ctrl_address, sizeof(header)) == CRUX_OK &&
+                header[0] == CRUX_CTRL_MAGIC && (int64_t)header[1] == hello[p].pid;
         }
     }
     for (int p = 0; p < g->size; p++) {
@@ -130,8 +130,7 @@ static crux_status_t connect_peers(crux_coll_group_t *g, const crux_hello_t *hel
     return CRUX_OK;
 }
 
-crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
-                                     const crux_coll_config_t *config,
+crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
                                      crux_coll_group_t **group_p)
 {
     const crux_coll_config_t defaults = CRUX_COLL_CONFIG_DEFAULT;
@@ -142,23 +141,23 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
     crux_status_t status = g != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 
     if (status == CRUX_OK) {
-        g->rank   = oob->rank;
-        g->size   = oob->size;
+        g->rank = oob->rank;
+        g->size = oob->size;
         g->config = *config;
-        status    = open_transport(g, &config->tl);
+        status = open_transport(g, &config->tl);
     }
     if (status == CRUX_OK) {
         status = alloc_segment(g, config->stage_size);
     }
     if (status == CRUX_OK) {
-        mine.address_size = crux_tl_address_size(g->tl);   /* 0 without cma */
-        mine.key_size     = crux_tl_seg_key_size(g->tl);
+        mine.address_size = crux_tl_address_size(g->tl); /* 0 without cma */
+        mine.key_size = crux_tl_seg_key_size(g->tl);
     }
-    mine.status         = status;
-    mine.stage_size     = config->stage_size;
-    mine.chunk_size     = config->chunk_size;
+    mine.status = status;
+    mine.stage_size = config->stage_size;
+    mine.chunk_size = config->chunk_size;
     mine.cma_chunk_size = config->cma_chunk_size;
-    mine.cma_min_bytes  = config->cma_min_bytes;
+    mine.cma_min_bytes = config->cma_min_bytes;
     mine.stream_min_bytes = config->stream_min_bytes;
 
     /* 1: who succeeded, with what sizes; member 0's configuration wins. */
@@ -172,20 +171,20 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
     for (int p = 0; p < oob->size && status == CRUX_OK; p++) {
         status = (crux_status_t)hello[p].status;
         if (status == CRUX_OK && hello[p].key_size != hello[0].key_size) {
-            status = CRUX_ERR_NO_RESOURCE;   /* members chose different shared memory */
+            status = CRUX_ERR_NO_RESOURCE; /* members chose different shared memory */
         }
         address_size = hello[p].address_size == address_size ? address_size : 0;
     }
     if (status != CRUX_OK) {
         goto out;
     }
-    g->config.stage_size     = hello[0].stage_size;
-    g->config.chunk_size     = hello[0].chunk_size;
+    g->config.stage_size = hello[0].stage_size;
+    g->config.chunk_size = hello[0].chunk_size;
     g->config.cma_chunk_size = hello[0].cma_chunk_size;
-    g->config.cma_min_bytes  = hello[0].cma_min_bytes;
+    g->config.cma_min_bytes = hello[0].cma_min_bytes;
     g->config.stream_min_bytes = hello[0].stream_min_bytes;
     if (g->config.stage_size != config->stage_size) {
-        status = alloc_segment(g, g->config.stage_size);   /* the agreed size */
+        status = alloc_segment(g, g->config.stage_size); /* the agreed size */
     }
     status = agree(oob, status != CRUX_OK ? status : alloc_arrays(g), 1, NULL);
     if (status != CRUX_OK) {
@@ -195,7 +194,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
     /* 2: addresses and keys. */
     size_t blob_size = sizeof(uint64_t) + address_size + hello[0].key_size;
     my_blob = calloc(1, blob_size);
-    blobs   = calloc((size_t)oob->size, blob_size);
+    blobs = calloc((size_t)oob->size, blob_size);
     if (my_blob == NULL || blobs == NULL) {
         status = CRUX_ERR_NO_MEMORY;
     } else {
@@ -219,8 +218,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
 
     /* 3: map and connect; cma only if it works between every pair. */
     int cma_ok = 0;
-    status = connect_peers(g, hello, address_size, blobs + sizeof(uint64_t), blob_size,
-                           &cma_ok);
+    status = connect_peers(g, hello, address_size, blobs + sizeof(uint64_t), blob_size, &cma_ok);
     status = agree(oob, status, cma_ok, &cma_ok);
     if (status == CRUX_OK) {
         g->has_cma = cma_ok;
@@ -228,8 +226,8 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob,
             crux_tl_ep_destroy(g->eps[p]);
             g->eps[p] = NULL;
         }
-        unsigned local = config->local_procs > 0 ? (unsigned)config->local_procs
-                                                 : (unsigned)g->size;
+        unsigned local =
+            config->local_procs > 0 ? (unsigned)config->local_procs : (unsigned)g->size;
         g->spin = local > crux_cpus_online() ? 0 : CRUX_SPIN_POLLS;
     }
 

@@ -12,11 +12,11 @@
 
 /* Progress words pack a call's sequence number above a chunk count, so a
  * value from an earlier call never satisfies a wait in a later one. */
-#define CRUX_SEQ_SHIFT 24
+#define CRUX_SEQ_SHIFT             24
 #define CRUX_PROGRESS(seq, chunks) (((uint64_t)(seq) << CRUX_SEQ_SHIFT) | (uint64_t)(chunks))
-#define CRUX_MAX_CHUNKS ((1u << CRUX_SEQ_SHIFT) - 1)
+#define CRUX_MAX_CHUNKS            ((1u << CRUX_SEQ_SHIFT) - 1)
 
-#define CRUX_CTRL_MAGIC 0x6372757863746c31ull  /* "cruxctl1" */
+#define CRUX_CTRL_MAGIC 0x6372757863746c31ull /* "cruxctl1" */
 
 /* The head of every member's segment.  Only its owner writes it (release
  * stores after the data they announce, see crux_publish); peers read it
@@ -24,15 +24,15 @@
  * one of its words.  Each word a peer polls sits on its own cache line. */
 typedef struct {
     alignas(64) uint64_t magic;
-    int64_t  pid;
-    alignas(64) uint64_t arrive;     /* seq of the call entered; args below are valid */
-    uint64_t sbuf;                   /* that call's buffers, for single-copy peers */
+    int64_t pid;
+    alignas(64) uint64_t arrive; /* seq of the call entered; args below are valid */
+    uint64_t sbuf;               /* that call's buffers, for single-copy peers */
     uint64_t rbuf;
-    alignas(64) uint64_t staged;     /* PROGRESS(seq, steps of input copied into the stage) */
-    alignas(64) uint64_t reduced;    /* PROGRESS(seq, chunks of own shard reduced) */
-    alignas(64) uint64_t done;       /* seq of the last call finished with all peers' data */
-    alignas(64) uint64_t failed;     /* seq of a call this member abandoned */
-    alignas(64) uint32_t sleepers;   /* peers asleep (futex) on this block's words */
+    alignas(64) uint64_t staged;   /* PROGRESS(seq, steps of input copied into the stage) */
+    alignas(64) uint64_t reduced;  /* PROGRESS(seq, chunks of own shard reduced) */
+    alignas(64) uint64_t done;     /* seq of the last call finished with all peers' data */
+    alignas(64) uint64_t failed;   /* seq of a call this member abandoned */
+    alignas(64) uint32_t sleepers; /* peers asleep (futex) on this block's words */
 } crux_ctrl_t;
 
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
@@ -45,27 +45,27 @@ typedef struct {
  * for, but often poll, is judged as well. */
 typedef struct {
     crux_reach_t reach;
-    size_t       timed;   /* offset + 1 of the word whose next look is timed; 0: none */
-    int          arm;     /* the next look that finds a word short arms it */
+    size_t timed; /* offset + 1 of the word whose next look is timed; 0: none */
+    int arm;      /* the next look that finds a word short arms it */
 } crux_peer_reach_t;
 
 struct crux_coll_group {
-    int                 rank;
-    int                 size;
-    crux_coll_config_t  config;
-    int                 has_cma;
-    unsigned            spin;         /* polls before yielding the CPU */
-    uint64_t            seq;          /* of the last call started */
+    int rank;
+    int size;
+    crux_coll_config_t config;
+    int has_cma;
+    unsigned spin; /* polls before yielding the CPU */
+    uint64_t seq;  /* of the last call started */
 
-    crux_tl_context_t  *tl;
-    crux_tl_seg_t      *seg;
-    crux_ctrl_t       **ctrl;         /* [size]: every member's control block */
-    uint8_t           **stage;        /* [size]: every member's staging area */
-    crux_tl_rseg_t    **rsegs;        /* [size]: peers' mapped segments */
-    crux_tl_ep_t      **eps;          /* [size]: cma endpoints, NULL without cma */
-    pid_t              *pids;
-    void               *scratch;      /* single-copy landing area, size chunks */
-    crux_peer_reach_t  *reach;        /* [size]: how far each peer's caches are (crux_look) */
+    crux_tl_context_t *tl;
+    crux_tl_seg_t *seg;
+    crux_ctrl_t **ctrl;     /* [size]: every member's control block */
+    uint8_t **stage;        /* [size]: every member's staging area */
+    crux_tl_rseg_t **rsegs; /* [size]: peers' mapped segments */
+    crux_tl_ep_t **eps;     /* [size]: cma endpoints, NULL without cma */
+    pid_t *pids;
+    void *scratch;            /* single-copy landing area, size chunks */
+    crux_peer_reach_t *reach; /* [size]: how far each peer's caches are (crux_look) */
 };
 
 /* Whether member q reads best what we write for it with streaming stores. */

@@ -15,32 +15,31 @@
 #define CRUX_VECTOR_CLONES
 #endif
 
-#define CRUX_KERNEL(name, type, expr)                                              \
-    CRUX_VECTOR_CLONES static void name(void *out_, const void *a_, const void *b_,\
-                                        size_t count)                              \
-    {                                                                              \
-        type *out = out_;                                                          \
-        const type *pa = a_, *pb = b_;                                             \
-        for (size_t i = 0; i < count; i++) {                                       \
-            const type a = pa[i], b = pb[i];                                       \
-            out[i] = (expr);                                                       \
-        }                                                                          \
+#define CRUX_KERNEL(name, type, expr)                                                             \
+    CRUX_VECTOR_CLONES static void name(void *out_, const void *a_, const void *b_, size_t count) \
+    {                                                                                             \
+        type *out = out_;                                                                         \
+        const type *pa = a_, *pb = b_;                                                            \
+        for (size_t i = 0; i < count; i++) {                                                      \
+            const type a = pa[i], b = pb[i];                                                      \
+            out[i] = (expr);                                                                      \
+        }                                                                                         \
     }
 
-#define CRUX_ARITH(tag, type)                                      \
-    CRUX_KERNEL(sum_##tag, type, a + b)                            \
-    CRUX_KERNEL(prod_##tag, type, a * b)                           \
-    CRUX_KERNEL(max_##tag, type, a > b ? a : b)                    \
+#define CRUX_ARITH(tag, type)                   \
+    CRUX_KERNEL(sum_##tag, type, a + b)         \
+    CRUX_KERNEL(prod_##tag, type, a *b)         \
+    CRUX_KERNEL(max_##tag, type, a > b ? a : b) \
     CRUX_KERNEL(min_##tag, type, a < b ? a : b)
 
-#define CRUX_LOGIC(tag, type)                                      \
-    CRUX_KERNEL(land_##tag, type, (type)((a != 0) && (b != 0)))    \
-    CRUX_KERNEL(lor_##tag, type, (type)((a != 0) || (b != 0)))     \
+#define CRUX_LOGIC(tag, type)                                   \
+    CRUX_KERNEL(land_##tag, type, (type)((a != 0) && (b != 0))) \
+    CRUX_KERNEL(lor_##tag, type, (type)((a != 0) || (b != 0)))  \
     CRUX_KERNEL(lxor_##tag, type, (type)((a != 0) != (b != 0)))
 
-#define CRUX_BITS(tag, type)                                       \
-    CRUX_KERNEL(band_##tag, type, a & b)                           \
-    CRUX_KERNEL(bor_##tag, type, a | b)                            \
+#define CRUX_BITS(tag, type)            \
+    CRUX_KERNEL(band_##tag, type, a &b) \
+    CRUX_KERNEL(bor_##tag, type, a | b) \
     CRUX_KERNEL(bxor_##tag, type, a ^ b)
 
 /* Signed sums and products wrap around (two's complement), as every MPI
@@ -49,14 +48,14 @@
  * overflowed in the kernels (found by UndefinedBehaviorSanitizer,
  * tests/unit/test_reduce).  The conversion back is GCC's and clang's
  * modulo one. */
-#define CRUX_SIGNED_ARITH(tag, type, utype)                        \
-    CRUX_KERNEL(sum_##tag, type, (type)((utype)a + (utype)b))      \
-    CRUX_KERNEL(prod_##tag, type, (type)((utype)a * (utype)b))     \
-    CRUX_KERNEL(max_##tag, type, a > b ? a : b)                    \
+#define CRUX_SIGNED_ARITH(tag, type, utype)                    \
+    CRUX_KERNEL(sum_##tag, type, (type)((utype)a + (utype)b))  \
+    CRUX_KERNEL(prod_##tag, type, (type)((utype)a * (utype)b)) \
+    CRUX_KERNEL(max_##tag, type, a > b ? a : b)                \
     CRUX_KERNEL(min_##tag, type, a < b ? a : b)
 
 #define CRUX_INTEGER(tag, type) CRUX_ARITH(tag, type) CRUX_LOGIC(tag, type) CRUX_BITS(tag, type)
-#define CRUX_SIGNED(tag, type, utype)                              \
+#define CRUX_SIGNED(tag, type, utype) \
     CRUX_SIGNED_ARITH(tag, type, utype) CRUX_LOGIC(tag, type) CRUX_BITS(tag, type)
 
 CRUX_SIGNED(i8, int8_t, uint8_t)
@@ -71,11 +70,11 @@ CRUX_ARITH(f32, float)
 CRUX_ARITH(f64, double)
 CRUX_ARITH(f80, long double)
 CRUX_KERNEL(sum_c32, float _Complex, a + b)
-CRUX_KERNEL(prod_c32, float _Complex, a * b)
+CRUX_KERNEL(prod_c32, float _Complex, a *b)
 CRUX_KERNEL(sum_c64, double _Complex, a + b)
-CRUX_KERNEL(prod_c64, double _Complex, a * b)
+CRUX_KERNEL(prod_c64, double _Complex, a *b)
 CRUX_KERNEL(sum_c80, long double _Complex, a + b)
-CRUX_KERNEL(prod_c80, long double _Complex, a * b)
+CRUX_KERNEL(prod_c80, long double _Complex, a *b)
 CRUX_LOGIC(bool, bool)
 CRUX_LOGIC(l32, int32_t)
 
@@ -86,12 +85,12 @@ static float half_to_float(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
     uint32_t bits;
     if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);                 /* inf, nan */
+        bits = sign | 0x7f800000u | (man << 13); /* inf, nan */
     } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13);          /* normal */
+        bits = sign | ((exp + 112) << 23) | (man << 13); /* normal */
     } else if (man == 0) {
-        bits = sign;                                              /* zero */
-    } else {                                                      /* subnormal */
+        bits = sign; /* zero */
+    } else {         /* subnormal */
         int shift = 0;
         while (!(man & 0x400u)) {
             man <<= 1;
@@ -110,25 +109,25 @@ static uint16_t float_to_half(float f)
     memcpy(&x, &f, sizeof(x));
     uint16_t sign = (x >> 16) & 0x8000u;
     uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) {                                    /* inf, nan */
+    if (absx >= 0x7f800000u) { /* inf, nan */
         return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);
     }
-    if (absx >= 0x477ff000u) {                                    /* rounds to inf */
+    if (absx >= 0x477ff000u) { /* rounds to inf */
         return sign | 0x7c00u;
     }
-    if (absx < 0x38800000u) {                                     /* subnormal or zero */
+    if (absx < 0x38800000u) { /* subnormal or zero */
         if (absx < 0x33000000u) {
             return sign;
         }
         uint32_t man = (absx & 0x7fffffu) | 0x800000u;
-        int shift = 126 - (int)(absx >> 23);                       /* 14..24 */
+        int shift = 126 - (int)(absx >> 23); /* 14..24 */
         uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
         if (rest > mid || (rest == mid && (half & 1u))) {
             half++;
         }
         return sign | (uint16_t)half;
     }
-    uint32_t r = absx - 0x38000000u;                               /* rebias 127 -> 15 */
+    uint32_t r = absx - 0x38000000u; /* rebias 127 -> 15 */
     uint32_t half = r >> 13, rest = r & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) {
         half++;
@@ -149,68 +148,77 @@ static uint16_t float_to_bf16(float f)
     uint32_t x;
     memcpy(&x, &f, sizeof(x));
     if ((x & 0x7fffffffu) > 0x7f800000u) {
-        return (uint16_t)((x >> 16) | 0x40u);                      /* quiet nan */
+        return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
     }
-    x += 0x7fffu + ((x >> 16) & 1u);                               /* round to nearest even */
+    x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
     return (uint16_t)(x >> 16);
 }
 
-#define CRUX_F16_KERNEL(name, to_float, from_float, expr)                          \
-    static void name(void *out_, const void *a_, const void *b_, size_t count)     \
-    {                                                                              \
-        uint16_t *out = out_;                                                      \
-        const uint16_t *pa = a_, *pb = b_;                                         \
-        for (size_t i = 0; i < count; i++) {                                       \
-            const float a = to_float(pa[i]), b = to_float(pb[i]);                  \
-            out[i] = from_float(expr);                                             \
-        }                                                                          \
+#define CRUX_F16_KERNEL(name, to_float, from_float, expr)                      \
+    static void name(void *out_, const void *a_, const void *b_, size_t count) \
+    {                                                                          \
+        uint16_t *out = out_;                                                  \
+        const uint16_t *pa = a_, *pb = b_;                                     \
+        for (size_t i = 0; i < count; i++) {                                   \
+            const float a = to_float(pa[i]), b = to_float(pb[i]);              \
+            out[i] = from_float(expr);                                         \
+        }                                                                      \
     }
-#define CRUX_F16_ARITH(tag, to_float, from_float)                                  \
-    CRUX_F16_KERNEL(sum_##tag, to_float, from_float, a + b)                        \
-    CRUX_F16_KERNEL(prod_##tag, to_float, from_float, a * b)                       \
-    CRUX_F16_KERNEL(max_##tag, to_float, from_float, a > b ? a : b)                \
+#define CRUX_F16_ARITH(tag, to_float, from_float)                   \
+    CRUX_F16_KERNEL(sum_##tag, to_float, from_float, a + b)         \
+    CRUX_F16_KERNEL(prod_##tag, to_float, from_float, a *b)         \
+    CRUX_F16_KERNEL(max_##tag, to_float, from_float, a > b ? a : b) \
     CRUX_F16_KERNEL(min_##tag, to_float, from_float, a < b ? a : b)
 CRUX_F16_ARITH(f16, half_to_float, float_to_half)
 CRUX_F16_ARITH(bf16, bf16_to_float, float_to_bf16)
 
-#define ARITH_ROW(tag) [CRUX_OP_SUM] = sum_##tag, [CRUX_OP_PROD] = prod_##tag, \
-                       [CRUX_OP_MAX] = max_##tag, [CRUX_OP_MIN] = min_##tag
-#define LOGIC_ROW(tag) [CRUX_OP_LAND] = land_##tag, [CRUX_OP_LOR] = lor_##tag, \
-                       [CRUX_OP_LXOR] = lxor_##tag
-#define BITS_ROW(tag)  [CRUX_OP_BAND] = band_##tag, [CRUX_OP_BOR] = bor_##tag, \
-                       [CRUX_OP_BXOR] = bxor_##tag
-#define INTEGER_ROW(tag) { ARITH_ROW(tag), LOGIC_ROW(tag), BITS_ROW(tag) }
+#define ARITH_ROW(tag)                                                                 \
+    [CRUX_OP_SUM] = sum_##tag, [CRUX_OP_PROD] = prod_##tag, [CRUX_OP_MAX] = max_##tag, \
+    [CRUX_OP_MIN] = min_##tag
+#define LOGIC_ROW(tag) \
+    [CRUX_OP_LAND] = land_##tag, [CRUX_OP_LOR] = lor_##tag, [CRUX_OP_LXOR] = lxor_##tag
+#define BITS_ROW(tag) \
+    [CRUX_OP_BAND] = band_##tag, [CRUX_OP_BOR] = bor_##tag, [CRUX_OP_BXOR] = bxor_##tag
+#define INTEGER_ROW(tag)                              \
+    {                                                 \
+        ARITH_ROW(tag), LOGIC_ROW(tag), BITS_ROW(tag) \
+    }
 
 static const crux_reduce_fn_t kernels[CRUX_DT_COUNT][CRUX_OP_COUNT] = {
-    [CRUX_DT_INT8]   = INTEGER_ROW(i8),
-    [CRUX_DT_UINT8]  = INTEGER_ROW(u8),
-    [CRUX_DT_INT16]  = INTEGER_ROW(i16),
+    [CRUX_DT_INT8] = INTEGER_ROW(i8),
+    [CRUX_DT_UINT8] = INTEGER_ROW(u8),
+    [CRUX_DT_INT16] = INTEGER_ROW(i16),
     [CRUX_DT_UINT16] = INTEGER_ROW(u16),
-    [CRUX_DT_INT32]  = INTEGER_ROW(i32),
+    [CRUX_DT_INT32] = INTEGER_ROW(i32),
     [CRUX_DT_UINT32] = INTEGER_ROW(u32),
-    [CRUX_DT_INT64]  = INTEGER_ROW(i64),
+    [CRUX_DT_INT64] = INTEGER_ROW(i64),
     [CRUX_DT_UINT64] = INTEGER_ROW(u64),
-    [CRUX_DT_FLOAT16]  = { ARITH_ROW(f16) },
+    [CRUX_DT_FLOAT16] = { ARITH_ROW(f16) },
     [CRUX_DT_BFLOAT16] = { ARITH_ROW(bf16) },
-    [CRUX_DT_FLOAT]       = { ARITH_ROW(f32) },
-    [CRUX_DT_DOUBLE]      = { ARITH_ROW(f64) },
+    [CRUX_DT_FLOAT] = { ARITH_ROW(f32) },
+    [CRUX_DT_DOUBLE] = { ARITH_ROW(f64) },
     [CRUX_DT_LONG_DOUBLE] = { ARITH_ROW(f80) },
-    [CRUX_DT_COMPLEX_FLOAT]       = { [CRUX_OP_SUM] = sum_c32, [CRUX_OP_PROD] = prod_c32 },
-    [CRUX_DT_COMPLEX_DOUBLE]      = { [CRUX_OP_SUM] = sum_c64, [CRUX_OP_PROD] = prod_c64 },
+    [CRUX_DT_COMPLEX_FLOAT] = { [CRUX_OP_SUM] = sum_c32, [CRUX_OP_PROD] = prod_c32 },
+    [CRUX_DT_COMPLEX_DOUBLE] = { [CRUX_OP_SUM] = sum_c64, [CRUX_OP_PROD] = prod_c64 },
     [CRUX_DT_COMPLEX_LONG_DOUBLE] = { [CRUX_OP_SUM] = sum_c80, [CRUX_OP_PROD] = prod_c80 },
-    [CRUX_DT_BOOL]      = { LOGIC_ROW(bool) },
+    [CRUX_DT_BOOL] = { LOGIC_ROW(bool) },
     [CRUX_DT_LOGICAL32] = { LOGIC_ROW(l32) },
 };
 
 static const struct {
     const char *name;
-    size_t      size;
+    size_t size;
 } dtype_info[CRUX_DT_COUNT] = {
-    [CRUX_DT_INT8] = { "int8", 1 },         [CRUX_DT_UINT8] = { "uint8", 1 },
-    [CRUX_DT_INT16] = { "int16", 2 },       [CRUX_DT_UINT16] = { "uint16", 2 },
-    [CRUX_DT_INT32] = { "int32", 4 },       [CRUX_DT_UINT32] = { "uint32", 4 },
-    [CRUX_DT_INT64] = { "int64", 8 },       [CRUX_DT_UINT64] = { "uint64", 8 },
-    [CRUX_DT_FLOAT16] = { "float16", 2 },   [CRUX_DT_BFLOAT16] = { "bfloat16", 2 },
+    [CRUX_DT_INT8] = { "int8", 1 },
+    [CRUX_DT_UINT8] = { "uint8", 1 },
+    [CRUX_DT_INT16] = { "int16", 2 },
+    [CRUX_DT_UINT16] = { "uint16", 2 },
+    [CRUX_DT_INT32] = { "int32", 4 },
+    [CRUX_DT_UINT32] = { "uint32", 4 },
+    [CRUX_DT_INT64] = { "int64", 8 },
+    [CRUX_DT_UINT64] = { "uint64", 8 },
+    [CRUX_DT_FLOAT16] = { "float16", 2 },
+    [CRUX_DT_BFLOAT16] = { "bfloat16", 2 },
     [CRUX_DT_FLOAT] = { "float", sizeof(float) },
     [CRUX_DT_DOUBLE] = { "double", sizeof(double) },
     [CRUX_DT_LONG_DOUBLE] = { "long double", sizeof(long double) },

@@ -10,7 +10,7 @@
 #include "common/crux_copy.h"
 #include "ompi_coll/crux_reduce.h"
 
-#define CRUX_REDUCE_BLOCK 4096   /* bytes; a multiple of every element size */
+#define CRUX_REDUCE_BLOCK 4096 /* bytes; a multiple of every element size */
 
 /* result = x[0] op x[1] op ... op x[n-1], left to right (rank order), over
  * 'bytes', block by block so the partial result of a block stays in L1

@@ -8,17 +8,17 @@
 #include "ompi_coll/crux_group_internal.h"
 
 typedef struct {
-    size_t count;        /* elements in the whole buffer */
-    size_t esize;        /* bytes per element */
-    size_t chunk;        /* elements per chunk */
-    int    members;
+    size_t count; /* elements in the whole buffer */
+    size_t esize; /* bytes per element */
+    size_t chunk; /* elements per chunk */
+    int members;
 } crux_cut_t;
 
 static inline crux_cut_t crux_cut(size_t count, size_t esize, size_t chunk_bytes, int members)
 {
     size_t chunk = chunk_bytes / esize > 0 ? chunk_bytes / esize : 1;
     size_t largest_shard = (count + (size_t)members - 1) / (size_t)members;
-    if (largest_shard / chunk >= CRUX_MAX_CHUNKS) {   /* keep chunk counts packable */
+    if (largest_shard / chunk >= CRUX_MAX_CHUNKS) { /* keep chunk counts packable */
         chunk = largest_shard / (CRUX_MAX_CHUNKS - 1) + 1;
     }
     return (crux_cut_t){ .count = count, .esize = esize, .chunk = chunk, .members = members };

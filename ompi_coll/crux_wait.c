@@ -21,9 +21,9 @@
 
 #include "ompi_coll/crux_group_internal.h"
 
-#define CRUX_YIELDS 8u               /* yields before sleeping */
-#define CRUX_SLEEP_NS 1000000L      /* a sleep ends after this long at most */
-#define CRUX_LIVENESS_POLLS 4096u   /* polls between checks that the peer lives */
+#define CRUX_YIELDS         8u       /* yields before sleeping */
+#define CRUX_SLEEP_NS       1000000L /* a sleep ends after this long at most */
+#define CRUX_LIVENESS_POLLS 4096u    /* polls between checks that the peer lives */
 
 static inline void cpu_relax(void)
 {
@@ -91,7 +91,7 @@ static int process_alive(pid_t pid)
     size_t n = fread(stat, 1, sizeof(stat) - 1, f);
     fclose(f);
     stat[n] = '\0';
-    const char *end = strrchr(stat, ')');   /* the command name may hold spaces */
+    const char *end = strrchr(stat, ')'); /* the command name may hold spaces */
     return end == NULL || end[1] == '\0' || (end[2] != 'Z' && end[2] != 'X');
 }
 

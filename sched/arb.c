@@ -20,15 +20,15 @@
 
 #include "sched/crux_arb.h"
 
-#define ARB_MAGIC      0x63727578617262ULL     /* "cruxarb" */
+#define ARB_MAGIC      0x63727578617262ULL /* "cruxarb" */
 #define ARB_VERSION    1
-#define ARB_RECHECK_NS 10000000ULL              /* 10 ms */
+#define ARB_RECHECK_NS 10000000ULL /* 10 ms */
 
 typedef struct {
-    int32_t state;               /* 0 free, crux_arb_state_t */
+    int32_t state; /* 0 free, crux_arb_state_t */
     int32_t resource, level;
     pid_t pid;
-    uint64_t start_time;         /* of pid, in clock ticks since boot */
+    uint64_t start_time; /* of pid, in clock ticks since boot */
     uint64_t since_ns;
     char job[CRUX_ARB_JOB_LEN];
 } arb_entry_t;
@@ -37,7 +37,7 @@ typedef struct {
     uint64_t magic;
     uint32_t version, size;
     pthread_mutex_t lock;
-    _Atomic uint32_t seq;        /* futex: bumped on every release */
+    _Atomic uint32_t seq; /* futex: bumped on every release */
     int32_t nres;
     char res[CRUX_ARB_MAX_RESOURCES][CRUX_ARB_NAME_LEN];
     arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
@@ -70,7 +70,7 @@ static uint64_t proc_start(pid_t pid)
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    char *p = strrchr(buf, ')');             /* the command name may hold blanks */
+    char *p = strrchr(buf, ')'); /* the command name may hold blanks */
     if (p == NULL || p[1] != ' ')
         return 0;
     char state = p[2];
@@ -89,14 +89,14 @@ static int entry_alive(const arb_entry_t *e)
 {
     if (kill(e->pid, 0) != 0 && errno == ESRCH)
         return 0;
-    if (e->start_time == 0)      /* /proc was unreadable: trust kill() alone */
+    if (e->start_time == 0) /* /proc was unreadable: trust kill() alone */
         return 1;
     return proc_start(e->pid) == e->start_time;
 }
 
 static void arb_lock(arb_table_t *t)
 {
-    if (pthread_mutex_lock(&t->lock) == EOWNERDEAD)   /* the holder died inside */
+    if (pthread_mutex_lock(&t->lock) == EOWNERDEAD) /* the holder died inside */
         pthread_mutex_consistent(&t->lock);
 }
 
@@ -143,7 +143,7 @@ static int init_table(arb_table_t *t)
         return -1;
     t->version = ARB_VERSION;
     t->size = sizeof(*t);
-    t->magic = ARB_MAGIC;        /* last: marks the table initialised */
+    t->magic = ARB_MAGIC; /* last: marks the table initialised */
     return 0;
 }
 
@@ -251,7 +251,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
     *tk = (crux_arb_ticket_t){ -1, 0, 0, 0 };
     if (resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0)
         return CRUX_ERR_INVALID;
-    if (getpid() != a->my_pid) {         /* opened before a fork */
+    if (getpid() != a->my_pid) { /* opened before a fork */
         a->my_pid = getpid();
         a->my_start = proc_start(a->my_pid);
     }

@@ -4,13 +4,18 @@
 
 #include "sched/sched_internal.h"
 
-#define GBPS(x) ((x) * 1e9 / 8.0)
+#define GBPS(x) ((x)*1e9 / 8.0)
 
 void crux_sched_clos2_defaults(crux_sched_clos2_t *p)
 {
     /* the paper's validation cases: 2-4 ToRs, 2 aggregation switches */
-    *p = (crux_sched_clos2_t){ .tors = 4, .aggs = 2, .hosts_per_tor = 4, .gpus_per_host = 8,
-                               .gpus_per_nic = 2, .links_per_agg = 1, .nic_gbps = 200,
+    *p = (crux_sched_clos2_t){ .tors = 4,
+                               .aggs = 2,
+                               .hosts_per_tor = 4,
+                               .gpus_per_host = 8,
+                               .gpus_per_nic = 2,
+                               .links_per_agg = 1,
+                               .nic_gbps = 200,
                                .uplink_gbps = 400 };
 }
 
@@ -19,13 +24,13 @@ static int host_shape_ok(int gpus, int per_nic)
     return gpus >= 1 && gpus <= CRUX_SCHED_MAX_GPUS && per_nic >= 1 && gpus % per_nic == 0;
 }
 
-#define TRY(x)                                                                              \
-    do {                                                                                    \
-        crux_status_t st_ = (x);                                                            \
-        if (st_ != CRUX_OK) {                                                               \
-            crux_sched_cluster_free(c);                                                     \
-            return st_;                                                                     \
-        }                                                                                   \
+#define TRY(x)                          \
+    do {                                \
+        crux_status_t st_ = (x);        \
+        if (st_ != CRUX_OK) {           \
+            crux_sched_cluster_free(c); \
+            return st_;                 \
+        }                               \
     } while (0)
 
 crux_status_t crux_sched_build_clos2(const crux_sched_clos2_t *p, crux_sched_cluster_t **out)
@@ -65,10 +70,16 @@ crux_status_t crux_sched_build_clos2(const crux_sched_clos2_t *p, crux_sched_clu
 
 void crux_sched_double_sided_defaults(crux_sched_double_sided_t *p)
 {
-    *p = (crux_sched_double_sided_t){ .pods = 3, .hosts_per_pod = 88, .aggs_per_pod = 4,
-                                      .cores = 32, .gpus_per_host = 8, .gpus_per_nic = 2,
-                                      .tor_agg_links = 8, .agg_core_links = 1,
-                                      .nic_port_gbps = 200, .tor_agg_gbps = 400,
+    *p = (crux_sched_double_sided_t){ .pods = 3,
+                                      .hosts_per_pod = 88,
+                                      .aggs_per_pod = 4,
+                                      .cores = 32,
+                                      .gpus_per_host = 8,
+                                      .gpus_per_nic = 2,
+                                      .tor_agg_links = 8,
+                                      .agg_core_links = 1,
+                                      .nic_port_gbps = 200,
+                                      .tor_agg_gbps = 400,
                                       .agg_core_gbps = 400 };
 }
 
@@ -98,23 +109,22 @@ crux_status_t crux_sched_build_double_sided(const crux_sched_double_sided_t *p,
             TRY(crux_sched_cluster_add_switch(c, name, 1, &id));
             if (a == 0)
                 agg0 = id;
-            for (int k = 0; k < per_plane; k++)      /* agg a joins core plane a */
+            for (int k = 0; k < per_plane; k++) /* agg a joins core plane a */
                 TRY(crux_sched_cluster_link_switches(c, id, a * per_plane + k,
-                                                     GBPS(p->agg_core_gbps),
-                                                     p->agg_core_links));
+                                                     GBPS(p->agg_core_gbps), p->agg_core_links));
         }
         for (int side = 0; side < 2; side++) {
             snprintf(name, sizeof(name), "tor%d", 2 * pod + side);
             TRY(crux_sched_cluster_add_switch(c, name, 0, &tor[side]));
             for (int a = 0; a < p->aggs_per_pod; a++)
-                TRY(crux_sched_cluster_link_switches(c, tor[side], agg0 + a,
-                                                     GBPS(p->tor_agg_gbps), p->tor_agg_links));
+                TRY(crux_sched_cluster_link_switches(c, tor[side], agg0 + a, GBPS(p->tor_agg_gbps),
+                                                     p->tor_agg_links));
         }
         for (int i = 0; i < p->hosts_per_pod; i++) {
             int h;
             snprintf(name, sizeof(name), "h%d", pod * p->hosts_per_pod + i);
             TRY(crux_sched_cluster_add_host(c, name, p->gpus_per_host, nics, &h));
-            for (int n = 0; n < nics; n++)           /* port 0 on ToR A, port 1 on ToR B */
+            for (int n = 0; n < nics; n++) /* port 0 on ToR A, port 1 on ToR B */
                 for (int side = 0; side < 2; side++)
                     TRY(crux_sched_cluster_link_nic(c, h, n, tor[side], GBPS(p->nic_port_gbps)));
         }

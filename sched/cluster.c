@@ -70,8 +70,8 @@ static int valid_name(const char *name)
 crux_status_t crux_sched_cluster_add_host(crux_sched_cluster_t *c, const char *name, int gpus,
                                           int nics, int *host_out)
 {
-    if (c == NULL || c->sealed || !valid_name(name) || gpus < 1 ||
-        gpus > CRUX_SCHED_MAX_GPUS || nics < 1 || nics > gpus || gpus % nics != 0)
+    if (c == NULL || c->sealed || !valid_name(name) || gpus < 1 || gpus > CRUX_SCHED_MAX_GPUS ||
+        nics < 1 || nics > gpus || gpus % nics != 0)
         return CRUX_ERR_INVALID;
     if (sched_names_get(c->host_names, name) >= 0)
         return CRUX_ERR_INVALID;
@@ -220,7 +220,7 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
         goto out;
     memcpy(fill_out, c->sw_out_off, (size_t)nsw * sizeof(int));
     memcpy(fill_in, in_off, (size_t)nsw * sizeof(int));
-    for (int l = 0; l < c->nlinks; l++)        /* ascending link ids per switch */
+    for (int l = 0; l < c->nlinks; l++) /* ascending link ids per switch */
         if (SCHED_IS_SW(c->links[l].src) && SCHED_IS_SW(c->links[l].dst)) {
             int s = SCHED_SW_OF(c->links[l].src), d = SCHED_SW_OF(c->links[l].dst);
             c->sw_out[fill_out[s]++] = l;
@@ -234,8 +234,7 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
             if (c->tor_index[s] < 0)
                 c->tor_index[s] = c->ntors++;
         }
-    c->dist = malloc((size_t)(c->ntors ? c->ntors : 1) * (size_t)(nsw ? nsw : 1) *
-                     sizeof(int16_t));
+    c->dist = malloc((size_t)(c->ntors ? c->ntors : 1) * (size_t)(nsw ? nsw : 1) * sizeof(int16_t));
     if (c->dist == NULL)
         goto out;
     for (int s = 0; s < nsw; s++)

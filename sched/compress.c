@@ -22,7 +22,7 @@
 /* The candidate list of one layer: values are implicit, kept as the head
  * and tail values and the gaps d[j] = g(j) - g(next(j)) > 0. */
 typedef struct {
-    int *parent;                 /* union-find: first live candidate >= j */
+    int *parent; /* union-find: first live candidate >= j */
     int *prev, *next;
     double *d;
     int head, tail;
@@ -40,7 +40,7 @@ static int mono_find(int *parent, int x)
 
 static void mono_append(mono_t *m, int j, double x)
 {
-    while (m->tail >= 0 && m->vtail <= x) {      /* dominated by the newcomer */
+    while (m->tail >= 0 && m->vtail <= x) { /* dominated by the newcomer */
         int t = m->tail, pt = m->prev[t];
         m->parent[t] = t + 1;
         if (pt >= 0) {
@@ -76,7 +76,7 @@ static void mono_suffix_add(mono_t *m, int p, double w)
     }
     int q = m->prev[s];
     m->d[q] -= w;
-    while (m->d[q] <= 0) {                       /* q is now dominated: drop it */
+    while (m->d[q] <= 0) { /* q is now dominated: drop it */
         int pq = m->prev[q], nq = m->next[q];
         m->parent[q] = q + 1;
         m->prev[nq] = pq;
@@ -96,7 +96,7 @@ typedef struct {
     int levels;
     int *order, *pos, *indeg, *queue;
     double *fprev, *fcur;
-    int *arg;                    /* arg[k * (n+1) + i] */
+    int *arg; /* arg[k * (n+1) + i] */
     mono_t m;
     sched_rng_t rng;
 } ctx_t;
@@ -145,7 +145,7 @@ static double cut_order(ctx_t *x, int n)
     for (int i = 0; i < n; i++)
         x->pos[x->order[i]] = i + 1;
     for (int i = 0; i <= n; i++) {
-        x->fprev[i] = 0.0;                   /* f(i,1) = 0: one segment cuts nothing */
+        x->fprev[i] = 0.0; /* f(i,1) = 0: one segment cuts nothing */
         x->arg[1 * (n + 1) + i] = 0;
     }
     for (int k = 2; k <= L; k++) {
@@ -176,7 +176,7 @@ static void assign_levels(ctx_t *x, int n, int *level_out)
     int i = n;
     for (int k = L; k >= 1 && i > 0; k--) {
         int j = k == 1 ? 0 : x->arg[k * (n + 1) + i];
-        bound[nb++] = i;         /* segment (j, i] */
+        bound[nb++] = i; /* segment (j, i] */
         i = j;
     }
     /* bound[nb-1] ends the first segment; walk segments front to back */
@@ -221,9 +221,8 @@ crux_status_t sched_dag_compress(const sched_dag_t *g, int levels, int orders, u
     x.m.next = malloc(sz * sizeof(int));
     x.m.d = malloc(sz * sizeof(double));
     crux_status_t st = CRUX_ERR_NO_MEMORY;
-    if (!uf || !comp_off || !comp || !fill || !best || !x.order || !x.pos || !x.indeg ||
-        !x.queue || !x.fprev || !x.fcur || !x.arg || !x.m.parent || !x.m.prev || !x.m.next ||
-        !x.m.d)
+    if (!uf || !comp_off || !comp || !fill || !best || !x.order || !x.pos || !x.indeg || !x.queue ||
+        !x.fprev || !x.fcur || !x.arg || !x.m.parent || !x.m.prev || !x.m.next || !x.m.d)
         goto out;
     sched_rng_seed(&x.rng, seed);
 
@@ -249,13 +248,13 @@ crux_status_t sched_dag_compress(const sched_dag_t *g, int levels, int orders, u
         int *nodes = comp + comp_off[r], cn = comp_off[r + 1] - comp_off[r];
         if (cn == 0)
             continue;
-        if (cn == 1) {           /* no contention: nothing is lost at the top */
+        if (cn == 1) { /* no contention: nothing is lost at the top */
             level_out[nodes[0]] = levels - 1;
             continue;
         }
         double best_cut = -1.0;
         for (int o = 0; o < orders; o++) {
-            if (random_order(&x, nodes, cn) < cn) {   /* a node never freed: a cycle */
+            if (random_order(&x, nodes, cn) < cn) { /* a node never freed: a cycle */
                 st = CRUX_ERR_INVALID;
                 goto out;
             }
@@ -292,9 +291,8 @@ out:
     return st;
 }
 
-crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int nedges,
-                                      int levels, int orders, uint64_t seed, int *level_out,
-                                      double *cut_out)
+crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int nedges, int levels,
+                                      int orders, uint64_t seed, int *level_out, double *cut_out)
 {
     if (n < 0 || nedges < 0 || (nedges > 0 && edges == NULL) || (n > 0 && level_out == NULL))
         return CRUX_ERR_INVALID;

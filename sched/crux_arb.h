@@ -36,9 +36,9 @@ const char *crux_arb_default_path(char *buf, size_t len);
 crux_status_t crux_arb_resource(crux_arb_t *arb, const char *name, int *id);
 
 typedef struct {
-    int entry;                   /* slot in the table, -1 when not held */
-    int waited;                  /* 1 if it had to wait for a higher level */
-    int timed_out;               /* 1 if the bounded wait ran out */
+    int entry;     /* slot in the table, -1 when not held */
+    int waited;    /* 1 if it had to wait for a higher level */
+    int timed_out; /* 1 if the bounded wait ran out */
     uint64_t wait_ns;
 } crux_arb_ticket_t;
 
@@ -58,7 +58,7 @@ typedef struct {
     crux_arb_state_t state;
     char resource[CRUX_ARB_NAME_LEN];
     char job[CRUX_ARB_JOB_LEN];
-    uint64_t since_ns;           /* CLOCK_MONOTONIC */
+    uint64_t since_ns; /* CLOCK_MONOTONIC */
 } crux_arb_entry_t;
 /* Who is active and who is waiting (dead processes' entries are reclaimed
  * first).  Writes at most max entries; *n gets how many there are. */

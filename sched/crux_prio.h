@@ -19,7 +19,7 @@
 #include "common/crux_status.h"
 
 #define CRUX_PRIO_MAX_LEVELS 64
-#define CRUX_PRIO_MAX_TOKEN  4096   /* longest id, key or value */
+#define CRUX_PRIO_MAX_TOKEN  4096 /* longest id, key or value */
 /* The largest priority file read: a bigger one is refused like a malformed
  * one, without reading it (jobs poll the file from their collectives). */
 #define CRUX_PRIO_MAX_FILE_BYTES ((size_t)16 << 20)
@@ -39,7 +39,7 @@ typedef struct {
     int levels;
     int njobs;
     const crux_prio_entry_t *jobs;
-    void *storage;               /* owned by a parsed file; NULL when built by hand */
+    void *storage; /* owned by a parsed file; NULL when built by hand */
 } crux_prio_file_t;
 
 /* Parse a whole file; `name` is used in messages ("name:LINE: why"). */
@@ -54,12 +54,12 @@ const char *crux_prio_get(const crux_prio_entry_t *entry, const char *key);
 /* Write `file` (with optional comment lines) to path atomically.  A table
  * larger than CRUX_PRIO_MAX_FILE_BYTES, which no reader would take, is
  * refused (CRUX_ERR_INVALID) and the file left as it was. */
-crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *file,
-                              const char *comment, char *err, size_t errlen);
+crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *file, const char *comment,
+                              char *err, size_t errlen);
 /* Replace path with data atomically: a hidden temporary file in the same
  * directory (".NAME.XXXXXX"), fsync, mode 0644, rename. */
-crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len,
-                                     char *err, size_t errlen);
+crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, char *err,
+                                     size_t errlen);
 /* A token of the format: non-empty, printable, no blank, no '#'. */
 int crux_prio_token_ok(const char *s);
 
@@ -69,9 +69,9 @@ typedef struct crux_prio_reader crux_prio_reader_t;
 typedef void (*crux_prio_log_fn)(void *arg, const char *message);
 
 typedef enum {
-    CRUX_PRIO_NO_FILE,           /* no file: the default level */
-    CRUX_PRIO_NOT_LISTED,        /* a file without this job: the default level */
-    CRUX_PRIO_LISTED             /* the level the file gives */
+    CRUX_PRIO_NO_FILE,    /* no file: the default level */
+    CRUX_PRIO_NOT_LISTED, /* a file without this job: the default level */
+    CRUX_PRIO_LISTED      /* the level the file gives */
 } crux_prio_state_t;
 
 /* Reads the file at once (a missing file is fine).  poll() looks at the
@@ -87,7 +87,7 @@ void crux_prio_reader_set_log(crux_prio_reader_t *reader, crux_prio_log_fn fn, v
  * malformed file changes nothing (the last good state stays). */
 int crux_prio_reader_poll(crux_prio_reader_t *reader);
 int crux_prio_reader_level(const crux_prio_reader_t *reader);
-int crux_prio_reader_levels(const crux_prio_reader_t *reader);   /* K; 0 without a file */
+int crux_prio_reader_levels(const crux_prio_reader_t *reader); /* K; 0 without a file */
 const char *crux_prio_reader_get(const crux_prio_reader_t *reader, const char *key);
 crux_prio_state_t crux_prio_reader_state(const crux_prio_reader_t *reader);
 /* 1 while the newest file is malformed and the last good state is used. */

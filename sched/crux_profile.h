@@ -37,8 +37,8 @@ typedef struct {
 crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char *err,
                                  size_t errlen);
 /* Fill *p (free it with crux_profile_clear); messages name "name:LINE". */
-crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
-                                 crux_profile_t *p, char *err, size_t errlen);
+crux_status_t crux_profile_parse(const char *text, size_t len, const char *name, crux_profile_t *p,
+                                 char *err, size_t errlen);
 crux_status_t crux_profile_load(const char *path, crux_profile_t *p, char *err, size_t errlen);
 void crux_profile_clear(crux_profile_t *p);
 

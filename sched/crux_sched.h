@@ -33,10 +33,11 @@
 
 #include "common/crux_status.h"
 
-#define CRUX_SCHED_MAX_LEVELS 16     /* IB has 16 service levels */
-#define CRUX_SCHED_MAX_PORTS  4      /* switch ports of one NIC */
-#define CRUX_SCHED_MAX_GPUS   64     /* GPUs of one host (a 64-bit mask) */
-#define CRUX_SCHED_MAX_SWITCHES 4096 /* switches of a cluster: sealing keeps a ToR x switch
+#define CRUX_SCHED_MAX_LEVELS 16 /* IB has 16 service levels */
+#define CRUX_SCHED_MAX_PORTS  4  /* switch ports of one NIC */
+#define CRUX_SCHED_MAX_GPUS   64 /* GPUs of one host (a 64-bit mask) */
+#define CRUX_SCHED_MAX_SWITCHES \
+    4096 /* switches of a cluster: sealing keeps a ToR x switch
                                         distance table, quadratic in them */
 
 /* ------------------------------------------------------------------ */
@@ -51,13 +52,13 @@ void crux_sched_cluster_free(crux_sched_cluster_t *cluster);
 /* Build a cluster by hand.  Names are unique among hosts and among
  * switches.  Bandwidths are in bytes per second.  Nothing can be added once
  * the cluster is sealed; only a sealed cluster can be planned on. */
-crux_status_t crux_sched_cluster_add_host(crux_sched_cluster_t *cluster, const char *name,
-                                          int gpus, int nics, int *host_out);
+crux_status_t crux_sched_cluster_add_host(crux_sched_cluster_t *cluster, const char *name, int gpus,
+                                          int nics, int *host_out);
 crux_status_t crux_sched_cluster_add_switch(crux_sched_cluster_t *cluster, const char *name,
                                             int layer, int *switch_out);
 /* A full-duplex cable from a port of NIC `nic` of `host` to a switch. */
-crux_status_t crux_sched_cluster_link_nic(crux_sched_cluster_t *cluster, int host, int nic,
-                                          int sw, double bytes_per_s);
+crux_status_t crux_sched_cluster_link_nic(crux_sched_cluster_t *cluster, int host, int nic, int sw,
+                                          double bytes_per_s);
 /* `count` parallel full-duplex cables between two switches. */
 crux_status_t crux_sched_cluster_link_switches(crux_sched_cluster_t *cluster, int sw_a, int sw_b,
                                                double bytes_per_s, int count);
@@ -68,7 +69,7 @@ crux_status_t crux_sched_cluster_seal(crux_sched_cluster_t *cluster, char *err, 
 typedef struct {
     int tors, aggs, hosts_per_tor;
     int gpus_per_host, gpus_per_nic;
-    int links_per_agg;           /* parallel cables from each ToR to each agg */
+    int links_per_agg; /* parallel cables from each ToR to each agg */
     double nic_gbps, uplink_gbps;
 } crux_sched_clos2_t;
 void crux_sched_clos2_defaults(crux_sched_clos2_t *p);
@@ -119,7 +120,7 @@ crux_status_t crux_sched_host_info(const crux_sched_cluster_t *cluster, int host
 
 typedef struct {
     const char *name;
-    int layer;                   /* 0: ToR (hosts attach), 1: aggregation, 2: core */
+    int layer; /* 0: ToR (hosts attach), 1: aggregation, 2: core */
 } crux_sched_switch_info_t;
 crux_status_t crux_sched_switch_info(const crux_sched_cluster_t *cluster, int sw,
                                      crux_sched_switch_info_t *info);
@@ -135,8 +136,8 @@ typedef struct {
 crux_status_t crux_sched_link_info(const crux_sched_cluster_t *cluster, int link,
                                    crux_sched_link_info_t *info);
 /* "host:nic>switch", "switch>switch" or "switch>host:nic", cut to len. */
-const char *crux_sched_link_name(const crux_sched_cluster_t *cluster, int link,
-                                 char *buf, size_t len);
+const char *crux_sched_link_name(const crux_sched_cluster_t *cluster, int link, char *buf,
+                                 size_t len);
 
 /* The candidate paths between two NICs: how many (saturating at
  * UINT64_MAX), and the links of path `index` (returns the hop count, or
@@ -152,21 +153,21 @@ int crux_sched_path_links(const crux_sched_cluster_t *cluster, int src_host, int
 
 typedef struct {
     int host;
-    uint64_t gpus;               /* bit g: GPU g of the host; 0 = all its GPUs */
+    uint64_t gpus; /* bit g: GPU g of the host; 0 = all its GPUs */
 } crux_sched_place_t;
 
 typedef struct {
     int src_host, src_nic, dst_host, dst_nic;
-    double bytes;                /* per iteration */
+    double bytes; /* per iteration */
 } crux_sched_flow_spec_t;
 
 typedef struct {
-    const char *id;              /* a token: no blanks, no '#' */
-    const crux_sched_place_t *placement;   /* in ring order; hosts distinct */
+    const char *id;                      /* a token: no blanks, no '#' */
+    const crux_sched_place_t *placement; /* in ring order; hosts distinct */
     int nplacement;
-    double compute_s;            /* compute time of one iteration, > 0 */
-    double work;                 /* W per iteration; <= 0: GPUs * compute_s */
-    double overlap;              /* 0..1 */
+    double compute_s; /* compute time of one iteration, > 0 */
+    double work;      /* W per iteration; <= 0: GPUs * compute_s */
+    double overlap;   /* 0..1 */
     /* Traffic: a ring Allreduce of allreduce_bytes over the placement (each
      * host sends 2(G-1)/G * B to the next host, G the job's GPUs, striped
      * over the NICs of its GPUs), plus any explicit flows. */
@@ -185,19 +186,19 @@ crux_status_t crux_sched_plan_add_job(crux_sched_plan_t *plan, const crux_sched_
 int crux_sched_plan_jobs(const crux_sched_plan_t *plan);
 
 typedef enum {
-    CRUX_SCHED_PATHS_CRUX,       /* most to least intensive, least congested path */
-    CRUX_SCHED_PATHS_ECMP,       /* a hash of (job id, flow), as switches would */
-    CRUX_SCHED_PATHS_RANDOM      /* uniformly random, from the seed */
+    CRUX_SCHED_PATHS_CRUX,  /* most to least intensive, least congested path */
+    CRUX_SCHED_PATHS_ECMP,  /* a hash of (job id, flow), as switches would */
+    CRUX_SCHED_PATHS_RANDOM /* uniformly random, from the seed */
 } crux_sched_path_mode_t;
 
 typedef struct {
-    int levels;                  /* K, 1..CRUX_SCHED_MAX_LEVELS (8) */
-    int reserve;                 /* top levels kept for other traffic (0) */
-    int orders;                  /* m random topological orders (10) */
-    uint64_t seed;               /* (1) */
-    double horizon_iters;        /* two-job comparison length, in iterations
+    int levels;                   /* K, 1..CRUX_SCHED_MAX_LEVELS (8) */
+    int reserve;                  /* top levels kept for other traffic (0) */
+    int orders;                   /* m random topological orders (10) */
+    uint64_t seed;                /* (1) */
+    double horizon_iters;         /* two-job comparison length, in iterations
                                     of the longer job (3, as the paper's figures) */
-    crux_sched_path_mode_t paths;  /* (CRUX_SCHED_PATHS_CRUX) */
+    crux_sched_path_mode_t paths; /* (CRUX_SCHED_PATHS_CRUX) */
 } crux_sched_options_t;
 void crux_sched_options_defaults(crux_sched_options_t *opts);
 
@@ -205,8 +206,8 @@ void crux_sched_options_defaults(crux_sched_options_t *opts);
 crux_status_t crux_sched_plan_select_paths(crux_sched_plan_t *plan, crux_sched_path_mode_t mode,
                                            uint64_t seed);
 crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *plan, double horizon_iters);
-crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int reserve,
-                                       int orders, uint64_t seed);
+crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int reserve, int orders,
+                                       uint64_t seed);
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
 /* Path selection with the jobs in a given order instead of by intensity:
  * each flow onto its least congested candidate given the load of the jobs
@@ -219,15 +220,15 @@ typedef struct {
     const char *id;
     int gpus, hosts, nflows, nlinks;
     double work, compute_s, overlap;
-    double bytes;                /* sent into the network per iteration */
-    double comm_s;               /* t_j; 0 for a job with no network traffic */
-    double period_s;             /* iteration time alone */
-    double intensity;            /* I_j (0 without network traffic) */
-    double correction;           /* k_j */
-    double priority;             /* P_j */
-    int level;                   /* -1 before compression */
-    int reference;               /* 1 for the reference job */
-    double bottleneck_util;      /* utilisation of its most loaded link, all jobs */
+    double bytes;           /* sent into the network per iteration */
+    double comm_s;          /* t_j; 0 for a job with no network traffic */
+    double period_s;        /* iteration time alone */
+    double intensity;       /* I_j (0 without network traffic) */
+    double correction;      /* k_j */
+    double priority;        /* P_j */
+    int level;              /* -1 before compression */
+    int reference;          /* 1 for the reference job */
+    double bottleneck_util; /* utilisation of its most loaded link, all jobs */
 } crux_sched_job_result_t;
 crux_status_t crux_sched_plan_job(const crux_sched_plan_t *plan, int job,
                                   crux_sched_job_result_t *out);
@@ -259,7 +260,7 @@ void crux_sched_plan_cut(const crux_sched_plan_t *plan, double *cut, double *tot
 /* CRUX_OK when no two jobs that share a link have levels in the opposite
  * order of their priorities. */
 crux_status_t crux_sched_plan_check_levels(const crux_sched_plan_t *plan);
-int crux_sched_plan_reference(const crux_sched_plan_t *plan);   /* -1: none */
+int crux_sched_plan_reference(const crux_sched_plan_t *plan); /* -1: none */
 
 /* ------------------------------------------------------------------ */
 /* The pieces, usable on their own                                     */
@@ -267,16 +268,16 @@ int crux_sched_plan_reference(const crux_sched_plan_t *plan);   /* -1: none */
 
 /* One job's timing for the two-job comparison. */
 typedef struct {
-    double work;                 /* W per iteration */
-    double compute_s;            /* > 0 */
-    double comm_s;               /* t, exclusive use of the shared link */
-    double overlap;              /* communication starts after (1-overlap) of the compute */
+    double work;      /* W per iteration */
+    double compute_s; /* > 0 */
+    double comm_s;    /* t, exclusive use of the shared link */
+    double overlap;   /* communication starts after (1-overlap) of the compute */
 } crux_sched_timing_t;
 
 typedef struct {
-    double busy_s[2];            /* GPU-busy seconds of each job */
-    double sent_s[2];            /* seconds the link carried each job */
-    double work[2];              /* computation completed: busy * W / compute */
+    double busy_s[2]; /* GPU-busy seconds of each job */
+    double sent_s[2]; /* seconds the link carried each job */
+    double work[2];   /* computation completed: busy * W / compute */
 } crux_sched_contend_t;
 
 /* Two jobs on one link with strict priority (job 0 high, preemptive), both
@@ -302,17 +303,16 @@ typedef struct {
  * component is cut into at most `levels` levels (its first segment at the
  * top, level levels-1), a node without edges gets the top level.  Fails
  * with CRUX_ERR_INVALID on a cycle or a bad edge.  cut_out may be NULL. */
-crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int nedges,
-                                      int levels, int orders, uint64_t seed, int *level_out,
-                                      double *cut_out);
+crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int nedges, int levels,
+                                      int orders, uint64_t seed, int *level_out, double *cut_out);
 
 /* ------------------------------------------------------------------ */
 /* Levels to network settings                                          */
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-    int sl;                      /* InfiniBand service level, 0..15 */
-    int dscp;                    /* RoCE DSCP, 0..63; traffic class = dscp << 2 */
+    int sl;   /* InfiniBand service level, 0..15 */
+    int dscp; /* RoCE DSCP, 0..63; traffic class = dscp << 2 */
 } crux_sched_netclass_t;
 typedef struct {
     int levels;

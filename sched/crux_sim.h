@@ -37,47 +37,47 @@
 /* ------------------------------------------------------------------ */
 
 typedef enum {
-    CRUX_SIM_NONE,               /* ECMP paths, one level: fair sharing */
-    CRUX_SIM_SINCRONIA,          /* BSSI order; top job of each group high, rest low */
-    CRUX_SIM_TACCL,              /* least congested paths in arrival order; longer
+    CRUX_SIM_NONE,       /* ECMP paths, one level: fair sharing */
+    CRUX_SIM_SINCRONIA,  /* BSSI order; top job of each group high, rest low */
+    CRUX_SIM_TACCL,      /* least congested paths in arrival order; longer
                                     distance (more hops) on a higher level */
-    CRUX_SIM_CASSINI,            /* ECMP, one level; time-shifts jobs sharing links */
-    CRUX_SIM_CRUX_PA,            /* ECMP paths, Crux priorities, levels by rank */
-    CRUX_SIM_CRUX_PS_PA,         /* Crux paths and priorities, levels by rank */
-    CRUX_SIM_CRUX_FULL,          /* Crux paths, priorities and compression (Alg. 1) */
-    CRUX_SIM_FIXED,              /* ECMP paths, each job's level from the workload */
+    CRUX_SIM_CASSINI,    /* ECMP, one level; time-shifts jobs sharing links */
+    CRUX_SIM_CRUX_PA,    /* ECMP paths, Crux priorities, levels by rank */
+    CRUX_SIM_CRUX_PS_PA, /* Crux paths and priorities, levels by rank */
+    CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities and compression (Alg. 1) */
+    CRUX_SIM_FIXED,      /* ECMP paths, each job's level from the workload */
     CRUX_SIM_POLICIES
 } crux_sim_policy_t;
 
 const char *crux_sim_policy_name(crux_sim_policy_t policy);
-int crux_sim_policy_from_name(const char *name);    /* -1 when unknown */
+int crux_sim_policy_from_name(const char *name); /* -1 when unknown */
 
 typedef enum {
-    CRUX_SIM_PLACE_PACKED,       /* fewest ToRs; best-fit host for small jobs */
-    CRUX_SIM_PLACE_RANDOM,       /* free hosts at random */
-    CRUX_SIM_PLACE_SPREAD,       /* one host per ToR in turn; emptiest host */
+    CRUX_SIM_PLACE_PACKED, /* fewest ToRs; best-fit host for small jobs */
+    CRUX_SIM_PLACE_RANDOM, /* free hosts at random */
+    CRUX_SIM_PLACE_SPREAD, /* one host per ToR in turn; emptiest host */
     CRUX_SIM_PLACEMENTS
 } crux_sim_placement_t;
 
 const char *crux_sim_placement_name(crux_sim_placement_t placement);
-int crux_sim_placement_from_name(const char *name);  /* -1 when unknown */
+int crux_sim_placement_from_name(const char *name); /* -1 when unknown */
 
 /* ------------------------------------------------------------------ */
 /* Workloads                                                           */
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-    const char *id;              /* a token: no blanks, no ',' or '#' */
-    const char *model;           /* informational; may be NULL */
-    double arrival_s;            /* >= 0 */
+    const char *id;    /* a token: no blanks, no ',' or '#' */
+    const char *model; /* informational; may be NULL */
+    double arrival_s;  /* >= 0 */
     int gpus;
-    double compute_s;            /* compute time of one iteration, > 0 */
-    double overlap;              /* 0..1 */
-    double bytes;                /* gradient bytes Allreduced per iteration */
-    double work;                 /* W per iteration; <= 0: gpus * compute_s */
-    long iterations;             /* > 0: leaves after them ... */
-    double duration_s;           /* ... else after this long running (> 0) */
-    int level;                   /* used by CRUX_SIM_FIXED only */
+    double compute_s;  /* compute time of one iteration, > 0 */
+    double overlap;    /* 0..1 */
+    double bytes;      /* gradient bytes Allreduced per iteration */
+    double work;       /* W per iteration; <= 0: gpus * compute_s */
+    long iterations;   /* > 0: leaves after them ... */
+    double duration_s; /* ... else after this long running (> 0) */
+    int level;         /* used by CRUX_SIM_FIXED only */
     /* Where it runs, in ring order (GPU masks as in crux_sched_place_t);
      * NULL: the placement policy decides when it starts.  A policy places
      * up to one host's GPUs on one host, more on whole hosts. */
@@ -94,8 +94,7 @@ crux_status_t crux_sim_workload_add(crux_sim_workload_t *w, const crux_sched_clu
                                     const crux_sim_job_t *job, char *err, size_t errlen);
 int crux_sim_workload_jobs(const crux_sim_workload_t *w);
 /* The pointers stay valid while the workload lives. */
-crux_status_t crux_sim_workload_job(const crux_sim_workload_t *w, int index,
-                                    crux_sim_job_t *out);
+crux_status_t crux_sim_workload_job(const crux_sim_workload_t *w, int index, crux_sim_job_t *out);
 
 /* The CSV replay format (README.md): a header naming the columns, then
  * one job a line; '#' comments and blank lines are skipped.  On a bad file
@@ -112,21 +111,21 @@ int crux_sim_placement_format(const crux_sched_cluster_t *cluster,
 /* The model mix of the generator (sim_models.c documents each figure). */
 typedef struct {
     const char *name;
-    double share;                /* of the jobs */
-    int gpus[6], ngpus;          /* GPU counts, equally likely */
-    double compute_s;            /* per iteration per GPU (+-20% per job) */
-    double bytes;                /* gradients Allreduced per iteration */
+    double share;       /* of the jobs */
+    int gpus[6], ngpus; /* GPU counts, equally likely */
+    double compute_s;   /* per iteration per GPU (+-20% per job) */
+    double bytes;       /* gradients Allreduced per iteration */
     double overlap;
 } crux_sim_model_t;
 int crux_sim_models(const crux_sim_model_t **models);
 
 typedef struct {
-    int jobs;                    /* (5000) */
-    double span_s;               /* arrivals uniform in [0, span) (14 days) */
-    double load;                 /* offered GPU load, sets the durations (0.85) */
-    double sigma;                /* log-normal spread of durations (1.2) */
-    double min_s, max_s;         /* duration bounds (300 s, 7 days) */
-    uint64_t seed;               /* (1) */
+    int jobs;            /* (5000) */
+    double span_s;       /* arrivals uniform in [0, span) (14 days) */
+    double load;         /* offered GPU load, sets the durations (0.85) */
+    double sigma;        /* log-normal spread of durations (1.2) */
+    double min_s, max_s; /* duration bounds (300 s, 7 days) */
+    uint64_t seed;       /* (1) */
 } crux_sim_gen_t;
 void crux_sim_gen_defaults(crux_sim_gen_t *gen);
 /* Appends gen->jobs jobs drawn from the model mix, without placements:
@@ -141,17 +140,17 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *gen, const crux_sched_clus
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-    crux_sim_policy_t policy;    /* (CRUX_SIM_CRUX_FULL) */
-    crux_sim_placement_t placement;   /* (CRUX_SIM_PLACE_PACKED) */
-    int levels;                  /* priority levels K (8) */
-    int orders;                  /* Algorithm 1's random orders (10) */
-    uint64_t seed;               /* placement and planning (1) */
-    double alpha_s;              /* latency per ring step (5e-6) */
-    double intra_gbps;           /* GPU-to-GPU inside a host (2400: 300 GB/s) */
-    double bin_s;                /* utilisation over time, bin width (600) */
-    double until_s;              /* stop then (<= 0: when every job has left) */
-    int fast_forward;            /* skip steady periods analytically (1) */
-    int check;                   /* verify invariants as it runs, slower (0) */
+    crux_sim_policy_t policy;       /* (CRUX_SIM_CRUX_FULL) */
+    crux_sim_placement_t placement; /* (CRUX_SIM_PLACE_PACKED) */
+    int levels;                     /* priority levels K (8) */
+    int orders;                     /* Algorithm 1's random orders (10) */
+    uint64_t seed;                  /* placement and planning (1) */
+    double alpha_s;                 /* latency per ring step (5e-6) */
+    double intra_gbps;              /* GPU-to-GPU inside a host (2400: 300 GB/s) */
+    double bin_s;                   /* utilisation over time, bin width (600) */
+    double until_s;                 /* stop then (<= 0: when every job has left) */
+    int fast_forward;               /* skip steady periods analytically (1) */
+    int check;                      /* verify invariants as it runs, slower (0) */
     /* Called now and then (about every 2^14 events) with the simulated
      * time, the last arrival and the jobs done; may be NULL. */
     void (*progress)(void *arg, double now_s, double last_arrival_s, int done, int total);
@@ -170,39 +169,39 @@ crux_status_t crux_sim_run(const crux_sched_cluster_t *cluster, const crux_sim_w
 void crux_sim_result_free(crux_sim_result_t *r);
 
 typedef struct {
-    double end_s;                /* when the last job left, or until_s */
+    double end_s; /* when the last job left, or until_s */
     int jobs, jobs_done;
-    double busy_gpu_s;           /* computation done, GPU-seconds */
-    double held_gpu_s;           /* GPU-seconds held by running jobs */
-    double cluster_gpu_s;        /* all GPUs x end_s */
-    double utilization;          /* busy / held */
-    double cluster_utilization;  /* busy / cluster */
-    double work;                 /* sum of W per iteration x iterations done */
-    double bytes_sent;           /* into the network, by the comm phases begun */
-    double bytes_delivered;      /* integral of the rates, all jobs */
-    double bytes_in_flight;      /* of comm phases not finished at the end */
-    uint64_t events;             /* simulated state changes */
-    uint64_t replans;            /* policy runs (arrivals and departures) */
-    double iterations;           /* done, all jobs */
-    double iterations_skipped;   /* of those, advanced analytically */
-    double wall_s;               /* time the run took */
-    double cpu_s;                /* processor time it took (the machine may be shared) */
+    double busy_gpu_s;          /* computation done, GPU-seconds */
+    double held_gpu_s;          /* GPU-seconds held by running jobs */
+    double cluster_gpu_s;       /* all GPUs x end_s */
+    double utilization;         /* busy / held */
+    double cluster_utilization; /* busy / cluster */
+    double work;                /* sum of W per iteration x iterations done */
+    double bytes_sent;          /* into the network, by the comm phases begun */
+    double bytes_delivered;     /* integral of the rates, all jobs */
+    double bytes_in_flight;     /* of comm phases not finished at the end */
+    uint64_t events;            /* simulated state changes */
+    uint64_t replans;           /* policy runs (arrivals and departures) */
+    double iterations;          /* done, all jobs */
+    double iterations_skipped;  /* of those, advanced analytically */
+    double wall_s;              /* time the run took */
+    double cpu_s;               /* processor time it took (the machine may be shared) */
 } crux_sim_summary_t;
 void crux_sim_summary(const crux_sim_result_t *r, crux_sim_summary_t *out);
 
 typedef struct {
     const char *id, *model;
     int gpus, hosts;
-    double arrival_s, start_s;   /* start < 0: never started */
-    double end_s;                /* < 0: still running at the end */
-    double iterations;           /* completed */
-    double busy_s;               /* GPU-busy seconds per GPU */
-    double alone_period_s;       /* iteration time alone on its placement */
-    double jct_s;                /* end - arrival (-1 when not done) */
-    double slowdown;             /* run time over iterations x alone period */
-    int level;                   /* at its last replan */
-    int shared;                  /* ever contended with another job */
-    const crux_sched_place_t *placement;   /* where it ran (NULL: never started) */
+    double arrival_s, start_s;           /* start < 0: never started */
+    double end_s;                        /* < 0: still running at the end */
+    double iterations;                   /* completed */
+    double busy_s;                       /* GPU-busy seconds per GPU */
+    double alone_period_s;               /* iteration time alone on its placement */
+    double jct_s;                        /* end - arrival (-1 when not done) */
+    double slowdown;                     /* run time over iterations x alone period */
+    int level;                           /* at its last replan */
+    int shared;                          /* ever contended with another job */
+    const crux_sched_place_t *placement; /* where it ran (NULL: never started) */
     int nplacement;
 } crux_sim_job_result_t;
 /* In workload order; id and model point into the workload: valid while it

@@ -8,7 +8,7 @@
 
 #include "sched/sched_internal.h"
 
-#define GBPS(x) ((x) * 1e9 / 8.0)
+#define GBPS(x) ((x)*1e9 / 8.0)
 
 void crux_sched_lingjun_defaults(crux_sched_lingjun_t *p)
 {
@@ -16,8 +16,12 @@ void crux_sched_lingjun_defaults(crux_sched_lingjun_t *p)
      * paper's testbed); 2:1 oversubscribed ToRs (8 hosts x 800 Gbps down,
      * 8 x 400 Gbps up).  The uplink counts are assumptions: the dataset
      * gives the tree, not the cabling. */
-    *p = (crux_sched_lingjun_t){ .gpus_per_host = 8, .gpus_per_nic = 2, .tor_uplinks = 8,
-                                 .psw_uplinks = 32, .nic_gbps = 200, .tor_uplink_gbps = 400,
+    *p = (crux_sched_lingjun_t){ .gpus_per_host = 8,
+                                 .gpus_per_nic = 2,
+                                 .tor_uplinks = 8,
+                                 .psw_uplinks = 32,
+                                 .nic_gbps = 200,
+                                 .tor_uplink_gbps = 400,
                                  .psw_uplink_gbps = 400 };
 }
 
@@ -82,10 +86,9 @@ static int pair_seen(int **pairs, int *n, int *cap, int psw, int dsw)
 crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingjun_t *p,
                                        crux_sched_cluster_t **out, char *err, size_t errlen)
 {
-    if (p->gpus_per_host < 1 || p->gpus_per_host > CRUX_SCHED_MAX_GPUS ||
-        p->gpus_per_nic < 1 || p->gpus_per_host % p->gpus_per_nic != 0 ||
-        p->tor_uplinks < 1 || p->psw_uplinks < 1 || !(p->nic_gbps > 0) ||
-        !(p->tor_uplink_gbps > 0) || !(p->psw_uplink_gbps > 0)) {
+    if (p->gpus_per_host < 1 || p->gpus_per_host > CRUX_SCHED_MAX_GPUS || p->gpus_per_nic < 1 ||
+        p->gpus_per_host % p->gpus_per_nic != 0 || p->tor_uplinks < 1 || p->psw_uplinks < 1 ||
+        !(p->nic_gbps > 0) || !(p->tor_uplink_gbps > 0) || !(p->psw_uplink_gbps > 0)) {
         crux_errf(err, errlen, "%s: invalid Lingjun parameters", path);
         return CRUX_ERR_INVALID;
     }
@@ -100,7 +103,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int *pairs = NULL, npairs = 0, cap_pairs = 0;   /* (PSW, DSW) pairs cabled */
+    int *pairs = NULL, npairs = 0, cap_pairs = 0; /* (PSW, DSW) pairs cabled */
     int lineno = 0, nics = p->gpus_per_host / p->gpus_per_nic;
     crux_status_t st = c ? CRUX_OK : CRUX_ERR_NO_MEMORY;
     while (st == CRUX_OK && (len = getline(&line, &cap, f)) >= 0) {
@@ -116,7 +119,7 @@ crux_status_t crux_sched_build_lingjun(const char *path, const crux_sched_lingju
             break;
         }
         if (lineno == 1 && strcmp(fld[0], "ip") == 0)
-            continue;                                /* the header */
+            continue; /* the header */
         char tor_name[600];
         snprintf(tor_name, sizeof(tor_name), "%s/%s", fld[2], fld[3]);
         int new_tor;

@@ -5,14 +5,14 @@
 #include "sched/sched_internal.h"
 
 struct sched_names {
-    size_t cap, used;            /* cap is a power of two */
-    const char **keys;           /* borrowed: the cluster owns the names */
+    size_t cap, used;  /* cap is a power of two */
+    const char **keys; /* borrowed: the cluster owns the names */
     int *vals;
 };
 
 static uint64_t names_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;     /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 1099511628211ULL;
@@ -70,7 +70,7 @@ int sched_names_put(sched_names_t *n, const char *name, int index)
 {
     if (sched_names_get(n, name) >= 0)
         return -1;
-    if (2 * (n->used + 1) > n->cap) {        /* keep the load under 1/2 */
+    if (2 * (n->used + 1) > n->cap) { /* keep the load under 1/2 */
         sched_names_t bigger = { n->cap * 2, 0, NULL, NULL };
         bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
         bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));

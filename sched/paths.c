@@ -34,7 +34,7 @@ void sched_scratch_free(sched_scratch_t *s)
 
 static void next_stamp(sched_scratch_t *s)
 {
-    if (++s->stamp == 0) {       /* wrapped: forget every memo */
+    if (++s->stamp == 0) { /* wrapped: forget every memo */
         memset(s->seen, 0, (size_t)(s->nsw ? s->nsw : 1) * sizeof(*s->seen));
         s->stamp = 1;
     }
@@ -85,7 +85,7 @@ static int for_each_hop(walk_t *w, int u, int d, hop_fn fn, void *arg)
         for (int p = 0; p < n->nports; p++)
             if (n->port_sw[p] == u)
                 order[k++] = n->port_down[p];
-        for (int i = 1; i < k; i++)          /* insertion sort by link id */
+        for (int i = 1; i < k; i++) /* insertion sort by link id */
             for (int j = i; j > 0 && order[j] < order[j - 1]; j--) {
                 int t = order[j];
                 order[j] = order[j - 1];
@@ -160,7 +160,7 @@ static int first_hops(const crux_sched_cluster_t *c, int src, int dst, int *link
     }
     if (best == INT16_MAX)
         return 0;
-    for (int p = 0; p < n->nports; p++)        /* ports were cabled in link-id order */
+    for (int p = 0; p < n->nports; p++) /* ports were cabled in link-id order */
         if (sched_dist_sw_nic(c, n->port_sw[p], dst) == best) {
             links[k] = n->port_up[p];
             sws[k++] = n->port_sw[p];
@@ -190,7 +190,7 @@ uint64_t sched_path_count(const crux_sched_cluster_t *c, sched_scratch_t *s, int
 }
 
 typedef struct {
-    uint64_t index;              /* left to skip */
+    uint64_t index; /* left to skip */
     int link, next;
 } pick_t;
 
@@ -210,7 +210,7 @@ static int pick_hop(walk_t *w, int l, int v, void *arg)
 int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src, int dst,
                       uint64_t index, int *links, int max)
 {
-    if (sched_path_count(c, s, src, dst) <= index)   /* also fills the memo */
+    if (sched_path_count(c, s, src, dst) <= index) /* also fills the memo */
         return -1;
     walk_t w = { c, s, dst, NULL, 0.0 };
     int first[CRUX_SCHED_MAX_PORTS], sws[CRUX_SCHED_MAX_PORTS];
@@ -237,7 +237,7 @@ int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src
 
 typedef struct {
     int target;
-    uint64_t before;             /* paths through earlier siblings */
+    uint64_t before; /* paths through earlier siblings */
     int done;
 } rank_t;
 
@@ -319,8 +319,8 @@ uint64_t crux_sched_path_count(const crux_sched_cluster_t *c, int src_host, int 
     return n;
 }
 
-int crux_sched_path_links(const crux_sched_cluster_t *c, int src_host, int src_nic,
-                          int dst_host, int dst_nic, uint64_t index, int *links, int max)
+int crux_sched_path_links(const crux_sched_cluster_t *c, int src_host, int src_nic, int dst_host,
+                          int dst_nic, uint64_t index, int *links, int max)
 {
     sched_scratch_t s;
     int a = nic_id(c, src_host, src_nic), b = nic_id(c, dst_host, dst_nic);

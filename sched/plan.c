@@ -126,8 +126,8 @@ static int valid_token(const char *s)
     return 1;
 }
 
-static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_t *job,
-                               char *err, size_t len)
+static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_t *job, char *err,
+                               size_t len)
 {
     const crux_sched_cluster_t *c = p->c;
     if (!valid_token(job->id)) {
@@ -146,8 +146,7 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
     if (!(job->compute_s > 0) || !isfinite(job->compute_s) || !(job->overlap >= 0) ||
         !(job->overlap <= 1) || !isfinite(job->work) || !(job->allreduce_bytes >= 0) ||
         !isfinite(job->allreduce_bytes)) {
-        crux_errf(err, len, "job %s: needs compute_s > 0, overlap in [0,1], bytes >= 0",
-                  job->id);
+        crux_errf(err, len, "job %s: needs compute_s > 0, overlap in [0,1], bytes >= 0", job->id);
         return CRUX_ERR_INVALID;
     }
     for (int i = 0; i < job->nplacement; i++) {
@@ -158,8 +157,8 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
         }
         uint64_t all = c->hosts[h].gpus >= 64 ? ~0ULL : (1ULL << c->hosts[h].gpus) - 1;
         if (job->placement[i].gpus & ~all) {
-            crux_errf(err, len, "job %s: host %s has only %d GPUs", job->id,
-                      c->hosts[h].name, c->hosts[h].gpus);
+            crux_errf(err, len, "job %s: host %s has only %d GPUs", job->id, c->hosts[h].name,
+                      c->hosts[h].gpus);
             return CRUX_ERR_INVALID;
         }
         for (int k = 0; k < i; k++)
@@ -179,8 +178,10 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
             s->dst_nic < 0 || s->dst_nic >= c->hosts[s->dst_host].nics ||
             (s->src_host == s->dst_host && s->src_nic == s->dst_nic) || !(s->bytes > 0) ||
             !isfinite(s->bytes)) {
-            crux_errf(err, len, "job %s: flow %d: needs two distinct NICs of placed hosts and "
-                      "bytes > 0", job->id, f);
+            crux_errf(err, len,
+                      "job %s: flow %d: needs two distinct NICs of placed hosts and "
+                      "bytes > 0",
+                      job->id, f);
             return CRUX_ERR_INVALID;
         }
     }
@@ -250,8 +251,12 @@ oom:
 
 void crux_sched_options_defaults(crux_sched_options_t *o)
 {
-    *o = (crux_sched_options_t){ .levels = 8, .reserve = 0, .orders = 10, .seed = 1,
-                                 .horizon_iters = 3.0, .paths = CRUX_SCHED_PATHS_CRUX };
+    *o = (crux_sched_options_t){ .levels = 8,
+                                 .reserve = 0,
+                                 .orders = 10,
+                                 .seed = 1,
+                                 .horizon_iters = 3.0,
+                                 .paths = CRUX_SCHED_PATHS_CRUX };
 }
 
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *p, const crux_sched_options_t *o)
@@ -269,20 +274,28 @@ crux_status_t crux_sched_plan_run(crux_sched_plan_t *p, const crux_sched_options
     return st;
 }
 
-crux_status_t crux_sched_plan_job(const crux_sched_plan_t *p, int job,
-                                  crux_sched_job_result_t *out)
+crux_status_t crux_sched_plan_job(const crux_sched_plan_t *p, int job, crux_sched_job_result_t *out)
 {
     if (job < 0 || job >= p->njobs)
         return CRUX_ERR_INVALID;
     const plan_job_t *j = &p->jobs[job];
-    *out = (crux_sched_job_result_t){
-        .id = j->id, .gpus = j->gpus_total, .hosts = j->nplace, .nflows = j->nflows,
-        .nlinks = j->nlinks, .work = j->work, .compute_s = j->compute_s,
-        .overlap = j->overlap, .bytes = j->bytes, .comm_s = j->comm_s, .period_s = j->period,
-        .intensity = j->intensity, .correction = j->correction, .priority = j->priority,
-        .level = p->stage >= PLAN_LEVELS ? j->level : -1, .reference = job == p->reference,
-        .bottleneck_util = j->bottleneck
-    };
+    *out = (crux_sched_job_result_t){ .id = j->id,
+                                      .gpus = j->gpus_total,
+                                      .hosts = j->nplace,
+                                      .nflows = j->nflows,
+                                      .nlinks = j->nlinks,
+                                      .work = j->work,
+                                      .compute_s = j->compute_s,
+                                      .overlap = j->overlap,
+                                      .bytes = j->bytes,
+                                      .comm_s = j->comm_s,
+                                      .period_s = j->period,
+                                      .intensity = j->intensity,
+                                      .correction = j->correction,
+                                      .priority = j->priority,
+                                      .level = p->stage >= PLAN_LEVELS ? j->level : -1,
+                                      .reference = job == p->reference,
+                                      .bottleneck_util = j->bottleneck };
     return CRUX_OK;
 }
 
@@ -299,13 +312,16 @@ crux_status_t crux_sched_plan_flow(const crux_sched_plan_t *p, int job, int flow
     const plan_flow_t *f = &p->flows[p->jobs[job].flow_off + flow];
     const crux_sched_cluster_t *c = p->c;
     int ha = c->nics[f->src].host, hb = c->nics[f->dst].host;
-    *out = (crux_sched_flow_t){
-        .src_host = ha, .src_nic = f->src - c->hosts[ha].first_nic, .dst_host = hb,
-        .dst_nic = f->dst - c->hosts[hb].first_nic, .bytes = f->bytes,
-        .path_index = f->index, .path_count = f->count,
-        .links = p->stage >= PLAN_PATHS ? p->path_links + f->path_off : NULL,
-        .nlinks = p->stage >= PLAN_PATHS ? f->path_len : 0
-    };
+    *out =
+        (crux_sched_flow_t){ .src_host = ha,
+                             .src_nic = f->src - c->hosts[ha].first_nic,
+                             .dst_host = hb,
+                             .dst_nic = f->dst - c->hosts[hb].first_nic,
+                             .bytes = f->bytes,
+                             .path_index = f->index,
+                             .path_count = f->count,
+                             .links = p->stage >= PLAN_PATHS ? p->path_links + f->path_off : NULL,
+                             .nlinks = p->stage >= PLAN_PATHS ? f->path_len : 0 };
     return CRUX_OK;
 }
 

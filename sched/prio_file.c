@@ -54,10 +54,10 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-#define FAIL(...)                                                                           \
-    do {                                                                                    \
-        crux_errf(err, errlen, __VA_ARGS__);                                                 \
-        goto fail;                                                                          \
+#define FAIL(...)                            \
+    do {                                     \
+        crux_errf(err, errlen, __VA_ARGS__); \
+        goto fail;                           \
     } while (0)
 
 crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
@@ -130,9 +130,9 @@ crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
             if (parse_int(tok[3], 0, f->levels - 1, &e->level) != 0)
                 FAIL("%s:%d: level '%s' not in 0..%d", name, lineno, tok[3], f->levels - 1);
             for (int t = 1; t < n; t++)
-                if (!crux_prio_token_ok(tok[t]))   /* what the writer refuses too */
-                    FAIL("%s:%d: token %d has a control character or is longer than %d bytes",
-                         name, lineno, t + 1, CRUX_PRIO_MAX_TOKEN);
+                if (!crux_prio_token_ok(tok[t])) /* what the writer refuses too */
+                    FAIL("%s:%d: token %d has a control character or is longer than %d bytes", name,
+                         lineno, t + 1, CRUX_PRIO_MAX_TOKEN);
             e->job = tok[1];
             e->kv = &s->kv[nkv];
             e->nkv = (n - 4) / 2;
@@ -145,7 +145,7 @@ crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
         FAIL("%s:%d: no 'crux-priorities 1' line", name, lineno);
     if (f->levels == 0)
         FAIL("%s:%d: no 'levels K' line", name, lineno);
-    for (int i = 0; i < f->njobs; i++)         /* ids are unique */
+    for (int i = 0; i < f->njobs; i++) /* ids are unique */
         for (int k = 0; k < i; k++)
             if (strcmp(s->jobs[i].job, s->jobs[k].job) == 0)
                 FAIL("%s: job %s listed twice", name, s->jobs[i].job);
@@ -163,8 +163,8 @@ crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err
 {
     char *text;
     size_t len;
-    crux_status_t st = prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, NULL, err,
-                                     errlen);
+    crux_status_t st =
+        prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, NULL, err, errlen);
     if (st != CRUX_OK)
         return st;
     st = crux_prio_parse(text, len, path, out, err, errlen);
@@ -213,7 +213,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
         return CRUX_ERR_NO_MEMORY;
     }
     fputs("crux-priorities 1\n", m);
-    for (const char *c = comment; c && *c;) {  /* every comment line gets its '#' */
+    for (const char *c = comment; c && *c;) { /* every comment line gets its '#' */
         size_t n = strcspn(c, "\n");
         fprintf(m, "# %.*s\n", (int)n, c);
         c += n + (c[n] == '\n');
@@ -231,7 +231,7 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
         crux_errf(err, errlen, "%s: out of memory", path);
         return CRUX_ERR_NO_MEMORY;
     }
-    if (len > CRUX_PRIO_MAX_FILE_BYTES) {   /* every reader would refuse it */
+    if (len > CRUX_PRIO_MAX_FILE_BYTES) { /* every reader would refuse it */
         free(data);
         crux_errf(err, errlen, "%s: %zu bytes, more than the %zu a job reads at most: not written",
                   path, len, CRUX_PRIO_MAX_FILE_BYTES);
@@ -248,8 +248,8 @@ crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t 
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
     char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)dirlen, path,
-                 slash ? slash + 1 : path) >= (int)sizeof(tmp)) {
+    if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)dirlen, path, slash ? slash + 1 : path) >=
+        (int)sizeof(tmp)) {
         crux_errf(err, errlen, "%s: path too long", path);
         return CRUX_ERR_INVALID;
     }

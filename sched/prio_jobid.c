@@ -4,13 +4,11 @@
 #include "sched/crux_prio.h"
 
 static const char *const job_vars[] = {
-    "CRUX_JOB_ID",               /* set by the user or crux's own launch scripts */
-    "SLURM_JOB_ID",
-    "PBS_JOBID",                 /* PBS Pro, Torque */
-    "LSB_JOBID",                 /* LSF */
-    "JOB_ID",                    /* SGE, UGE */
-    "FLUX_JOB_ID",
-    "OMPI_MCA_orte_ess_jobid",   /* Open MPI 4's mpirun, without a batch system */
+    "CRUX_JOB_ID",                             /* set by the user or crux's own launch scripts */
+    "SLURM_JOB_ID", "PBS_JOBID",               /* PBS Pro, Torque */
+    "LSB_JOBID",                               /* LSF */
+    "JOB_ID",                                  /* SGE, UGE */
+    "FLUX_JOB_ID",  "OMPI_MCA_orte_ess_jobid", /* Open MPI 4's mpirun, without a batch system */
 };
 
 const char *crux_prio_job_id(const char *explicit_id, const char **source)

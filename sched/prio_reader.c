@@ -32,13 +32,13 @@ struct crux_prio_reader {
     uint64_t interval_ns, next_check_ns;
     crux_prio_log_fn log;
     void *log_arg;
-    int have_seen;               /* seen: the identity last looked at */
-    ident_t seen, bad;           /* bad: the last malformed version reported */
+    int have_seen;     /* seen: the identity last looked at */
+    ident_t seen, bad; /* bad: the last malformed version reported */
     int have_bad;
     /* effective state */
     crux_prio_state_t state;
     int levels, level, stale;
-    crux_prio_file_t *file;      /* the last good file (for the job's keys) */
+    crux_prio_file_t *file; /* the last good file (for the job's keys) */
     const crux_prio_entry_t *entry;
     int changed;
     uint64_t loads;
@@ -108,15 +108,15 @@ static void check(crux_prio_reader_t *r)
         return;
     char *text, err[512];
     size_t len;
-    crux_status_t st = prio_read_max(r->path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, &sb, err,
-                                     sizeof(err));
-    if (st == CRUX_ERR_NOT_FOUND) {           /* removed between stat and open */
+    crux_status_t st =
+        prio_read_max(r->path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, &sb, err, sizeof(err));
+    if (st == CRUX_ERR_NOT_FOUND) { /* removed between stat and open */
         set_default(r, CRUX_PRIO_NO_FILE);
         r->have_seen = 0;
         return;
     }
     if (st != CRUX_OK && st != CRUX_ERR_INVALID)
-        return;                                /* try again at the next check */
+        return; /* try again at the next check */
     /* the version actually read, or (too large, not a regular file: never
      * read, not read again until it changes) the one stat saw */
     r->seen = ident_of(&sb);

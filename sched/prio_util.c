@@ -8,8 +8,8 @@
 
 #include "sched/prio_util.h"
 
-crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st,
-                            char *err, size_t errlen)
+crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st, char *err,
+                            size_t errlen)
 {
     return prio_read_max(path, PRIO_READ_MAX_BYTES, text, len, st, err, errlen);
 }
@@ -67,7 +67,7 @@ crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, siz
         if (r == 0)
             break;
         n += (size_t)r;
-        if (n > max_bytes) {   /* grew while being read */
+        if (n > max_bytes) { /* grew while being read */
             crux_errf(err, errlen, "%s: more than the %zu bytes read at most", path, max_bytes);
             free(buf);
             close(fd);

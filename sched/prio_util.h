@@ -20,7 +20,7 @@
 crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, size_t *len,
                             struct stat *st, char *err, size_t errlen);
 /* prio_read_max with PRIO_READ_MAX_BYTES */
-crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st,
-                            char *err, size_t errlen);
+crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st, char *err,
+                            size_t errlen);
 
 #endif

@@ -26,7 +26,7 @@ static int timing_ok(const crux_sched_timing_t *t)
 
 typedef struct {
     const crux_sched_timing_t *t;
-    int communicating;           /* in the comm phase (else: the compute before it) */
+    int communicating; /* in the comm phase (else: the compute before it) */
     double compute_left, comm_left;
 } job_state_t;
 
@@ -67,7 +67,7 @@ crux_status_t crux_sched_contend(const crux_sched_timing_t *high, const crux_sch
     for (int step = 0; step < CONTEND_MAX_STEPS && now < horizon - tiny; step++) {
         for (int i = 0; i < 2; i++) {
             advance_phase(&j[i], tiny);
-            advance_phase(&j[i], tiny);          /* with t = 0 a job passes two at once */
+            advance_phase(&j[i], tiny); /* with t = 0 a job passes two at once */
         }
         int sender = -1;
         for (int i = 0; i < 2 && sender < 0; i++)
@@ -116,7 +116,7 @@ double crux_sched_correction(const crux_sched_timing_t *ref, const crux_sched_ti
      * the others by how much they gain. */
     double floor = 1e-3 * (ref_first.work[0] + job_first.work[0]);
     if (gain_ref <= floor && gain_job <= floor)
-        return 1.0;              /* neither slows the other down */
+        return 1.0; /* neither slows the other down */
     double ratio = (gain_job > floor ? gain_job : floor) / (gain_ref > floor ? gain_ref : floor);
     double i_ref = ref->work / ref->comm_s, i_job = job->work / job->comm_s;
     return ratio * i_ref / i_job;

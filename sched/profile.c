@@ -28,9 +28,9 @@ static int host_name_ok(const char *s)
 
 static int figures_ok(const crux_profile_t *p)
 {
-    return p->window_s > 0 && p->period_s > 0 && p->bytes >= 0 && p->coll_s >= 0 &&
-           p->gap_s >= 0 && isfinite(p->window_s) && isfinite(p->period_s) &&
-           isfinite(p->bytes) && isfinite(p->coll_s) && isfinite(p->gap_s);
+    return p->window_s > 0 && p->period_s > 0 && p->bytes >= 0 && p->coll_s >= 0 && p->gap_s >= 0 &&
+           isfinite(p->window_s) && isfinite(p->period_s) && isfinite(p->bytes) &&
+           isfinite(p->coll_s) && isfinite(p->gap_s);
 }
 
 crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char *err,
@@ -54,9 +54,11 @@ crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char
     fprintf(m, "crux-profile 1\njob %s\nranks %d\nhosts ", p->job, p->ranks);
     for (int i = 0; i < p->nhosts; i++)
         fprintf(m, "%s%s:%d", i ? "," : "", p->hosts[i], p->host_ranks[i]);
-    fprintf(m, "\nwindow_s %.9g\ncollectives %llu\nbytes %.17g\ncoll_s %.9g\ngap_s %.9g\n"
-               "period_s %.9g\n", p->window_s, (unsigned long long)p->collectives, p->bytes,
-            p->coll_s, p->gap_s, p->period_s);
+    fprintf(m,
+            "\nwindow_s %.9g\ncollectives %llu\nbytes %.17g\ncoll_s %.9g\ngap_s %.9g\n"
+            "period_s %.9g\n",
+            p->window_s, (unsigned long long)p->collectives, p->bytes, p->coll_s, p->gap_s,
+            p->period_s);
     if (fclose(m) != 0) {
         free(data);
         return CRUX_ERR_NO_MEMORY;
@@ -108,11 +110,11 @@ static int parse_hosts(crux_profile_t *p, char *list)
 }
 
 enum { K_JOB, K_RANKS, K_HOSTS, K_WINDOW, K_COLLS, K_BYTES, K_COLL_S, K_GAP_S, K_PERIOD, K_N };
-static const char *const keys[K_N] = { "job", "ranks", "hosts", "window_s", "collectives",
+static const char *const keys[K_N] = { "job",   "ranks",  "hosts", "window_s", "collectives",
                                        "bytes", "coll_s", "gap_s", "period_s" };
 
-crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
-                                 crux_profile_t *p, char *err, size_t errlen)
+crux_status_t crux_profile_parse(const char *text, size_t len, const char *name, crux_profile_t *p,
+                                 char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
     char *buf = malloc(len + 1);
@@ -154,7 +156,7 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
         while (k < K_N && strcmp(key, keys[k]) != 0)
             k++;
         if (k == K_N)
-            continue;                          /* unknown keys are for newer readers */
+            continue; /* unknown keys are for newer readers */
         if (have[k]) {
             crux_errf(err, errlen, "%s:%d: %s given twice", name, lineno, key);
             goto out;
@@ -163,12 +165,8 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
         double v = 0;
         int bad = 0;
         switch (k) {
-        case K_JOB:
-            bad = !crux_prio_token_ok(val) || (p->job = strdup(val)) == NULL;
-            break;
-        case K_HOSTS:
-            bad = parse_hosts(p, val) != 0;
-            break;
+        case K_JOB: bad = !crux_prio_token_ok(val) || (p->job = strdup(val)) == NULL; break;
+        case K_HOSTS: bad = parse_hosts(p, val) != 0; break;
         default:
             bad = parse_double(val, &v) != 0;
             if (k == K_RANKS) {
@@ -181,8 +179,10 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
                 bad |= v != floor(v) || v < 0 || v >= 18446744073709551616.0;
                 p->collectives = bad ? 0 : (uint64_t)v;
             } else {
-                double *f[] = { [K_WINDOW] = &p->window_s, [K_BYTES] = &p->bytes,
-                                [K_COLL_S] = &p->coll_s, [K_GAP_S] = &p->gap_s,
+                double *f[] = { [K_WINDOW] = &p->window_s,
+                                [K_BYTES] = &p->bytes,
+                                [K_COLL_S] = &p->coll_s,
+                                [K_GAP_S] = &p->gap_s,
                                 [K_PERIOD] = &p->period_s };
                 *f[k] = v;
             }
@@ -201,8 +201,10 @@ crux_status_t crux_profile_parse(const char *text, size_t len, const char *name,
     for (int i = 0; i < p->nhosts; i++)
         sum += p->host_ranks[i];
     if (sum != p->ranks || !figures_ok(p)) {
-        crux_errf(err, errlen, "%s: ranks per host do not add up to ranks, or window_s or "
-                  "period_s is 0", name);
+        crux_errf(err, errlen,
+                  "%s: ranks per host do not add up to ranks, or window_s or "
+                  "period_s is 0",
+                  name);
         goto out;
     }
     st = CRUX_OK;

@@ -8,23 +8,23 @@
 #include "sched/crux_sched.h"
 
 /* A link end is a NIC (global NIC id >= 0) or a switch: SCHED_SW(s) < 0. */
-#define SCHED_SW(s)       (-(s) - 1)
-#define SCHED_IS_SW(e)    ((e) < 0)
-#define SCHED_SW_OF(e)    (-(e) - 1)
+#define SCHED_SW(s)    (-(s)-1)
+#define SCHED_IS_SW(e) ((e) < 0)
+#define SCHED_SW_OF(e) (-(e)-1)
 
 typedef struct {
     char *name;
     int gpus, nics, gpus_per_nic;
-    int first_nic;               /* global id of its NIC 0 */
+    int first_nic; /* global id of its NIC 0 */
 } sched_host_t;
 
 typedef struct {
     int host;
     int nports;
     int port_sw[CRUX_SCHED_MAX_PORTS];
-    int port_up[CRUX_SCHED_MAX_PORTS];    /* link NIC -> switch */
-    int port_down[CRUX_SCHED_MAX_PORTS];  /* link switch -> NIC */
-    double bytes_per_s;                   /* all ports together */
+    int port_up[CRUX_SCHED_MAX_PORTS];   /* link NIC -> switch */
+    int port_down[CRUX_SCHED_MAX_PORTS]; /* link switch -> NIC */
+    double bytes_per_s;                  /* all ports together */
 } sched_nic_t;
 
 typedef struct {
@@ -33,11 +33,11 @@ typedef struct {
 } sched_switch_t;
 
 typedef struct {
-    int src, dst;                /* ends: NIC id or SCHED_SW(switch) */
-    double bw;                   /* bytes per second */
+    int src, dst; /* ends: NIC id or SCHED_SW(switch) */
+    double bw;    /* bytes per second */
 } sched_link_t;
 
-typedef struct sched_names sched_names_t;   /* name -> index hash */
+typedef struct sched_names sched_names_t; /* name -> index hash */
 
 struct crux_sched_cluster {
     int sealed;
@@ -67,9 +67,9 @@ int sched_names_put(sched_names_t *names, const char *name, int index); /* 0, or
 typedef struct {
     int nsw;
     uint32_t stamp;
-    uint32_t *seen;              /* per switch: stamp when memo is valid */
-    uint64_t *count;             /* per switch: paths to the target NIC */
-    double *best;                /* per switch: min bottleneck cost to target */
+    uint32_t *seen;  /* per switch: stamp when memo is valid */
+    uint64_t *count; /* per switch: paths to the target NIC */
+    double *best;    /* per switch: min bottleneck cost to target */
     int *best_link;
 } sched_scratch_t;
 int sched_scratch_init(sched_scratch_t *s, const crux_sched_cluster_t *c);
@@ -78,15 +78,15 @@ void sched_scratch_free(sched_scratch_t *s);
 int sched_dist_sw_nic(const crux_sched_cluster_t *c, int s, int nic);
 uint64_t sched_path_count(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic,
                           int dst_nic);
-int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic,
-                      int dst_nic, uint64_t index, int *links, int max);
+int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic, int dst_nic,
+                      uint64_t index, int *links, int max);
 /* The least congested path: minimises max over its links of
  * (load[l] + rate) / bw, ties to the least loaded hop then the lowest link
  * id.  Writes the links (returns the hop count), its index and the number
  * of candidates. */
-int sched_path_best(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic,
-                    int dst_nic, const double *load, double rate, int *links, int max,
-                    uint64_t *index, uint64_t *count);
+int sched_path_best(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic, int dst_nic,
+                    const double *load, double rate, int *links, int max, uint64_t *index,
+                    uint64_t *count);
 
 /* rng.c: splitmix64-seeded xoshiro256** */
 typedef struct {
@@ -94,15 +94,15 @@ typedef struct {
 } sched_rng_t;
 void sched_rng_seed(sched_rng_t *r, uint64_t seed);
 uint64_t sched_rng_next(sched_rng_t *r);
-uint64_t sched_rng_below(sched_rng_t *r, uint64_t n);   /* uniform in [0, n) */
+uint64_t sched_rng_below(sched_rng_t *r, uint64_t n); /* uniform in [0, n) */
 uint64_t sched_hash64(uint64_t x);
 
 /* compress.c: Algorithm 1 on a DAG given as CSR (in- and out-edges). */
 typedef struct {
     int n;
-    int *out_off, *out_to;       /* out-edges per node */
-    int *in_off, *in_from;       /* in-edges per node */
-    double *in_w;                /* weight of each in-edge */
+    int *out_off, *out_to; /* out-edges per node */
+    int *in_off, *in_from; /* in-edges per node */
+    double *in_w;          /* weight of each in-edge */
 } sched_dag_t;
 crux_status_t sched_dag_compress(const sched_dag_t *dag, int levels, int orders, uint64_t seed,
                                  int *level_out, double *cut_out);

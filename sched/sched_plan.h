@@ -8,23 +8,23 @@
 typedef struct {
     char *id;
     int nplace;
-    int *host;                   /* ring order */
-    uint64_t *gpus;              /* resolved masks, never 0 */
+    int *host;      /* ring order */
+    uint64_t *gpus; /* resolved masks, never 0 */
     int gpus_total;
     double compute_s, work, overlap, bytes;
-    int flow_off, nflows;        /* into plan->flows */
-    size_t link_off;             /* into plan->jl_*: M_{j,e} */
+    int flow_off, nflows; /* into plan->flows */
+    size_t link_off;      /* into plan->jl_*: M_{j,e} */
     int nlinks;
-    double t_edge;               /* t from the NICs alone, before paths */
+    double t_edge; /* t from the NICs alone, before paths */
     double comm_s, period, intensity, correction, priority;
     int level;
     double bottleneck;
 } plan_job_t;
 
 typedef struct {
-    int src, dst;                /* global NIC ids */
+    int src, dst; /* global NIC ids */
     double bytes;
-    size_t path_off;             /* into plan->path_links */
+    size_t path_off; /* into plan->path_links */
     int path_len;
     uint64_t index, count;
 } plan_flow_t;
@@ -42,10 +42,10 @@ struct crux_sched_plan {
     int *jl_link;
     double *jl_bytes;
     size_t njl, cap_jl;
-    double *load;                /* per link: bytes/s of all flows on it */
+    double *load; /* per link: bytes/s of all flows on it */
     int stage;
     int reference;
-    sched_dag_t dag;             /* the contention DAG of the last compression */
+    sched_dag_t dag; /* the contention DAG of the last compression */
     double cut, cut_total;
 };
 

@@ -109,11 +109,10 @@ static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
                 fl->index = mode == CRUX_SCHED_PATHS_ECMP
                                 ? sched_hash64(h ^ (uint64_t)(f - j->flow_off)) % fl->count
                                 : sched_rng_below(&rng, fl->count);
-                hops = sched_path_unrank(c, &s, fl->src, fl->dst, fl->index, links,
-                                         SCHED_MAX_HOPS);
+                hops = sched_path_unrank(c, &s, fl->src, fl->dst, fl->index, links, SCHED_MAX_HOPS);
             }
             if (hops < 0) {
-                st = CRUX_ERR_INVALID;   /* longer than SCHED_MAX_HOPS */
+                st = CRUX_ERR_INVALID; /* longer than SCHED_MAX_HOPS */
                 break;
             }
             fl->path_off = p->npath;
@@ -244,7 +243,7 @@ crux_status_t crux_sched_plan_select_paths_ordered(crux_sched_plan_t *p, const i
     crux_status_t st = seen && net ? CRUX_OK : CRUX_ERR_NO_MEMORY;
     for (int k = 0; k < n && st == CRUX_OK; k++) {
         if (order[k] < 0 || order[k] >= n || seen[order[k]]) {
-            st = CRUX_ERR_INVALID;   /* not a permutation: the plan is left as it was */
+            st = CRUX_ERR_INVALID; /* not a permutation: the plan is left as it was */
             break;
         }
         seen[order[k]] = 1;

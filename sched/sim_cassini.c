@@ -21,12 +21,12 @@
 
 #include "sched/sim_internal.h"
 
-#define SHIFTS 32
+#define SHIFTS  32
 #define HORIZON 4
 
 typedef struct {
-    int job;                     /* index into s->jobs */
-    int fresh;                   /* just started: it gets a shift */
+    int job;   /* index into s->jobs */
+    int fresh; /* just started: it gets a shift */
     double period, arc, next, shift;
 } member_t;
 
@@ -47,10 +47,8 @@ static double next_comm(const sim_job_t *j, double arc)
 {
     double pre = (1 - j->spec->overlap) * j->spec->compute_s;
     switch (j->phase) {
-    case PH_COMPUTE:
-        return j->compute_left + j->hold;
-    case PH_HOLD:
-        return j->hold_left;
+    case PH_COMPUTE: return j->compute_left + j->hold;
+    case PH_HOLD: return j->hold_left;
     default: {
         double comm = j->fixed_left + j->comm_left * (arc - j->fixed_s);
         return (j->compute_left > comm ? j->compute_left : comm) + pre + j->hold;
@@ -158,7 +156,7 @@ crux_status_t sim_cassini_shifts(sim_t *s, const int *jobs, int n)
         for (int i = 0; i < k; i++) {
             sim_job_t *j = &s->jobs[m[i].job];
             if (j->comp >= 0)
-                sim_comp_materialize(s, j->comp, s->now);   /* phases as of now */
+                sim_comp_materialize(s, j->comp, s->now); /* phases as of now */
             crux_sched_timing_t t = { j->work, j->spec->compute_s, j->fixed_s + comm_time(s, j),
                                       j->spec->overlap };
             m[i].arc = t.comm_s;

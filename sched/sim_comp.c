@@ -53,7 +53,7 @@ void sim_comp_release(sim_t *s, int ci)
     comp_arrays_free(c);
     uint64_t gen = c->gen + 1;
     memset(c, 0, sizeof(*c));
-    c->gen = gen;                /* its heap entries are now stale */
+    c->gen = gen; /* its heap entries are now stale */
     s->free_comps[s->nfree_comps++] = ci;
 }
 
@@ -133,7 +133,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
 
 typedef struct {
     sim_t *s;
-    double *xcap;                /* per running position */
+    double *xcap; /* per running position */
     int *uf;
 } regroup_t;
 
@@ -166,7 +166,7 @@ static void regroup(regroup_t *g)
                 s->link_stamp[l] = s->stamp;
                 s->link_users[l] = 0;
                 s->link_demand[l] = 0;
-                s->link_slot[l] = -1;     /* here: the first user's position */
+                s->link_slot[l] = -1; /* here: the first user's position */
             }
             s->link_users[l]++;
         }
@@ -273,7 +273,7 @@ static int build(regroup_t *g, const int *pos, int n)
     for (int e = 0; e < nslots; e++)
         c->su_off[e + 1] += c->su_off[e];
     for (int e = 0; e < nslots; e++)
-        c->slot_mark[e] = c->su_off[e];          /* fill cursors, reset below */
+        c->slot_mark[e] = c->su_off[e]; /* fill cursors, reset below */
     for (int i = 0; i < n; i++)
         for (int k = c->off[i]; k < c->off[i + 1]; k++) {
             int idx = c->slot_mark[c->slot[k]]++;
@@ -339,7 +339,7 @@ static void start(sim_t *s, int ci)
         sim_job_t *j = &s->jobs[c->jobs[q]];
         sim_job_bring(s, j, s->now);
         j->comp = ci;
-        j->xfer = 0;             /* nothing listed as transferring here yet */
+        j->xfer = 0; /* nothing listed as transferring here yet */
         j->shared |= c->n > 1;
         j->hold += j->shift;
         j->shift = 0;

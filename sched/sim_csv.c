@@ -19,12 +19,24 @@
 
 #include "sched/sim_internal.h"
 
-enum { C_ID, C_ARRIVAL, C_MODEL, C_GPUS, C_COMPUTE, C_OVERLAP, C_BYTES, C_WORK, C_ITERS,
-       C_DURATION, C_LEVEL, C_PLACEMENT, NCOLS };
-static const char *const col_names[NCOLS] = {
-    "id", "arrival_s", "model", "gpus", "compute_s", "overlap", "bytes", "work",
-    "iterations", "duration_s", "level", "placement"
+enum {
+    C_ID,
+    C_ARRIVAL,
+    C_MODEL,
+    C_GPUS,
+    C_COMPUTE,
+    C_OVERLAP,
+    C_BYTES,
+    C_WORK,
+    C_ITERS,
+    C_DURATION,
+    C_LEVEL,
+    C_PLACEMENT,
+    NCOLS
 };
+static const char *const col_names[NCOLS] = { "id",         "arrival_s",  "model", "gpus",
+                                              "compute_s",  "overlap",    "bytes", "work",
+                                              "iterations", "duration_s", "level", "placement" };
 
 static char *trim(char *s)
 {
@@ -181,8 +193,7 @@ typedef struct {
 } row_ctx_t;
 
 /* One job line into w; why says what is wrong. */
-static int parse_row(const row_ctx_t *x, char *line, crux_sim_workload_t *w, char *why,
-                     size_t len)
+static int parse_row(const row_ctx_t *x, char *line, crux_sim_workload_t *w, char *why, size_t len)
 {
     char *f[NCOLS + 1];
     int n = split(line, f, NCOLS);
@@ -201,10 +212,8 @@ static int parse_row(const row_ctx_t *x, char *line, crux_sim_workload_t *w, cha
         }
     crux_sim_job_t j = { .id = v[C_ID], .model = *v[C_MODEL] ? v[C_MODEL] : NULL };
     long gpus = 0, iters = 0, level = 0;
-    static const int doubles[] = { C_ARRIVAL, C_COMPUTE, C_OVERLAP, C_BYTES, C_WORK,
-                                   C_DURATION };
-    double *dst[] = { &j.arrival_s, &j.compute_s, &j.overlap, &j.bytes, &j.work,
-                      &j.duration_s };
+    static const int doubles[] = { C_ARRIVAL, C_COMPUTE, C_OVERLAP, C_BYTES, C_WORK, C_DURATION };
+    double *dst[] = { &j.arrival_s, &j.compute_s, &j.overlap, &j.bytes, &j.work, &j.duration_s };
     for (int k = 0; k < 6; k++)
         if (*v[doubles[k]] && parse_double(v[doubles[k]], dst[k]) != 0) {
             snprintf(why, len, "%s: not a number: \"%s\"", col_names[doubles[k]], v[doubles[k]]);
@@ -220,8 +229,8 @@ static int parse_row(const row_ctx_t *x, char *line, crux_sim_workload_t *w, cha
     j.iterations = iters;
     j.level = (int)level;
     if (*v[C_PLACEMENT]) {
-        j.nplacement = parse_placement(f[x->col[C_PLACEMENT]], x->c, x->place, x->maxplace,
-                                       why, len);
+        j.nplacement =
+            parse_placement(f[x->col[C_PLACEMENT]], x->c, x->place, x->maxplace, why, len);
         if (j.nplacement < 0)
             return -1;
         j.placement = x->place;

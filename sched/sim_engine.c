@@ -12,20 +12,26 @@
 
 void crux_sim_config_defaults(crux_sim_config_t *c)
 {
-    *c = (crux_sim_config_t){ .policy = CRUX_SIM_CRUX_FULL, .placement = CRUX_SIM_PLACE_PACKED,
-                              .levels = 8, .orders = 10, .seed = 1, .alpha_s = 5e-6,
-                              .intra_gbps = 2400, .bin_s = 600, .fast_forward = 1 };
+    *c = (crux_sim_config_t){ .policy = CRUX_SIM_CRUX_FULL,
+                              .placement = CRUX_SIM_PLACE_PACKED,
+                              .levels = 8,
+                              .orders = 10,
+                              .seed = 1,
+                              .alpha_s = 5e-6,
+                              .intra_gbps = 2400,
+                              .bin_s = 600,
+                              .fast_forward = 1 };
 }
 
 static int config_ok(const crux_sim_config_t *c, char *err, size_t len)
 {
     if (c->policy < 0 || c->policy >= CRUX_SIM_POLICIES || c->placement < 0 ||
-        c->placement >= CRUX_SIM_PLACEMENTS || c->levels < 1 ||
-        c->levels > CRUX_SCHED_MAX_LEVELS || c->orders < 1 || !(c->alpha_s >= 0) ||
-        !(c->intra_gbps > 0) || !(c->bin_s > 0) || !isfinite(c->bin_s) ||
-        !isfinite(c->until_s)) {
-        crux_errf(err, len, "bad configuration: needs a known policy and placement, levels "
-                          "1..%d, orders >= 1, alpha >= 0, intra > 0, bin > 0",
+        c->placement >= CRUX_SIM_PLACEMENTS || c->levels < 1 || c->levels > CRUX_SCHED_MAX_LEVELS ||
+        c->orders < 1 || !(c->alpha_s >= 0) || !(c->intra_gbps > 0) || !(c->bin_s > 0) ||
+        !isfinite(c->bin_s) || !isfinite(c->until_s)) {
+        crux_errf(err, len,
+                  "bad configuration: needs a known policy and placement, levels "
+                  "1..%d, orders >= 1, alpha >= 0, intra > 0, bin > 0",
                   CRUX_SCHED_MAX_LEVELS);
         return 0;
     }
@@ -72,9 +78,8 @@ static void sim_free(sim_t *s)
     sim_heap_free(&s->heap);
 }
 
-static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
-                              const crux_sim_workload_t *w, const crux_sim_config_t *cfg,
-                              char *err, size_t len)
+static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c, const crux_sim_workload_t *w,
+                              const crux_sim_config_t *cfg, char *err, size_t len)
 {
     memset(s, 0, sizeof(*s));
     s->c = c;
@@ -104,8 +109,8 @@ static crux_status_t sim_init(sim_t *s, const crux_sched_cluster_t *c,
     s->order = malloc(nj * sizeof(int));
     if (!s->link_bw || !s->link_users || !s->link_stamp || !s->link_slot || !s->link_mark ||
         !s->link_demand || !s->link_bytes || (cfg->check && !s->link_check) || !s->jobs ||
-        !s->waiting || !s->running || !s->departed || !s->fresh || !s->place_buf ||
-        !order || !s->order || sim_alloc_init(&s->alloc, c, cfg->seed) != CRUX_OK) {
+        !s->waiting || !s->running || !s->departed || !s->fresh || !s->place_buf || !order ||
+        !s->order || sim_alloc_init(&s->alloc, c, cfg->seed) != CRUX_OK) {
         free(order);
         crux_errf(err, len, "out of memory");
         return CRUX_ERR_NO_MEMORY;
@@ -245,7 +250,7 @@ static int replan(sim_t *s)
         return -1;
     }
     s->sum.replans++;
-    for (int k = 0; k < s->nrunning; k++)     /* every fresh job is running */
+    for (int k = 0; k < s->nrunning; k++) /* every fresh job is running */
         s->fresh[s->running[k]] = 0;
     return 0;
 }
@@ -286,9 +291,8 @@ static const sim_event_t *next_event(sim_t *s)
 {
     const sim_event_t *e;
     while ((e = sim_heap_top(&s->heap)) != NULL) {
-        int stale = e->kind == EV_END
-                        ? s->jobs[e->id].state != JOB_RUNNING
-                        : !s->comps[e->id].alive || s->comps[e->id].gen != e->gen;
+        int stale = e->kind == EV_END ? s->jobs[e->id].state != JOB_RUNNING
+                                      : !s->comps[e->id].alive || s->comps[e->id].gen != e->gen;
         if (!stale)
             return e;
         sim_event_t drop;
@@ -313,8 +317,8 @@ static void loop(sim_t *s)
 {
     double until = s->cfg.until_s > 0 ? s->cfg.until_s : INFINITY;
     while (!s->failed) {
-        double ta = s->next_arrival < s->njobs ? s->jobs[s->next_arrival].spec->arrival_s
-                                               : INFINITY;
+        double ta =
+            s->next_arrival < s->njobs ? s->jobs[s->next_arrival].spec->arrival_s : INFINITY;
         const sim_event_t *top = next_event(s);
         double te = top ? top->t : INFINITY;
         if (!(ta < INFINITY || te < INFINITY) || (ta > until && te > until))
@@ -395,8 +399,7 @@ crux_status_t crux_sim_run(const crux_sched_cluster_t *c, const crux_sim_workloa
 }
 
 crux_status_t crux_sim_decide(const crux_sched_cluster_t *c, const crux_sim_workload_t *w,
-                              const crux_sim_config_t *cfg, int *level_out, char *err,
-                              size_t len)
+                              const crux_sim_config_t *cfg, int *level_out, char *err, size_t len)
 {
     if (c == NULL || w == NULL || cfg == NULL || level_out == NULL)
         return CRUX_ERR_INVALID;

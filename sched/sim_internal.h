@@ -22,12 +22,12 @@ typedef struct {
     uint64_t s;
 } sim_rng_t;
 uint64_t sim_rng_next(sim_rng_t *r);
-double sim_rng_uniform(sim_rng_t *r);                 /* [0, 1) */
-uint64_t sim_rng_below(sim_rng_t *r, uint64_t n);     /* [0, n), n > 0 */
+double sim_rng_uniform(sim_rng_t *r);             /* [0, 1) */
+uint64_t sim_rng_below(sim_rng_t *r, uint64_t n); /* [0, n), n > 0 */
 
 /* ---- workload storage */
 typedef struct {
-    crux_sim_job_t job;          /* its pointers point at the copies below */
+    crux_sim_job_t job; /* its pointers point at the copies below */
     char *id, *model;
     crux_sched_place_t *place;
 } sim_spec_t;
@@ -35,7 +35,7 @@ typedef struct {
 struct crux_sim_workload {
     int n, cap;
     sim_spec_t *specs;
-    int *ids, id_cap;            /* id -> index, open addressing */
+    int *ids, id_cap; /* id -> index, open addressing */
 };
 
 /* GPUs of the whole host as a mask. */
@@ -43,12 +43,12 @@ uint64_t sim_all_gpus(int gpus);
 
 /* ---- GPU allocation (sim_place.c) */
 typedef struct {
-    int nhosts, ntors, host_gpus;    /* host_gpus: the smallest host */
-    int *tor_of;                     /* host -> ToR index */
-    int *tor_off, *tor_hosts;        /* hosts of each ToR, ascending */
-    uint64_t *free;                  /* free GPUs of each host */
-    uint64_t *full;                  /* all GPUs of each host */
-    int *tor_idle;                   /* hosts of each ToR with every GPU free */
+    int nhosts, ntors, host_gpus; /* host_gpus: the smallest host */
+    int *tor_of;                  /* host -> ToR index */
+    int *tor_off, *tor_hosts;     /* hosts of each ToR, ascending */
+    uint64_t *free;               /* free GPUs of each host */
+    uint64_t *full;               /* all GPUs of each host */
+    int *tor_idle;                /* hosts of each ToR with every GPU free */
     int total_gpus;
     sim_rng_t rng;
 } sim_alloc_t;
@@ -81,34 +81,34 @@ typedef struct {
     crux_sched_place_t *place;
     int nplace;
     double start, end;
-    double work;                 /* W per iteration */
+    double work; /* W per iteration */
     double alone_period;
-    double fixed_s;              /* the part of a comm phase no link slows down */
-    int net;                     /* has network traffic */
-    double bytes_iter;           /* into the network per iteration */
-    double flow_bytes;           /* its largest flow: the ring moves at its pace */
-    sim_decision_t ecmp;         /* its ECMP paths (they depend on nothing else) */
-    sim_decision_t dec;          /* in force */
-    sim_decision_t next;         /* the policy's new decision, until applied */
-    double shift;                /* a new one-time delay (CASSINI), until applied */
-    double hold;                 /* the delay pending before the next comm phase */
+    double fixed_s;      /* the part of a comm phase no link slows down */
+    int net;             /* has network traffic */
+    double bytes_iter;   /* into the network per iteration */
+    double flow_bytes;   /* its largest flow: the ring moves at its pace */
+    sim_decision_t ecmp; /* its ECMP paths (they depend on nothing else) */
+    sim_decision_t dec;  /* in force */
+    sim_decision_t next; /* the policy's new decision, until applied */
+    double shift;        /* a new one-time delay (CASSINI), until applied */
+    double hold;         /* the delay pending before the next comm phase */
     /* dynamics */
     int phase;
     double compute_left, hold_left, fixed_left, comm_left;
-    double x;                    /* transfer rate: fraction of bytes_iter per s */
-    int xfer;                    /* transferring when x was last computed */
-    double t;                    /* its state is as of this time (updated lazily) */
-    double next_t;               /* its next state change */
-    int hpos;                    /* position in its component's heap */
+    double x;      /* transfer rate: fraction of bytes_iter per s */
+    int xfer;      /* transferring when x was last computed */
+    double t;      /* its state is as of this time (updated lazily) */
+    double next_t; /* its next state change */
+    int hpos;      /* position in its component's heap */
     /* its iteration ends in the averaging window of its component */
     double win_first, win_last;
     int win_count;
-    double iters, busy;          /* completed iterations; GPU-busy s per GPU */
-    double units;                /* comm phases delivered (integral of x) */
-    double units_flushed;        /* units already added to link_bytes */
-    double begun;                /* comm phases begun */
-    int comp;                    /* its component, -1 when none */
-    int shared;                  /* ever in a component with another job */
+    double iters, busy;   /* completed iterations; GPU-busy s per GPU */
+    double units;         /* comm phases delivered (integral of x) */
+    double units_flushed; /* units already added to link_bytes */
+    double begun;         /* comm phases begun */
+    int comp;             /* its component, -1 when none */
+    int shared;           /* ever in a component with another job */
 } sim_job_t;
 
 static inline int sim_transferring(const sim_job_t *j)
@@ -117,20 +117,20 @@ static inline int sim_transferring(const sim_job_t *j)
 }
 
 /* ---- components (sim_comp.c) */
-#define SIM_SNAPS 64             /* anchor iterations remembered */
+#define SIM_SNAPS 64 /* anchor iterations remembered */
 
 typedef struct {
     int alive;
     int n;
-    int *jobs;                   /* by level, highest first, then index */
-    int *level;                  /* rank of each job's level, 0 = highest */
+    int *jobs;  /* by level, highest first, then index */
+    int *level; /* rank of each job's level, 0 = highest */
     /* contended links ("slots") and each job's weights on them (CSR) */
     int nslots;
     int *slot_link;
     double *slot_bw;
     int *off, *slot;
-    double *w;                   /* M_{j,e} / flow bytes: flows of j on e */
-    double *rcap;                /* per-flow rate its private links allow */
+    double *w;    /* M_{j,e} / flow bytes: flows of j on e */
+    double *rcap; /* per-flow rate its private links allow */
     /* users of each slot (CSR, job positions), the transferring ones
      * first: sa[e] of them; supos[k] is where weight k's job sits in su */
     int *su_off, *su, *sa, *supos, *suk;
@@ -142,27 +142,27 @@ typedef struct {
     int *live, *slot_full, *slot_cnt, *touched;
     double *jcap;
     int *done;
-    double now;                  /* the time it has been simulated to */
-    uint64_t gen;                /* heap entries of older generations are stale */
+    double now;   /* the time it has been simulated to */
+    uint64_t gen; /* heap entries of older generations are stale */
     /* steady-state detection: snapshots at the anchor's iteration ends */
-    int anchor;                  /* index into jobs, -1: the next job to finish one */
+    int anchor; /* index into jobs, -1: the next job to finish one */
     int snaps, since_reset, catching_up, window;
     uint64_t events_since_snap, events_since_reset;
-    double *snap;                /* SIM_SNAPS stored, the current, the window's start:
+    double *snap; /* SIM_SNAPS stored, the current, the window's start:
                                     (SIM_SNAPS + 2) x (1 + n * values) */
     int frozen;
     double freeze_t, period;
-    double thaw_m;               /* periods left before a job nears its end */
-    double *delta;               /* per job: busy, units, begun over a period */
+    double thaw_m; /* periods left before a job nears its end */
+    double *delta; /* per job: busy, units, begun over a period */
 } sim_comp_t;
 
 /* ---- the event heap (sim_heap.c) */
 enum { EV_COMP, EV_THAW, EV_END };
 typedef struct {
     double t;
-    int kind, id;                /* component or job */
+    int kind, id; /* component or job */
     uint64_t gen;
-    uint64_t seq;                /* ties in insertion order: deterministic */
+    uint64_t seq; /* ties in insertion order: deterministic */
 } sim_event_t;
 typedef struct {
     sim_event_t *e;
@@ -170,7 +170,7 @@ typedef struct {
     uint64_t seq;
 } sim_heap_t;
 int sim_heap_push(sim_heap_t *h, double t, int kind, int id, uint64_t gen);
-int sim_heap_pop(sim_heap_t *h, sim_event_t *out);        /* 0 when empty */
+int sim_heap_pop(sim_heap_t *h, sim_event_t *out); /* 0 when empty */
 const sim_event_t *sim_heap_top(const sim_heap_t *h);
 void sim_heap_free(sim_heap_t *h);
 
@@ -181,10 +181,10 @@ typedef struct {
     int nlinks;
     double *link_bw;
     int njobs;
-    sim_job_t *jobs;             /* in arrival order */
-    int *order;                  /* workload index of jobs[i] */
+    sim_job_t *jobs; /* in arrival order */
+    int *order;      /* workload index of jobs[i] */
     int next_arrival;
-    int *waiting;                /* queue, arrival order */
+    int *waiting; /* queue, arrival order */
     int nwaiting;
     int *running;
     int nrunning;
@@ -194,22 +194,22 @@ typedef struct {
     sim_comp_t *comps;
     int *free_comps, nfree_comps;
     sim_heap_t heap;
-    double now;                  /* time of the last global event */
-    double held_since;           /* held GPU-seconds are credited up to here */
+    double now;        /* time of the last global event */
+    double held_since; /* held GPU-seconds are credited up to here */
     int held_gpus;
     /* scratch over links */
     int *link_users, *link_stamp, *link_slot, *link_mark;
     int stamp;
     double *link_demand;
     /* results */
-    double *link_bytes;          /* flushed from jobs */
-    double *link_check;          /* integrated per link when cfg.check */
+    double *link_bytes; /* flushed from jobs */
+    double *link_check; /* integrated per link when cfg.check */
     int nbins, cap_bins;
     double *bin_busy, *bin_held;
     crux_sim_summary_t sum;
-    int *departed;               /* jobs that just finished their last iteration */
+    int *departed; /* jobs that just finished their last iteration */
     int ndeparted;
-    char *fresh;                 /* jobs started since the last policy run */
+    char *fresh; /* jobs started since the last policy run */
     char *err;
     size_t errlen;
     int failed;
@@ -229,12 +229,12 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
 int sim_comps_rebuild(sim_t *s);
 void sim_comp_release(sim_t *s, int comp);
 /* sim_step.c */
-void sim_job_bring(sim_t *s, sim_job_t *j, double t);   /* its state up to t */
+void sim_job_bring(sim_t *s, sim_job_t *j, double t); /* its state up to t */
 void sim_comp_heap_init(sim_t *s, sim_comp_t *c);
-void sim_comp_schedule(sim_t *s, int comp);      /* push its next event */
-void sim_comp_step(sim_t *s, int comp);          /* process its next event */
+void sim_comp_schedule(sim_t *s, int comp); /* push its next event */
+void sim_comp_step(sim_t *s, int comp);     /* process its next event */
 void sim_comp_thaw(sim_t *s, int comp);
-void sim_comp_materialize(sim_t *s, int comp, double t);   /* bring it to t */
+void sim_comp_materialize(sim_t *s, int comp, double t); /* bring it to t */
 int sim_comp_snapshot_vals(void);
 
 /* sim_policy.c: runs cfg.policy for the running jobs (next decisions) */

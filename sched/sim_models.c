@@ -25,17 +25,17 @@
 
 static const crux_sim_model_t models[] = {
     /* name            share  gpus                  n  compute bytes    overlap */
-    { "resnet50",        0.16, { 1, 2, 4, 8, 16 },   5, 0.10, 102e6,  0.6 },  /* 25.6M, fp32 */
-    { "resnet152",       0.06, { 8, 16, 32 },        3, 0.20, 241e6,  0.6 },  /* 60.2M, fp32 */
-    { "bert-base",       0.10, { 4, 8, 16 },         3, 0.08, 440e6,  0.5 },  /* 110M, fp32 */
-    { "bert-large",      0.12, { 8, 16, 32 },        3, 0.22, 1.34e9, 0.5 },  /* 335M, fp32 */
-    { "nmt",             0.07, { 8, 16 },            2, 0.18, 852e6,  0.5 },  /* transformer-big */
-    { "multi-interests", 0.07, { 8, 16 },            2, 0.12, 2.0e9,  0.3 },  /* + embeddings */
-    { "ctr",             0.08, { 8, 16, 32 },        3, 0.08, 1.2e9,  0.2 },  /* DLRM-like */
-    { "nlp",             0.07, { 16, 32 },           2, 0.50, 2.0e9,  0.4 },  /* 1B, fp16 */
-    { "gpt-1.3b",        0.10, { 16, 32, 64 },       3, 0.80, 2.6e9,  0.3 },  /* fp16 DP */
-    { "llama-7b",        0.09, { 32, 64 },           2, 1.10, 21e9,   0.7 },  /* FSDP */
-    { "gpt-13b",         0.08, { 64, 128 },          2, 4.00, 26e9,   0.2 },  /* TP 8 + DP */
+    { "resnet50", 0.16, { 1, 2, 4, 8, 16 }, 5, 0.10, 102e6, 0.6 }, /* 25.6M, fp32 */
+    { "resnet152", 0.06, { 8, 16, 32 }, 3, 0.20, 241e6, 0.6 },     /* 60.2M, fp32 */
+    { "bert-base", 0.10, { 4, 8, 16 }, 3, 0.08, 440e6, 0.5 },      /* 110M, fp32 */
+    { "bert-large", 0.12, { 8, 16, 32 }, 3, 0.22, 1.34e9, 0.5 },   /* 335M, fp32 */
+    { "nmt", 0.07, { 8, 16 }, 2, 0.18, 852e6, 0.5 },               /* transformer-big */
+    { "multi-interests", 0.07, { 8, 16 }, 2, 0.12, 2.0e9, 0.3 },   /* + embeddings */
+    { "ctr", 0.08, { 8, 16, 32 }, 3, 0.08, 1.2e9, 0.2 },           /* DLRM-like */
+    { "nlp", 0.07, { 16, 32 }, 2, 0.50, 2.0e9, 0.4 },              /* 1B, fp16 */
+    { "gpt-1.3b", 0.10, { 16, 32, 64 }, 3, 0.80, 2.6e9, 0.3 },     /* fp16 DP */
+    { "llama-7b", 0.09, { 32, 64 }, 2, 1.10, 21e9, 0.7 },          /* FSDP */
+    { "gpt-13b", 0.08, { 64, 128 }, 2, 4.00, 26e9, 0.2 },          /* TP 8 + DP */
 };
 #define NMODELS ((int)(sizeof(models) / sizeof(models[0])))
 
@@ -47,8 +47,13 @@ int crux_sim_models(const crux_sim_model_t **out)
 
 void crux_sim_gen_defaults(crux_sim_gen_t *g)
 {
-    *g = (crux_sim_gen_t){ .jobs = 5000, .span_s = 14 * 86400.0, .load = 0.85, .sigma = 1.2,
-                           .min_s = 300, .max_s = 7 * 86400.0, .seed = 1 };
+    *g = (crux_sim_gen_t){ .jobs = 5000,
+                           .span_s = 14 * 86400.0,
+                           .load = 0.85,
+                           .sigma = 1.2,
+                           .min_s = 300,
+                           .max_s = 7 * 86400.0,
+                           .seed = 1 };
 }
 
 typedef struct {
@@ -72,11 +77,12 @@ static double round_to(double x, double step)
 crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluster_t *c,
                                 crux_sim_workload_t *w, char *err, size_t len)
 {
-    if (g == NULL || c == NULL || w == NULL || g->jobs < 1 || !(g->span_s > 0) ||
-        !(g->load > 0) || !(g->sigma >= 0) || !(g->min_s > 0) || !(g->max_s >= g->min_s) ||
-        !isfinite(g->span_s) || !isfinite(g->max_s)) {
-        crux_errf(err, len, "generator: needs jobs >= 1, span > 0, load > 0, sigma >= 0, "
-                          "0 < min <= max");
+    if (g == NULL || c == NULL || w == NULL || g->jobs < 1 || !(g->span_s > 0) || !(g->load > 0) ||
+        !(g->sigma >= 0) || !(g->min_s > 0) || !(g->max_s >= g->min_s) || !isfinite(g->span_s) ||
+        !isfinite(g->max_s)) {
+        crux_errf(err, len,
+                  "generator: needs jobs >= 1, span > 0, load > 0, sigma >= 0, "
+                  "0 < min <= max");
         return CRUX_ERR_INVALID;
     }
     shape_t sh = { 0, crux_sched_cluster_hosts(c), 0 };
@@ -122,7 +128,7 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
     for (int i = 0; i < g->jobs && st == CRUX_OK; i++) {
         const crux_sim_model_t *md;
         int gpus;
-        do {                     /* a model, then one of its counts that fits */
+        do { /* a model, then one of its counts that fits */
             double u = sim_rng_uniform(&rng) * share, acc = 0;
             int m = 0;
             while (m < NMODELS - 1 && u >= (acc += models[m].share))
@@ -138,9 +144,14 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
         dur = dur < g->min_s ? g->min_s : dur > g->max_s ? g->max_s : dur;
         char id[32];
         snprintf(id, sizeof(id), "job-%05d", i + 1);
-        crux_sim_job_t job = { .id = id, .model = md->name, .arrival_s = arrival[i],
-                               .gpus = gpus, .compute_s = compute, .overlap = md->overlap,
-                               .bytes = md->bytes, .iterations = lround(dur / compute) };
+        crux_sim_job_t job = { .id = id,
+                               .model = md->name,
+                               .arrival_s = arrival[i],
+                               .gpus = gpus,
+                               .compute_s = compute,
+                               .overlap = md->overlap,
+                               .bytes = md->bytes,
+                               .iterations = lround(dur / compute) };
         if (job.iterations < 1)
             job.iterations = 1;
         st = crux_sim_workload_add(w, c, &job, err, len);

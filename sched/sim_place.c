@@ -55,7 +55,7 @@ crux_status_t sim_alloc_init(sim_alloc_t *a, const crux_sched_cluster_t *c, uint
     host_tors(c, tor_sw);
     for (int s = 0; s < nsw; s++)
         sw_tor[s] = -1;
-    for (int h = 0; h < nh; h++) {       /* ToRs numbered by first host */
+    for (int h = 0; h < nh; h++) { /* ToRs numbered by first host */
         if (sw_tor[tor_sw[h]] < 0)
             sw_tor[tor_sw[h]] = a->ntors++;
         a->tor_of[h] = sw_tor[tor_sw[h]];
@@ -135,8 +135,7 @@ static uint64_t lowest_free(uint64_t f, int need)
 
 /* Small jobs: one host with room.  packed: the fullest that fits (keeps
  * idle hosts for large jobs); spread: the emptiest; random: any. */
-static int place_small(sim_alloc_t *a, crux_sim_placement_t how, int gpus,
-                       crux_sched_place_t *out)
+static int place_small(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_sched_place_t *out)
 {
     int best = -1, bestfree = 0, fits = 0;
     for (int h = 0; h < a->nhosts; h++) {
@@ -265,7 +264,7 @@ static int place_random(sim_alloc_t *a, int nh, int idle_hosts, crux_sched_place
     for (int h = 0; h < a->nhosts; h++)
         if (idle(a, h))
             pool[k++] = h;
-    for (int i = 0; i < nh; i++) {       /* partial Fisher-Yates */
+    for (int i = 0; i < nh; i++) { /* partial Fisher-Yates */
         int r = i + (int)sim_rng_below(&a->rng, (uint64_t)(k - i));
         int t = pool[i];
         pool[i] = pool[r];

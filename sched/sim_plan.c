@@ -8,12 +8,15 @@
 
 #include "sched/sim_internal.h"
 
-static crux_status_t add_job(crux_sched_plan_t *plan, const sim_job_t *j, char *err,
-                             size_t len)
+static crux_status_t add_job(crux_sched_plan_t *plan, const sim_job_t *j, char *err, size_t len)
 {
-    crux_sched_job_t job = { .id = j->spec->id, .placement = j->place, .nplacement = j->nplace,
-                             .compute_s = j->spec->compute_s, .work = j->work,
-                             .overlap = j->spec->overlap, .allreduce_bytes = j->spec->bytes };
+    crux_sched_job_t job = { .id = j->spec->id,
+                             .placement = j->place,
+                             .nplacement = j->nplace,
+                             .compute_s = j->spec->compute_s,
+                             .work = j->work,
+                             .overlap = j->spec->overlap,
+                             .allreduce_bytes = j->spec->bytes };
     return crux_sched_plan_add_job(plan, &job, NULL, err, len);
 }
 
@@ -46,8 +49,7 @@ static int decision_fit(sim_decision_t *d, int n)
     return 0;
 }
 
-static crux_status_t decision_set(sim_decision_t *d, const int *links, const double *bytes,
-                                  int n)
+static crux_status_t decision_set(sim_decision_t *d, const int *links, const double *bytes, int n)
 {
     if (decision_fit(d, n) != 0)
         return CRUX_ERR_NO_MEMORY;

@@ -7,9 +7,9 @@
 #include "sched/keyed.h"
 #include "sched/sim_internal.h"
 
-static const char *const policy_names[CRUX_SIM_POLICIES] = {
-    "none", "sincronia", "taccl", "cassini", "crux-pa", "crux-ps-pa", "crux-full", "fixed"
-};
+static const char *const policy_names[CRUX_SIM_POLICIES] = { "none",      "sincronia", "taccl",
+                                                             "cassini",   "crux-pa",   "crux-ps-pa",
+                                                             "crux-full", "fixed" };
 
 const char *crux_sim_policy_name(crux_sim_policy_t p)
 {
@@ -74,8 +74,7 @@ static crux_status_t choose_paths(sim_t *s, crux_sched_plan_t *plan, int n)
         free(order);
         return st;
     }
-    default:
-        return crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_ECMP, s->cfg.seed);
+    default: return crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_ECMP, s->cfg.seed);
     }
 }
 
@@ -84,10 +83,8 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
     int K = s->cfg.levels;
     crux_status_t st = CRUX_OK;
     switch (s->cfg.policy) {
-    case CRUX_SIM_SINCRONIA:
-        return sim_sincronia_levels(s, jobs, n);
-    case CRUX_SIM_TACCL:
-        return sim_taccl_levels(s, plan, jobs, n);
+    case CRUX_SIM_SINCRONIA: return sim_sincronia_levels(s, jobs, n);
+    case CRUX_SIM_TACCL: return sim_taccl_levels(s, plan, jobs, n);
     case CRUX_SIM_CRUX_PA:
     case CRUX_SIM_CRUX_PS_PA:
         st = crux_sched_plan_assign_priorities(plan, 3.0);
@@ -103,7 +100,7 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
             s->jobs[jobs[i]].next.level = l < K ? l : K - 1;
         }
         return CRUX_OK;
-    default:                     /* none, CASSINI: one level, fair sharing */
+    default: /* none, CASSINI: one level, fair sharing */
         for (int i = 0; i < n; i++)
             s->jobs[jobs[i]].next.level = 0;
         return CRUX_OK;

@@ -49,7 +49,7 @@ static int collect(sim_comp_t *c, const int *seeds, int nseeds)
             }
         }
     }
-    for (int i = 1; i < n; i++) {            /* insertion sort: sets are small */
+    for (int i = 1; i < n; i++) { /* insertion sort: sets are small */
         int v = c->set[i], k = i;
         while (k > 0 && c->set[k - 1] > v) {
             c->set[k] = c->set[k - 1];
@@ -132,10 +132,10 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             if (c->slot_sum[e] > 1e-12 && c->slot_rem[e] < r * c->slot_sum[e])
                 r = c->slot_rem[e] / c->slot_sum[e];
         }
-        if (!(r > 0) || !isfinite(r))       /* infinite cannot happen: all have caps */
+        if (!(r > 0) || !isfinite(r)) /* infinite cannot happen: all have caps */
             r = 0;
         double lim = r * (1 + 1e-12);
-        for (int x = 0; x < ns; x++) {       /* saturated shared slots */
+        for (int x = 0; x < ns; x++) { /* saturated shared slots */
             int e = c->live[x];
             c->slot_full[e] = c->slot_sum[e] > 1e-12 && c->slot_rem[e] <= lim * c->slot_sum[e];
         }
@@ -160,7 +160,7 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             }
         }
     }
-    for (int x = 0; x < ntouched; x++) {     /* the next level starts afresh */
+    for (int x = 0; x < ntouched; x++) { /* the next level starts afresh */
         c->slot_sum[c->touched[x]] = 0;
         c->slot_cnt[c->touched[x]] = 0;
     }
@@ -169,7 +169,7 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
 {
     int n = collect(c, seeds, nseeds);
-    for (int i = 0; i < n; i++)          /* up to now at the old rates */
+    for (int i = 0; i < n; i++) /* up to now at the old rates */
         sim_job_bring(s, &s->jobs[c->jobs[c->set[i]]], now);
     for (int a = 0; a < n;) {
         int b = a + 1;

@@ -16,8 +16,8 @@
 
 typedef struct {
     int nl;
-    int *off, *job;              /* users of each local link (CSR) */
-    double *m;                   /* M of each user */
+    int *off, *job; /* users of each local link (CSR) */
+    double *m;      /* M of each user */
     double *load;
     int *alive_users;
     uint64_t *ver;
@@ -123,13 +123,13 @@ static int bssi_order(sim_t *s, bssi_t *b, const int *jobs, int n, int *rank)
         for (int u = b->off[e]; u < b->off[e + 1]; u++) {
             int i = b->job[u];
             double ratio = w[i] / b->m[u];
-            if (left[i] && (last < 0 || ratio <= best)) {   /* ties: the later job last */
+            if (left[i] && (last < 0 || ratio <= best)) { /* ties: the later job last */
                 last = i;
                 best = ratio;
                 mlast = b->m[u];
             }
         }
-        if (last < 0)            /* cannot happen: alive users are unordered jobs */
+        if (last < 0) /* cannot happen: alive users are unordered jobs */
             break;
         rank[last] = --pos;
         left[last] = 0;

@@ -10,7 +10,7 @@ struct crux_sim_result {
     crux_sim_summary_t sum;
     int njobs;
     crux_sim_job_result_t *jobs;
-    crux_sched_place_t *places;          /* every job's placement, in order */
+    crux_sched_place_t *places; /* every job's placement, in order */
     int nbins;
     crux_sim_bin_t *bins;
     int nlinks;
@@ -46,7 +46,7 @@ int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held)
         return 0;
     int first = (int)floor(t0 / w), last = (int)floor(t1 / w);
     if (last * w >= t1)
-        last--;                  /* ends on a boundary */
+        last--; /* ends on a boundary */
     if (last < first)
         last = first;
     if (bins_grow(s, last + 1) != 0)
@@ -77,8 +77,10 @@ int sim_check_links(sim_t *s)
         double a = s->link_bytes[l], b = s->link_check[l];
         if (fabs(a - b) > 1e-6 * (1 + fabs(a))) {
             char name[128];
-            crux_errf(s->err, s->errlen, "check: link %s: %.9g bytes from the jobs, %.9g from "
-                      "the rates", crux_sched_link_name(s->c, l, name, sizeof(name)), a, b);
+            crux_errf(s->err, s->errlen,
+                      "check: link %s: %.9g bytes from the jobs, %.9g from "
+                      "the rates",
+                      crux_sched_link_name(s->c, l, name, sizeof(name)), a, b);
             return -1;
         }
     }
@@ -140,19 +142,27 @@ crux_sim_result_t *sim_result_make(const sim_t *s)
     crux_sched_place_t *pl = r->places;
     for (int i = 0; i < s->njobs; i++) {
         const sim_job_t *j = &s->jobs[i];
-        crux_sim_job_result_t *o = &r->jobs[s->order[i]];     /* workload order */
+        crux_sim_job_result_t *o = &r->jobs[s->order[i]]; /* workload order */
         int started = j->state == JOB_RUNNING || j->state == JOB_DONE;
         double end = j->state == JOB_DONE ? j->end : s->sum.end_s;
         *o = (crux_sim_job_result_t){
-            .id = j->spec->id, .model = j->spec->model, .gpus = j->spec->gpus,
-            .hosts = started ? j->nplace : 0, .arrival_s = j->spec->arrival_s,
-            .start_s = started ? j->start : -1, .end_s = j->state == JOB_DONE ? j->end : -1,
-            .iterations = j->iters, .busy_s = j->busy, .alone_period_s = j->alone_period,
+            .id = j->spec->id,
+            .model = j->spec->model,
+            .gpus = j->spec->gpus,
+            .hosts = started ? j->nplace : 0,
+            .arrival_s = j->spec->arrival_s,
+            .start_s = started ? j->start : -1,
+            .end_s = j->state == JOB_DONE ? j->end : -1,
+            .iterations = j->iters,
+            .busy_s = j->busy,
+            .alone_period_s = j->alone_period,
             .jct_s = j->state == JOB_DONE ? j->end - j->spec->arrival_s : -1,
-            .slowdown = started && j->iters > 0 ? (end - j->start) / (j->iters * j->alone_period)
-                                                : 0,
-            .level = started ? j->dec.level : -1, .shared = j->shared,
-            .placement = j->nplace > 0 ? pl : NULL, .nplacement = j->nplace
+            .slowdown =
+                started && j->iters > 0 ? (end - j->start) / (j->iters * j->alone_period) : 0,
+            .level = started ? j->dec.level : -1,
+            .shared = j->shared,
+            .placement = j->nplace > 0 ? pl : NULL,
+            .nplacement = j->nplace
         };
         if (j->nplace > 0)
             memcpy(pl, j->place, (size_t)j->nplace * sizeof(*pl));
@@ -182,8 +192,7 @@ int crux_sim_result_jobs(const crux_sim_result_t *r)
     return r->njobs;
 }
 
-crux_status_t crux_sim_result_job(const crux_sim_result_t *r, int index,
-                                  crux_sim_job_result_t *out)
+crux_status_t crux_sim_result_job(const crux_sim_result_t *r, int index, crux_sim_job_result_t *out)
 {
     if (index < 0 || index >= r->njobs)
         return CRUX_ERR_INVALID;

@@ -28,9 +28,9 @@
 
 #include "sched/sim_internal.h"
 
-#define EPS 1e-12                /* remaining amounts this small are done */
-#define SNAP_VALS 9              /* values per job in a snapshot */
-#define WARMUP 1                 /* anchor iterations before the window opens */
+#define EPS       1e-12 /* remaining amounts this small are done */
+#define SNAP_VALS 9     /* values per job in a snapshot */
+#define WARMUP    1     /* anchor iterations before the window opens */
 
 /* Events a component may take to recur before its window is averaged:
  * about a dozen iterations per job, at least a few hundred events. */
@@ -50,10 +50,8 @@ static double job_dt(const sim_job_t *j)
     if (j->state != JOB_RUNNING)
         return INFINITY;
     switch (j->phase) {
-    case PH_COMPUTE:
-        return j->compute_left;
-    case PH_HOLD:
-        return j->hold_left;
+    case PH_COMPUTE: return j->compute_left;
+    case PH_HOLD: return j->hold_left;
     default: {
         double dt = j->compute_left > 0 ? j->compute_left : INFINITY;
         if (j->fixed_left > 0) {
@@ -206,7 +204,7 @@ static void iteration_end(sim_t *s, int ci, int q)
             j->win_first = j->t;
         j->win_last = j->t;
     }
-    if (c->anchor < 0) {          /* the first job to finish an iteration */
+    if (c->anchor < 0) { /* the first job to finish an iteration */
         c->anchor = q;
         c->since_reset = c->snaps = c->window = 0;
     }
@@ -390,7 +388,7 @@ static void open_window(sim_t *s, sim_comp_t *c, const double *cur, int anchor)
     for (int q = 0; q < c->n; q++)
         s->jobs[c->jobs[q]].win_count = 0;
     sim_job_t *a = &s->jobs[c->jobs[anchor]];
-    a->win_count = 1;            /* its iteration that ends now opens it */
+    a->win_count = 1; /* its iteration that ends now opens it */
     a->win_first = a->win_last = a->t;
     c->window = 1;
 }
@@ -416,20 +414,19 @@ static void snapshot(sim_t *s, int ci)
         return;
     }
     bring_all(s, c, c->now);
-    double *cur = snap_at(c, SIM_SNAPS);         /* the scratch slot */
+    double *cur = snap_at(c, SIM_SNAPS); /* the scratch slot */
     record(s, c, cur);
     const sim_job_t *a = &s->jobs[c->jobs[c->anchor]];
     double tol = 1e-9 * (1 + a->alone_period);
     int stored = c->snaps < SIM_SNAPS ? c->snaps : SIM_SNAPS;
-    for (int k = 1; k <= stored; k++) {          /* most recent first */
+    for (int k = 1; k <= stored; k++) { /* most recent first */
         const double *old = snap_at(c, (c->snaps - k) % SIM_SNAPS);
         if (same_state(c, cur, old, tol)) {
             freeze(s, ci, old, cur, 1);
             return;
         }
     }
-    memcpy(snap_at(c, c->snaps % SIM_SNAPS), cur,
-           (size_t)(1 + c->n * SNAP_VALS) * sizeof(double));
+    memcpy(snap_at(c, c->snaps % SIM_SNAPS), cur, (size_t)(1 + c->n * SNAP_VALS) * sizeof(double));
     c->snaps++;
     if (++c->since_reset == WARMUP)
         open_window(s, c, cur, c->anchor);
@@ -489,7 +486,7 @@ void sim_comp_materialize(sim_t *s, int ci, double t)
         double m = floor((t - c->freeze_t) / c->period);
         jump(s, c, m < c->thaw_m ? m : c->thaw_m);
         unfreeze(c);
-        c->catching_up = 1;      /* less than a period: step through it */
+        c->catching_up = 1; /* less than a period: step through it */
         while (c->n > 0 && s->jobs[c->jobs[c->heap[0]]].next_t < t) {
             process(s, ci);
             c = &s->comps[ci];

@@ -8,7 +8,7 @@
 
 #include "sched/sim_internal.h"
 
-#define MAX_HOPS 64              /* longer flows count as this long */
+#define MAX_HOPS 64 /* longer flows count as this long */
 
 crux_status_t sim_taccl_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n)
 {

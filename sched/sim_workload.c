@@ -132,8 +132,8 @@ static crux_status_t check_placement(const crux_sched_cluster_t *c, const crux_s
 
 /* What a placement policy can do: up to one host's GPUs on one host,
  * more on whole hosts. */
-static crux_status_t check_shape(const crux_sched_cluster_t *c, const crux_sim_job_t *j,
-                                 char *err, size_t len)
+static crux_status_t check_shape(const crux_sched_cluster_t *c, const crux_sim_job_t *j, char *err,
+                                 size_t len)
 {
     int host_gpus = 0, total = 0;
     for (int h = 0; h < crux_sched_cluster_hosts(c); h++) {
@@ -159,8 +159,9 @@ static crux_status_t check_job(const crux_sim_workload_t *w, const crux_sched_cl
                                const crux_sim_job_t *j, char *err, size_t len)
 {
     if (!token_ok(j->id, 63)) {
-        crux_errf(err, len, "job id must be a token of at most 63 characters without blanks, "
-                          "',', ';' or '#'");
+        crux_errf(err, len,
+                  "job id must be a token of at most 63 characters without blanks, "
+                  "',', ';' or '#'");
         return CRUX_ERR_INVALID;
     }
     if (id_find(w, j->id) >= 0) {
@@ -174,8 +175,10 @@ static crux_status_t check_job(const crux_sim_workload_t *w, const crux_sched_cl
     if (!finite_nonneg(j->arrival_s) || j->gpus < 1 || !(j->compute_s > 0) ||
         !isfinite(j->compute_s) || !(j->overlap >= 0 && j->overlap <= 1) ||
         !finite_nonneg(j->bytes) || !isfinite(j->work)) {
-        crux_errf(err, len, "job %s: needs arrival >= 0, gpus >= 1, compute > 0, overlap in "
-                          "[0,1], bytes >= 0", j->id);
+        crux_errf(err, len,
+                  "job %s: needs arrival >= 0, gpus >= 1, compute > 0, overlap in "
+                  "[0,1], bytes >= 0",
+                  j->id);
         return CRUX_ERR_INVALID;
     }
     int by_iters = j->iterations > 0, by_time = j->duration_s > 0 && isfinite(j->duration_s);

@@ -102,16 +102,17 @@ int simtool_write_summary(const char *dir, int first, const char *policy, const 
         fputs("policy,placement,jobs,jobs_done,end_s,utilization,cluster_utilization,"
               "busy_gpu_s,held_gpu_s,mean_slowdown,jct_p50_s,jct_p90_s,jct_p99_s,bytes_sent,"
               "bytes_delivered,events,replans,iterations,iterations_skipped,wall_s,cpu_s,"
-              "events_per_cpu_s,contended_jobs\n", f);
-    fprintf(f, "%s,%s,%d,%d,%.3f,%.6f,%.6f,%.6g,%.6g,%.6f,%.1f,%.1f,%.1f,%.6g,%.6g,%llu,%llu,"
-               "%.0f,%.0f,%.3f,%.3f,%.0f,%.4f\n",
-            policy, placement, m.jobs, m.jobs_done, m.end_s, m.utilization,
-            m.cluster_utilization, m.busy_gpu_s, m.held_gpu_s, simtool_mean_slowdown(r),
-            simtool_jct_quantile(r, 0.5), simtool_jct_quantile(r, 0.9),
-            simtool_jct_quantile(r, 0.99), m.bytes_sent, m.bytes_delivered,
-            (unsigned long long)m.events, (unsigned long long)m.replans, m.iterations,
-            m.iterations_skipped, m.wall_s, m.cpu_s, m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0,
-            simtool_contended_share(r));
+              "events_per_cpu_s,contended_jobs\n",
+              f);
+    fprintf(f,
+            "%s,%s,%d,%d,%.3f,%.6f,%.6f,%.6g,%.6g,%.6f,%.1f,%.1f,%.1f,%.6g,%.6g,%llu,%llu,"
+            "%.0f,%.0f,%.3f,%.3f,%.0f,%.4f\n",
+            policy, placement, m.jobs, m.jobs_done, m.end_s, m.utilization, m.cluster_utilization,
+            m.busy_gpu_s, m.held_gpu_s, simtool_mean_slowdown(r), simtool_jct_quantile(r, 0.5),
+            simtool_jct_quantile(r, 0.9), simtool_jct_quantile(r, 0.99), m.bytes_sent,
+            m.bytes_delivered, (unsigned long long)m.events, (unsigned long long)m.replans,
+            m.iterations, m.iterations_skipped, m.wall_s, m.cpu_s,
+            m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0, simtool_contended_share(r));
     return close_out(f, path);
 }
 
@@ -123,7 +124,8 @@ int simtool_write_jobs(const char *dir, const char *policy, const crux_sched_clu
     if (f == NULL)
         return -1;
     fputs("id,model,gpus,hosts,arrival_s,start_s,end_s,iterations,busy_s,alone_period_s,jct_s,"
-          "slowdown,level,shared,placement\n", f);
+          "slowdown,level,shared,placement\n",
+          f);
     size_t cap = 256;
     char *place = malloc(cap);
     for (int i = 0; i < crux_sim_result_jobs(r) && place != NULL; i++) {
@@ -140,8 +142,8 @@ int simtool_write_jobs(const char *dir, const char *policy, const crux_sched_clu
         }
         fprintf(f, "%s,%s,%d,%d,%.3f,%.3f,%.3f,%.1f,%.3f,%.6f,%.3f,%.6f,%d,%d,%s\n", j.id,
                 j.model ? j.model : "", j.gpus, j.hosts, j.arrival_s, j.start_s, j.end_s,
-                j.iterations, j.busy_s, j.alone_period_s, j.jct_s, j.slowdown, j.level,
-                j.shared, place);
+                j.iterations, j.busy_s, j.alone_period_s, j.jct_s, j.slowdown, j.level, j.shared,
+                place);
     }
     if (place == NULL)
         fprintf(stderr, "%s:0: out of memory\n", path);

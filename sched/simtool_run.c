@@ -115,26 +115,16 @@ typedef struct {
 static int parse_run(int argc, char **argv, run_opts_t *o)
 {
     static const struct option opts[] = {
-        { "cluster", required_argument, NULL, 'c' },
-        { "workload", required_argument, NULL, 'w' },
-        { "jobs", required_argument, NULL, 'n' },
-        { "days", required_argument, NULL, 'd' },
-        { "load", required_argument, NULL, 'l' },
-        { "gen-seed", required_argument, NULL, 'g' },
-        { "policy", required_argument, NULL, 'p' },
-        { "placement", required_argument, NULL, 'P' },
-        { "levels", required_argument, NULL, 'K' },
-        { "seed", required_argument, NULL, 's' },
-        { "alpha-us", required_argument, NULL, 'a' },
-        { "bin", required_argument, NULL, 'b' },
-        { "until", required_argument, NULL, 'u' },
-        { "no-fast-forward", no_argument, NULL, 'F' },
-        { "check", no_argument, NULL, 'C' },
-        { "out", required_argument, NULL, 'o' },
-        { "progress", no_argument, NULL, 'R' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
+        { "cluster", required_argument, NULL, 'c' },  { "workload", required_argument, NULL, 'w' },
+        { "jobs", required_argument, NULL, 'n' },     { "days", required_argument, NULL, 'd' },
+        { "load", required_argument, NULL, 'l' },     { "gen-seed", required_argument, NULL, 'g' },
+        { "policy", required_argument, NULL, 'p' },   { "placement", required_argument, NULL, 'P' },
+        { "levels", required_argument, NULL, 'K' },   { "seed", required_argument, NULL, 's' },
+        { "alpha-us", required_argument, NULL, 'a' }, { "bin", required_argument, NULL, 'b' },
+        { "until", required_argument, NULL, 'u' },    { "no-fast-forward", no_argument, NULL, 'F' },
+        { "check", no_argument, NULL, 'C' },          { "out", required_argument, NULL, 'o' },
+        { "progress", no_argument, NULL, 'R' },       { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 }
     };
     memset(o, 0, sizeof(*o));
     crux_sim_gen_defaults(&o->gen);
@@ -248,8 +238,8 @@ static void table_row(const char *policy, const crux_sim_result_t *r)
     printf("%-11s %8.2f%% %8.2f%% %9.3f %10.0f %10.0f %11llu %9.0f %7.1f %7.1f\n", policy,
            100 * m.utilization, 100 * m.cluster_utilization, simtool_mean_slowdown(r),
            simtool_jct_quantile(r, 0.5), simtool_jct_quantile(r, 0.99),
-           (unsigned long long)m.events, m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0,
-           m.wall_s, m.cpu_s);
+           (unsigned long long)m.events, m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0, m.wall_s,
+           m.cpu_s);
     fflush(stdout);
 }
 
@@ -303,9 +293,8 @@ int simtool_run(int argc, char **argv)
                crux_sim_workload_jobs(w), crux_sched_cluster_hosts(c), cluster_gpus(c),
                crux_sim_placement_name(o.cfg.placement), o.cfg.levels,
                (unsigned long long)o.cfg.seed);
-        printf("%-11s %9s %9s %9s %10s %10s %11s %9s %7s %7s\n", "policy", "GPU util",
-               "cluster", "slowdown", "JCT p50 s", "JCT p99 s", "events", "ev/cpu-s", "wall s",
-               "cpu s");
+        printf("%-11s %9s %9s %9s %10s %10s %11s %9s %7s %7s\n", "policy", "GPU util", "cluster",
+               "slowdown", "JCT p50 s", "JCT p99 s", "events", "ev/cpu-s", "wall s", "cpu s");
     }
     for (int k = 0; k < o.npolicies && rc == SIMTOOL_OK; k++)
         rc = run_one(&o, k, c, w);
@@ -395,8 +384,8 @@ int simtool_models(int argc, char **argv)
     printf("%-16s %6s %10s %12s %8s  %s\n", "model", "share", "compute s", "bytes", "overlap",
            "GPUs");
     for (int i = 0; i < n; i++) {
-        printf("%-16s %5.0f%% %10.2f %12.3g %8.2f  ", m[i].name, 100 * m[i].share,
-               m[i].compute_s, m[i].bytes, m[i].overlap);
+        printf("%-16s %5.0f%% %10.2f %12.3g %8.2f  ", m[i].name, 100 * m[i].share, m[i].compute_s,
+               m[i].bytes, m[i].overlap);
         for (int k = 0; k < m[i].ngpus; k++)
             printf("%s%d", k ? "," : "", m[i].gpus[k]);
         putchar('\n');

@@ -123,8 +123,8 @@ out:
 crux_status_t crux_sched_plan_compress(crux_sched_plan_t *p, int levels, int reserve, int orders,
                                        uint64_t seed)
 {
-    if (p == NULL || p->stage < PLAN_PRIORITIES || levels < 1 ||
-        levels > CRUX_SCHED_MAX_LEVELS || reserve < 0 || reserve >= levels || orders < 1)
+    if (p == NULL || p->stage < PLAN_PRIORITIES || levels < 1 || levels > CRUX_SCHED_MAX_LEVELS ||
+        reserve < 0 || reserve >= levels || orders < 1)
         return CRUX_ERR_INVALID;
     plan_dag_free(&p->dag);
     crux_status_t st = build_dag(p, &p->dag);

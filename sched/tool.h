@@ -37,8 +37,8 @@ typedef enum { F_INT, F_DOUBLE, F_STRING } tool_ftype_t;
 typedef struct {
     const char *key;
     tool_ftype_t type;
-    void *out;                   /* int *, double *, const char ** */
-    int *given;                  /* may be NULL: set to 1 when present */
+    void *out;  /* int *, double *, const char ** */
+    int *given; /* may be NULL: set to 1 when present */
 } tool_field_t;
 /* 0, or -1 with err set; keys in `ignore` (NULL-terminated, may be NULL)
  * are allowed and skipped. */
@@ -46,8 +46,8 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
                 char *err, size_t errlen);
 
 /* Cluster file: a builder or an explicit list; also the level table. */
-int tool_cluster_load(const char *path, crux_sched_cluster_t **out,
-                      crux_sched_nettable_t *table, int levels);
+int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,
+                      int levels);
 int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
                           crux_sched_nettable_t *table, int levels);
 
@@ -61,8 +61,8 @@ typedef struct {
 } tool_job_t;
 /* 0, or -1 with err set.  With `partial` the figures may be missing (the
  * daemon completes them from a profile). */
-int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
-                   tool_job_t *job, char *err, size_t errlen);
+int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial, tool_job_t *job,
+                   char *err, size_t errlen);
 void tool_job_free(tool_job_t *job);
 /* A jobs file ({"jobs": [JOB, ...]}): every job added to the plan. */
 int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
@@ -72,8 +72,8 @@ int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
                           int levels, int reserve, const char *out, const char *comment);
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
-                      const crux_sched_nettable_t *table, int levels, int reserve,
-                      const char *out, int json);
+                      const crux_sched_nettable_t *table, int levels, int reserve, const char *out,
+                      int json);
 
 int tool_plan(int argc, char **argv);
 int tool_daemon(int argc, char **argv);

@@ -7,7 +7,7 @@
 
 #include "sched/tool.h"
 
-#define GBPS(x) ((x) * 1e9 / 8.0)
+#define GBPS(x) ((x)*1e9 / 8.0)
 
 static const char *const common_keys[] = { "type", "levels", "comment", NULL };
 
@@ -17,7 +17,8 @@ static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
     char err[256];
     crux_sched_clos2_defaults(&p);
     tool_field_t f[] = {
-        { "tors", F_INT, &p.tors, NULL }, { "aggs", F_INT, &p.aggs, NULL },
+        { "tors", F_INT, &p.tors, NULL },
+        { "aggs", F_INT, &p.aggs, NULL },
         { "hosts_per_tor", F_INT, &p.hosts_per_tor, NULL },
         { "gpus_per_host", F_INT, &p.gpus_per_host, NULL },
         { "gpus_per_nic", F_INT, &p.gpus_per_nic, NULL },
@@ -30,7 +31,8 @@ static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
         return TOOL_INPUT;
     }
     if (crux_sched_build_clos2(&p, out) != CRUX_OK) {
-        tool_error(d->path, 1, "invalid clos2 parameters (at most %d switches)", CRUX_SCHED_MAX_SWITCHES);
+        tool_error(d->path, 1, "invalid clos2 parameters (at most %d switches)",
+                   CRUX_SCHED_MAX_SWITCHES);
         return TOOL_INPUT;
     }
     return TOOL_OK;
@@ -42,8 +44,10 @@ static int build_double_sided(const tool_doc_t *d, crux_sched_cluster_t **out)
     char err[256];
     crux_sched_double_sided_defaults(&p);
     tool_field_t f[] = {
-        { "pods", F_INT, &p.pods, NULL }, { "hosts_per_pod", F_INT, &p.hosts_per_pod, NULL },
-        { "aggs_per_pod", F_INT, &p.aggs_per_pod, NULL }, { "cores", F_INT, &p.cores, NULL },
+        { "pods", F_INT, &p.pods, NULL },
+        { "hosts_per_pod", F_INT, &p.hosts_per_pod, NULL },
+        { "aggs_per_pod", F_INT, &p.aggs_per_pod, NULL },
+        { "cores", F_INT, &p.cores, NULL },
         { "gpus_per_host", F_INT, &p.gpus_per_host, NULL },
         { "gpus_per_nic", F_INT, &p.gpus_per_nic, NULL },
         { "tor_agg_links", F_INT, &p.tor_agg_links, NULL },
@@ -95,7 +99,7 @@ static int build_lingjun(const tool_doc_t *d, crux_sched_cluster_t **out)
     else
         snprintf(path, sizeof(path), "%s", csv);
     if (crux_sched_build_lingjun(path, &p, out, err, sizeof(err)) != CRUX_OK) {
-        fprintf(stderr, "%s\n", err);        /* already "csv:line: why" */
+        fprintf(stderr, "%s\n", err); /* already "csv:line: why" */
         return TOOL_INPUT;
     }
     return TOOL_OK;
@@ -134,7 +138,8 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
     for (size_t i = 0; i < json_object_array_length(arr[0]); i++) {
         const char *name = NULL;
         int gpus = 8, nics = 4;
-        tool_field_t f[] = { { "name", F_STRING, &name, NULL }, { "gpus", F_INT, &gpus, NULL },
+        tool_field_t f[] = { { "name", F_STRING, &name, NULL },
+                             { "gpus", F_INT, &gpus, NULL },
                              { "nics", F_INT, &nics, NULL } };
         int line = tool_doc_line(d, "hosts", (int)i);
         if (tool_fields(json_object_array_get_idx(arr[0], i), f, 3, NULL, err, sizeof(err))) {
@@ -142,23 +147,25 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             goto out;
         }
         if (crux_sched_cluster_add_host(c, name, gpus, nics, NULL) != CRUX_OK) {
-            tool_error(d->path, line, "host %zu: needs a new name, 1-64 GPUs, NICs dividing "
-                       "the GPUs", i);
+            tool_error(d->path, line,
+                       "host %zu: needs a new name, 1-64 GPUs, NICs dividing "
+                       "the GPUs",
+                       i);
             goto out;
         }
     }
     for (size_t i = 0; i < json_object_array_length(arr[1]); i++) {
         const char *name = NULL;
         int layer = 0;
-        tool_field_t f[] = { { "name", F_STRING, &name, NULL },
-                             { "layer", F_INT, &layer, NULL } };
+        tool_field_t f[] = { { "name", F_STRING, &name, NULL }, { "layer", F_INT, &layer, NULL } };
         int line = tool_doc_line(d, "switches", (int)i);
         if (tool_fields(json_object_array_get_idx(arr[1], i), f, 2, NULL, err, sizeof(err))) {
             tool_error(d->path, line, "switch %zu: %s", i, err);
             goto out;
         }
         if (crux_sched_cluster_add_switch(c, name, layer, NULL) != CRUX_OK) {
-            tool_error(d->path, line, "switch %zu: needs a new name and a layer >= 0 (at most %d switches)", i,
+            tool_error(d->path, line,
+                       "switch %zu: needs a new name and a layer >= 0 (at most %d switches)", i,
                        CRUX_SCHED_MAX_SWITCHES);
             goto out;
         }
@@ -192,7 +199,8 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             for (int n = nic < 0 ? 0 : nic; n < (nic < 0 ? hi.nics : nic + 1); n++)
                 st = crux_sched_cluster_link_nic(c, h, n, s, GBPS(gbps));
         } else if (a && b && !host && !sw) {
-            int sa = crux_sched_cluster_find_switch(c, a), sb = crux_sched_cluster_find_switch(c, b);
+            int sa = crux_sched_cluster_find_switch(c, a),
+                sb = crux_sched_cluster_find_switch(c, b);
             if (sa < 0 || sb < 0) {
                 tool_error(d->path, line, "link %zu: unknown switch \"%s\"", i, sa < 0 ? a : b);
                 goto out;
@@ -200,8 +208,10 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             st = crux_sched_cluster_link_switches(c, sa, sb, GBPS(gbps), count);
         }
         if (st != CRUX_OK) {
-            tool_error(d->path, line, "link %zu: needs {host, nic?, switch, gbps} or "
-                       "{a, b, gbps, count?} with gbps > 0 and an existing NIC", i);
+            tool_error(d->path, line,
+                       "link %zu: needs {host, nic?, switch, gbps} or "
+                       "{a, b, gbps, count?} with gbps > 0 and an existing NIC",
+                       i);
             goto out;
         }
     }
@@ -223,8 +233,7 @@ static int load_table(const tool_doc_t *d, crux_sched_nettable_t *t, int levels)
     crux_sched_nettable_default(t, levels);
     if (!json_object_object_get_ex(d->root, "levels", &arr))
         return TOOL_OK;
-    if (!json_object_is_type(arr, json_type_array) ||
-        (int)json_object_array_length(arr) < levels) {
+    if (!json_object_is_type(arr, json_type_array) || (int)json_object_array_length(arr) < levels) {
         tool_error(d->path, 1, "\"levels\" must list at least %d {sl, dscp} entries", levels);
         return TOOL_INPUT;
     }
@@ -232,8 +241,8 @@ static int load_table(const tool_doc_t *d, crux_sched_nettable_t *t, int levels)
         char err[256];
         tool_field_t f[] = { { "sl", F_INT, &t->cls[l].sl, NULL },
                              { "dscp", F_INT, &t->cls[l].dscp, NULL } };
-        if (tool_fields(json_object_array_get_idx(arr, (size_t)l), f, 2, NULL, err,
-                        sizeof(err)) != 0) {
+        if (tool_fields(json_object_array_get_idx(arr, (size_t)l), f, 2, NULL, err, sizeof(err)) !=
+            0) {
             tool_error(d->path, tool_doc_line(d, "levels", l), "level %d: %s", l, err);
             return TOOL_INPUT;
         }

@@ -33,7 +33,7 @@ typedef struct {
     int has_job, has_prof;
     tool_job_t job;
     crux_profile_t prof;
-    crux_sched_place_t *pplace;  /* placement built from the profile */
+    crux_sched_place_t *pplace; /* placement built from the profile */
 } entry_t;
 
 typedef struct {
@@ -110,8 +110,8 @@ static int apply_profile(const crux_sched_cluster_t *c, entry_t *e, const char *
             }
             /* ranks use the host's first GPUs */
             e->pplace[i].host = h;
-            e->pplace[i].gpus = e->prof.host_ranks[i] >= 64 ? ~0ULL
-                                                            : (1ULL << e->prof.host_ranks[i]) - 1;
+            e->pplace[i].gpus =
+                e->prof.host_ranks[i] >= 64 ? ~0ULL : (1ULL << e->prof.host_ranks[i]) - 1;
         }
         j->placement = e->pplace;
         j->nplacement = e->prof.nhosts;
@@ -195,7 +195,7 @@ static int replan(const daemon_t *d)
         }
     }
     closedir(dir);
-    qsort(es, (size_t)n, sizeof(*es), by_id);   /* readdir order is arbitrary */
+    qsort(es, (size_t)n, sizeof(*es), by_id); /* readdir order is arbitrary */
     crux_sched_plan_t *plan = rc == TOOL_OK ? crux_sched_plan_new(d->c) : NULL;
     if (rc == TOOL_OK && plan == NULL)
         rc = TOOL_RUNTIME;
@@ -251,8 +251,9 @@ static int replan(const daemon_t *d)
 static int watch(const daemon_t *d, int settle_ms)
 {
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd < 0 || inotify_add_watch(fd, d->spool, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
-                                                      IN_DELETE | IN_CREATE) < 0) {
+    if (fd < 0 || inotify_add_watch(fd, d->spool,
+                                    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                                        IN_CREATE) < 0) {
         fprintf(stderr, "%s:0: cannot watch: %s\n", d->spool, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -260,7 +261,7 @@ static int watch(const daemon_t *d, int settle_ms)
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;                 /* no SA_RESTART: poll returns EINTR */
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int rc = replan(d);
@@ -273,7 +274,7 @@ static int watch(const daemon_t *d, int settle_ms)
         struct pollfd p = { fd, POLLIN, 0 };
         if (poll(&p, 1, -1) <= 0)
             continue;
-        do {                                   /* drain until quiet for settle_ms */
+        do { /* drain until quiet for settle_ms */
             while (read(fd, buf, sizeof(buf)) > 0)
                 ;
         } while (!stop && poll(&p, 1, settle_ms) > 0);
@@ -296,14 +297,18 @@ static int int_opt(const char *s, int lo, int hi, int *out)
 
 int tool_daemon(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "spool", required_argument, NULL, 'd' },   { "cluster", required_argument, NULL, 'c' },
-        { "out", required_argument, NULL, 'o' },     { "levels", required_argument, NULL, 'k' },
-        { "reserve", required_argument, NULL, 'r' }, { "orders", required_argument, NULL, 'm' },
-        { "seed", required_argument, NULL, 's' },    { "report", required_argument, NULL, 'R' },
-        { "settle-ms", required_argument, NULL, 'S' }, { "once", no_argument, NULL, '1' },
-        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 }
-    };
+    static const struct option opts[] = { { "spool", required_argument, NULL, 'd' },
+                                          { "cluster", required_argument, NULL, 'c' },
+                                          { "out", required_argument, NULL, 'o' },
+                                          { "levels", required_argument, NULL, 'k' },
+                                          { "reserve", required_argument, NULL, 'r' },
+                                          { "orders", required_argument, NULL, 'm' },
+                                          { "seed", required_argument, NULL, 's' },
+                                          { "report", required_argument, NULL, 'R' },
+                                          { "settle-ms", required_argument, NULL, 'S' },
+                                          { "once", no_argument, NULL, '1' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { NULL, 0, NULL, 0 } };
     daemon_t d;
     memset(&d, 0, sizeof(d));
     crux_sched_options_defaults(&d.o);
@@ -332,8 +337,7 @@ int tool_daemon(int argc, char **argv)
         }
     }
     if (!d.spool || !cluster || !d.out || optind != argc || d.o.reserve >= d.o.levels) {
-        fprintf(stderr, "crux-sched daemon: needs --spool, --cluster and --out\n%s",
-                daemon_usage);
+        fprintf(stderr, "crux-sched daemon: needs --spool, --cluster and --out\n%s", daemon_usage);
         return TOOL_INPUT;
     }
     crux_sched_cluster_t *c = NULL;

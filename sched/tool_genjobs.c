@@ -24,12 +24,12 @@ typedef struct {
 } model_t;
 
 static const model_t models[] = {
-    { "resnet50", 0.35, { 1, 2, 4, 8 }, 4, 0.12, 102e6, 0.6 },   /* 25.6M fp32 params */
-    { "ctr", 0.15, { 4, 8, 16 }, 3, 0.08, 400e6, 0.2 },          /* sparse-dense model */
-    { "nmt", 0.10, { 8, 16 }, 2, 0.25, 420e6, 0.5 },             /* transformer-big fp16 */
-    { "bert-large", 0.25, { 8, 16, 32 }, 3, 0.35, 670e6, 0.5 },  /* 335M fp16 */
+    { "resnet50", 0.35, { 1, 2, 4, 8 }, 4, 0.12, 102e6, 0.6 },  /* 25.6M fp32 params */
+    { "ctr", 0.15, { 4, 8, 16 }, 3, 0.08, 400e6, 0.2 },         /* sparse-dense model */
+    { "nmt", 0.10, { 8, 16 }, 2, 0.25, 420e6, 0.5 },            /* transformer-big fp16 */
+    { "bert-large", 0.25, { 8, 16, 32 }, 3, 0.35, 670e6, 0.5 }, /* 335M fp16 */
     { "gpt-1.3b", 0.10, { 16, 32, 64 }, 3, 0.9, 2.6e9, 0.3 },
-    { "gpt-13b", 0.05, { 64, 128 }, 2, 2.5, 3.3e9, 0.2 },        /* tensor-parallel 8 in a host */
+    { "gpt-13b", 0.05, { 64, 128 }, 2, 2.5, 3.3e9, 0.2 }, /* tensor-parallel 8 in a host */
 };
 #define NMODELS ((int)(sizeof(models) / sizeof(models[0])))
 
@@ -41,8 +41,8 @@ static const char gen_usage[] =
 typedef struct {
     const crux_sched_cluster_t *c;
     int nhosts, gpus_per_host;
-    int *order;                  /* hosts in ToR order */
-    uint64_t *free;              /* free GPU mask per host */
+    int *order;     /* hosts in ToR order */
+    uint64_t *free; /* free GPU mask per host */
     int cursor, rounds, packed;
     sched_rng_t rng;
 } alloc_t;
@@ -101,7 +101,7 @@ static int place(alloc_t *a, int gpus, crux_sched_place_t *out)
         }
         if (k == nh)
             return nh;
-        reset(a);                /* full: start over on an empty cluster */
+        reset(a); /* full: start over on an empty cluster */
         a->rounds++;
     }
     return -1;
@@ -114,12 +114,13 @@ static double uniform(sched_rng_t *r)
 
 int tool_gen_jobs(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "cluster", required_argument, NULL, 'c' }, { "count", required_argument, NULL, 'n' },
-        { "seed", required_argument, NULL, 's' },    { "placement", required_argument, NULL, 'p' },
-        { "out", required_argument, NULL, 'o' },     { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
+    static const struct option opts[] = { { "cluster", required_argument, NULL, 'c' },
+                                          { "count", required_argument, NULL, 'n' },
+                                          { "seed", required_argument, NULL, 's' },
+                                          { "placement", required_argument, NULL, 'p' },
+                                          { "out", required_argument, NULL, 'o' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { NULL, 0, NULL, 0 } };
     const char *cluster = NULL, *out = "-";
     long count = -1;
     uint64_t seed = 1;
@@ -129,7 +130,11 @@ int tool_gen_jobs(int argc, char **argv)
         char *end = NULL;
         switch (opt) {
         case 'c': cluster = optarg; break;
-        case 'n': count = strtol(optarg, &end, 10); if (*end) count = -1; break;
+        case 'n':
+            count = strtol(optarg, &end, 10);
+            if (*end)
+                count = -1;
+            break;
         case 's': seed = strtoull(optarg, NULL, 10); break;
         case 'p':
             if (strcmp(optarg, "packed") == 0 || strcmp(optarg, "random") == 0)
@@ -170,9 +175,10 @@ int tool_gen_jobs(int argc, char **argv)
     qsort(a.order, (size_t)c->nhosts, sizeof(int), by_tor);
     reset(&a);
     sched_rng_seed(&a.rng, seed);
-    fprintf(f, "{\n  \"generator\": {\"cluster\": \"%s\", \"count\": %ld, \"seed\": %llu, "
-               "\"placement\": \"%s\"},\n  \"jobs\": [\n", cluster, count,
-            (unsigned long long)seed, packed ? "packed" : "random");
+    fprintf(f,
+            "{\n  \"generator\": {\"cluster\": \"%s\", \"count\": %ld, \"seed\": %llu, "
+            "\"placement\": \"%s\"},\n  \"jobs\": [\n",
+            cluster, count, (unsigned long long)seed, packed ? "packed" : "random");
     for (long i = 0; i < count && rc == TOOL_OK; i++) {
         double u = uniform(&a.rng), acc = 0;
         int m = 0;
@@ -189,8 +195,9 @@ int tool_gen_jobs(int argc, char **argv)
             break;
         }
         double compute = md->compute_s * (0.8 + 0.4 * uniform(&a.rng));
-        fprintf(f, "    {\"id\": \"job-%05ld\", \"model\": \"%s\", \"compute_s\": %.4f, "
-                   "\"overlap\": %.2f, \"allreduce_bytes\": %.0f, \"placement\": [",
+        fprintf(f,
+                "    {\"id\": \"job-%05ld\", \"model\": \"%s\", \"compute_s\": %.4f, "
+                "\"overlap\": %.2f, \"allreduce_bytes\": %.0f, \"placement\": [",
                 i + 1, md->name, compute, md->overlap, md->bytes);
         for (int k = 0; k < nh; k++) {
             const sched_host_t *h = &c->hosts[pl[k].host];
@@ -212,8 +219,10 @@ int tool_gen_jobs(int argc, char **argv)
     }
     fputs("  ]\n}\n", f);
     if (a.rounds > 0)
-        fprintf(stderr, "crux-sched gen-jobs: the cluster filled up %d time%s; later jobs share "
-                "GPUs with earlier ones\n", a.rounds, a.rounds > 1 ? "s" : "");
+        fprintf(stderr,
+                "crux-sched gen-jobs: the cluster filled up %d time%s; later jobs share "
+                "GPUs with earlier ones\n",
+                a.rounds, a.rounds > 1 ? "s" : "");
 done:
     if (f && f != stdout && fclose(f) != 0 && rc == TOOL_OK) {
         fprintf(stderr, "%s:0: cannot write\n", out);

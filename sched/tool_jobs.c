@@ -32,7 +32,7 @@ static int parse_placement(json_object *arr, const crux_sched_cluster_t *c, tool
         json_object *e = json_object_array_get_idx(arr, (size_t)i), *gpus = NULL;
         const char *host = NULL;
         if (json_object_is_type(e, json_type_string)) {
-            host = json_object_get_string(e);      /* "h0": all of its GPUs */
+            host = json_object_get_string(e); /* "h0": all of its GPUs */
         } else if (json_object_is_type(e, json_type_object)) {
             json_object_object_foreach(e, key, val)
             {
@@ -72,8 +72,8 @@ static int parse_placement(json_object *arr, const crux_sched_cluster_t *c, tool
     return 0;
 }
 
-static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job_t *j,
-                       char *err, size_t errlen)
+static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job_t *j, char *err,
+                       size_t errlen)
 {
     if (!json_object_is_type(arr, json_type_array)) {
         crux_errf(err, errlen, "\"flows\" must be an array");
@@ -88,12 +88,12 @@ static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job
         crux_sched_flow_spec_t *f = &j->flows[i];
         char why[256];
         tool_field_t fl[] = {
-            { "src", F_STRING, &src, NULL },       { "dst", F_STRING, &dst, NULL },
+            { "src", F_STRING, &src, NULL },         { "dst", F_STRING, &dst, NULL },
             { "src_nic", F_INT, &f->src_nic, NULL }, { "dst_nic", F_INT, &f->dst_nic, NULL },
             { "bytes", F_DOUBLE, &f->bytes, NULL },
         };
-        if (tool_fields(json_object_array_get_idx(arr, (size_t)i), fl, 5, NULL, why,
-                        sizeof(why)) != 0) {
+        if (tool_fields(json_object_array_get_idx(arr, (size_t)i), fl, 5, NULL, why, sizeof(why)) !=
+            0) {
             crux_errf(err, errlen, "flow %d: %s", i, why);
             return -1;
         }
@@ -101,7 +101,9 @@ static int parse_flows(json_object *arr, const crux_sched_cluster_t *c, tool_job
         f->dst_host = crux_sched_cluster_find_host(c, dst);
         if (f->src_host < 0 || f->dst_host < 0) {
             crux_errf(err, errlen, "flow %d: unknown host \"%s\"", i,
-                      f->src_host < 0 ? (src ? src : "") : dst ? dst : "");
+                      f->src_host < 0 ? (src ? src : "")
+                      : dst           ? dst
+                                      : "");
             return -1;
         }
     }
@@ -159,8 +161,7 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
     return 0;
 }
 
-int tool_jobs_from_doc(const tool_doc_t *d, const crux_sched_cluster_t *c,
-                       crux_sched_plan_t *plan)
+int tool_jobs_from_doc(const tool_doc_t *d, const crux_sched_cluster_t *c, crux_sched_plan_t *plan)
 {
     const char *path = d->path;
     int rc = TOOL_OK;

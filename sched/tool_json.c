@@ -204,8 +204,9 @@ int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char 
         }
         if (!ok) {
             crux_errf(err, errlen, "\"%s\" must be %s", key,
-                      f->type == F_INT ? "an integer" : f->type == F_DOUBLE ? "a number"
-                                                                           : "a string");
+                      f->type == F_INT      ? "an integer"
+                      : f->type == F_DOUBLE ? "a number"
+                                            : "a string");
             return -1;
         }
         if (f->given)

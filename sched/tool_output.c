@@ -35,7 +35,7 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
     enum { NKV = 7 };
     crux_prio_entry_t *e = calloc((size_t)(n ? n : 1), sizeof(*e));
     crux_prio_kv_t *kv = calloc((size_t)(n ? n : 1) * NKV, sizeof(*kv));
-    char (*num)[6][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
+    char(*num)[6][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
     char **paths = calloc((size_t)(n ? n : 1), sizeof(char *));
     if (e == NULL || kv == NULL || num == NULL || paths == NULL)
         goto out;
@@ -94,7 +94,7 @@ static json_object *report_json(const crux_sched_plan_t *plan, const crux_sched_
     json_object_object_add(root, "hosts", json_object_new_int(crux_sched_cluster_hosts(c)));
     json_object_object_add(root, "levels", json_object_new_int(levels));
     json_object_object_add(root, "reserved", json_object_new_int(reserve));
-    json_object_object_add(root, "reference", NULL);   /* set in the loop */
+    json_object_object_add(root, "reference", NULL); /* set in the loop */
     json_object_object_add(root, "cut", json_object_new_double(cut));
     json_object_object_add(root, "contention", json_object_new_double(total));
     json_object_object_add(root, "path_cost",
@@ -131,8 +131,8 @@ static json_object *report_json(const crux_sched_plan_t *plan, const crux_sched_
 }
 
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
-                      const crux_sched_nettable_t *table, int levels, int reserve,
-                      const char *out, int json)
+                      const crux_sched_nettable_t *table, int levels, int reserve, const char *out,
+                      int json)
 {
     FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
     if (f == NULL) {
@@ -141,8 +141,9 @@ int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t 
     }
     if (json) {
         json_object *root = report_json(plan, c, table, levels, reserve);
-        fprintf(f, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-                                                                    JSON_C_TO_STRING_NOSLASHESCAPE));
+        fprintf(f, "%s\n",
+                json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(root);
     } else {
         int n = crux_sched_plan_jobs(plan), ref = crux_sched_plan_reference(plan);
@@ -153,17 +154,16 @@ int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t 
         fprintf(f, "contention kept apart by the levels: %.6g of %.6g (%.1f%%)\n", cut, total,
                 total > 0 ? 100.0 * cut / total : 100.0);
         fprintf(f, "%-24s %5s %5s %10s %10s %10s %8s %10s %5s %3s %4s %6s  %s\n", "job", "gpus",
-                "hosts", "W", "t_s", "intensity", "k", "priority", "level", "sl", "dscp",
-                "util", "paths");
+                "hosts", "W", "t_s", "intensity", "k", "priority", "level", "sl", "dscp", "util",
+                "paths");
         for (int i = 0; i < n; i++) {
             crux_sched_job_result_t r;
             crux_sched_plan_job(plan, i, &r);
             char *paths = path_list(plan, i, 8);
             fprintf(f, "%-24s %5d %5d %10.4g %10.4g %10.4g %8.4g %10.4g %5d %3d %4d %6.3f  %s%s\n",
-                    r.id, r.gpus, r.hosts, r.work, r.comm_s, r.intensity, r.correction,
-                    r.priority, r.level, table->cls[r.level].sl, table->cls[r.level].dscp,
-                    r.bottleneck_util, r.nflows ? (paths ? paths : "?") : "-",
-                    i == ref ? "  (reference)" : "");
+                    r.id, r.gpus, r.hosts, r.work, r.comm_s, r.intensity, r.correction, r.priority,
+                    r.level, table->cls[r.level].sl, table->cls[r.level].dscp, r.bottleneck_util,
+                    r.nflows ? (paths ? paths : "?") : "-", i == ref ? "  (reference)" : "");
             free(paths);
         }
     }

@@ -46,15 +46,19 @@ static int load_jobs(const char *path, const crux_sched_cluster_t *c, crux_sched
 
 int tool_plan(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "cluster", required_argument, NULL, 'c' }, { "jobs", required_argument, NULL, 'j' },
-        { "levels", required_argument, NULL, 'k' },  { "reserve", required_argument, NULL, 'r' },
-        { "orders", required_argument, NULL, 'm' },  { "seed", required_argument, NULL, 's' },
-        { "paths", required_argument, NULL, 'p' },   { "out", required_argument, NULL, 'o' },
-        { "report", required_argument, NULL, 'R' },  { "json", no_argument, NULL, 'J' },
-        { "timing", no_argument, NULL, 'T' },        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
+    static const struct option opts[] = { { "cluster", required_argument, NULL, 'c' },
+                                          { "jobs", required_argument, NULL, 'j' },
+                                          { "levels", required_argument, NULL, 'k' },
+                                          { "reserve", required_argument, NULL, 'r' },
+                                          { "orders", required_argument, NULL, 'm' },
+                                          { "seed", required_argument, NULL, 's' },
+                                          { "paths", required_argument, NULL, 'p' },
+                                          { "out", required_argument, NULL, 'o' },
+                                          { "report", required_argument, NULL, 'R' },
+                                          { "json", no_argument, NULL, 'J' },
+                                          { "timing", no_argument, NULL, 'T' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { NULL, 0, NULL, 0 } };
     const char *cluster = NULL, *jobs = NULL, *out = NULL, *report = NULL;
     int json = 0, timing = 0, opt;
     crux_sched_options_t o;
@@ -134,9 +138,10 @@ int tool_plan(int argc, char **argv)
     if (rc == TOOL_OK && report)
         rc = tool_write_report(plan, c, &table, o.levels, o.reserve, report, json);
     if (timing && t5 > t2)
-        fprintf(stderr, "timing: cluster %.3f s, jobs %.3f s, paths %.3f s, priorities %.3f s, "
-                "compression %.3f s, planning %.3f s, total %.3f s\n", t1 - t0, t2 - t1,
-                t3 - t2, t4 - t3, t5 - t4, t5 - t2, now_s() - t0);
+        fprintf(stderr,
+                "timing: cluster %.3f s, jobs %.3f s, paths %.3f s, priorities %.3f s, "
+                "compression %.3f s, planning %.3f s, total %.3f s\n",
+                t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t2, now_s() - t0);
     crux_sched_plan_free(plan);
     crux_sched_cluster_free(c);
     return rc;

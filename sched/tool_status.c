@@ -60,9 +60,9 @@ int tool_status(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             json_object *o = json_object_new_object();
             json_object_object_add(o, "resource", json_object_new_string(e[i].resource));
-            json_object_object_add(o, "state", json_object_new_string(
-                                                   e[i].state == CRUX_ARB_ACTIVE ? "active"
-                                                                                 : "waiting"));
+            json_object_object_add(
+                o, "state",
+                json_object_new_string(e[i].state == CRUX_ARB_ACTIVE ? "active" : "waiting"));
             json_object_object_add(o, "level", json_object_new_int(e[i].level));
             json_object_object_add(o, "pid", json_object_new_int(e[i].pid));
             json_object_object_add(o, "job", json_object_new_string(e[i].job));

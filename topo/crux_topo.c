@@ -52,7 +52,7 @@ static crux_status_t discover(struct crux_topo *t, char *err, size_t errlen)
     st = crux_topo_hwloc_discover(t, topo);
     if (st == CRUX_OK && !t->xml_path) {
         st = crux_topo_nvml_discover(t, CRUX_TOPO_NVML_LIBRARY);
-        if (st == CRUX_ERR_UNSUPPORTED)     /* no NVML, or it sees no GPU */
+        if (st == CRUX_ERR_UNSUPPORTED) /* no NVML, or it sees no GPU */
             st = crux_topo_hwloc_nvlink(t, topo, NULL);
         if (st == CRUX_OK)
             crux_topo_sysfs_discover(t, "/sys");
@@ -205,7 +205,8 @@ const crux_topo_link_t *crux_topo_link(const crux_topo_t *t, int id)
 const crux_topo_link_t *crux_topo_link_between(const crux_topo_t *t, int a, int b)
 {
     for (int l = 0; l < t->nlinks; l++)
-        if ((t->links[l].a == a && t->links[l].b == b) || (t->links[l].a == b && t->links[l].b == a))
+        if ((t->links[l].a == a && t->links[l].b == b) ||
+            (t->links[l].a == b && t->links[l].b == a))
             return &t->links[l];
     return NULL;
 }
@@ -265,14 +266,14 @@ const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *t, int i)
 const char *crux_topo_dev_type_name(crux_topo_dev_type_t type)
 {
     switch (type) {
-    case CRUX_TOPO_DEV_PACKAGE:     return "package";
-    case CRUX_TOPO_DEV_NUMA:        return "numa";
+    case CRUX_TOPO_DEV_PACKAGE: return "package";
+    case CRUX_TOPO_DEV_NUMA: return "numa";
     case CRUX_TOPO_DEV_HOST_BRIDGE: return "host-bridge";
-    case CRUX_TOPO_DEV_PCI_SWITCH:  return "pcie-switch";
-    case CRUX_TOPO_DEV_GPU:         return "gpu";
-    case CRUX_TOPO_DEV_NVSWITCH:    return "nvswitch";
-    case CRUX_TOPO_DEV_NIC:         return "nic";
-    case CRUX_TOPO_DEV_TYPE_COUNT:  break;
+    case CRUX_TOPO_DEV_PCI_SWITCH: return "pcie-switch";
+    case CRUX_TOPO_DEV_GPU: return "gpu";
+    case CRUX_TOPO_DEV_NVSWITCH: return "nvswitch";
+    case CRUX_TOPO_DEV_NIC: return "nic";
+    case CRUX_TOPO_DEV_TYPE_COUNT: break;
     }
     return "?";
 }
@@ -281,8 +282,8 @@ const char *crux_topo_link_type_name(crux_topo_link_type_t type)
 {
     switch (type) {
     case CRUX_TOPO_LINK_NVLINK: return "nvlink";
-    case CRUX_TOPO_LINK_PCIE:   return "pcie";
-    case CRUX_TOPO_LINK_SMP:    return "smp";
+    case CRUX_TOPO_LINK_PCIE: return "pcie";
+    case CRUX_TOPO_LINK_SMP: return "smp";
     }
     return "?";
 }
@@ -290,12 +291,12 @@ const char *crux_topo_link_type_name(crux_topo_link_type_t type)
 const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind)
 {
     switch (kind) {
-    case CRUX_TOPO_PATH_NVLINK:          return "nvlink";
-    case CRUX_TOPO_PATH_NVSWITCH:        return "nvswitch";
+    case CRUX_TOPO_PATH_NVLINK: return "nvlink";
+    case CRUX_TOPO_PATH_NVSWITCH: return "nvswitch";
     case CRUX_TOPO_PATH_NVLINK_MULTIHOP: return "nvlink-multihop";
-    case CRUX_TOPO_PATH_PCIE_P2P:        return "pcie-p2p";
-    case CRUX_TOPO_PATH_HOST:            return "host";
-    case CRUX_TOPO_PATH_KIND_COUNT:      break;
+    case CRUX_TOPO_PATH_PCIE_P2P: return "pcie-p2p";
+    case CRUX_TOPO_PATH_HOST: return "host";
+    case CRUX_TOPO_PATH_KIND_COUNT: break;
     }
     return "?";
 }
@@ -303,9 +304,9 @@ const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind)
 const char *crux_topo_nvlink_source_name(crux_topo_nvlink_source_t source)
 {
     switch (source) {
-    case CRUX_TOPO_NVLINK_NONE:       return "none";
+    case CRUX_TOPO_NVLINK_NONE: return "none";
     case CRUX_TOPO_NVLINK_FROM_HWLOC: return "hwloc";
-    case CRUX_TOPO_NVLINK_FROM_NVML:  return "nvml";
+    case CRUX_TOPO_NVLINK_FROM_NVML: return "nvml";
     }
     return "?";
 }

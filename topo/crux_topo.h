@@ -51,10 +51,10 @@ extern "C" {
 /* Devices */
 
 typedef enum {
-    CRUX_TOPO_DEV_PACKAGE,      /* a CPU package (socket); holds its NUMA nodes' memory */
-    CRUX_TOPO_DEV_NUMA,         /* a NUMA node */
-    CRUX_TOPO_DEV_HOST_BRIDGE,  /* a PCIe root complex with its root ports */
-    CRUX_TOPO_DEV_PCI_SWITCH,   /* a PCIe switch: its upstream port with its downstream ports */
+    CRUX_TOPO_DEV_PACKAGE,     /* a CPU package (socket); holds its NUMA nodes' memory */
+    CRUX_TOPO_DEV_NUMA,        /* a NUMA node */
+    CRUX_TOPO_DEV_HOST_BRIDGE, /* a PCIe root complex with its root ports */
+    CRUX_TOPO_DEV_PCI_SWITCH,  /* a PCIe switch: its upstream port with its downstream ports */
     CRUX_TOPO_DEV_GPU,
     CRUX_TOPO_DEV_NVSWITCH,
     CRUX_TOPO_DEV_NIC,
@@ -62,58 +62,58 @@ typedef enum {
 } crux_topo_dev_type_t;
 
 typedef struct {
-    int id;                     /* this device's place in the model: crux_topo_device(topo, id) */
+    int id; /* this device's place in the model: crux_topo_device(topo, id) */
     crux_topo_dev_type_t type;
-    int index;                  /* rank among the devices of its type; GPUs, NICs and NVSwitches
+    int index;     /* rank among the devices of its type; GPUs, NICs and NVSwitches
                                  * in PCI bus order, which is the NVML and CUDA (with
                                  * CUDA_DEVICE_ORDER=PCI_BUS_ID) order of GPUs */
-    char name[24];              /* unique short name: "gpu0", "nic1", "numa8", "pkg0",
+    char name[24]; /* unique short name: "gpu0", "nic1", "numa8", "pkg0",
                                  * "hostbridge2", "pcisw3", "nvswitch4" */
-    int os_index;               /* packages and NUMA nodes: the OS number (numactl's), else -1 */
-    int package;                /* device id of the package it is in or local to, -1 if none */
-    int numa;                   /* device id of its local NUMA node, -1 if unknown */
-    int parent;                 /* PCIe tree: device id of the switch, host bridge or package
+    int os_index;  /* packages and NUMA nodes: the OS number (numactl's), else -1 */
+    int package;   /* device id of the package it is in or local to, -1 if none */
+    int numa;      /* device id of its local NUMA node, -1 if unknown */
+    int parent;    /* PCIe tree: device id of the switch, host bridge or package
                                  * it hangs from; -1 for packages and NUMA nodes */
-    int uplink;                 /* link id to parent, -1 if none */
-    char pci[16];               /* PCI address "dddd:bb:dd.f", "" if not a PCI device */
+    int uplink;    /* link id to parent, -1 if none */
+    char pci[16];  /* PCI address "dddd:bb:dd.f", "" if not a PCI device */
     unsigned vendor_id, device_id;
-    int pcie_gen, pcie_width;   /* of the link to parent when known (live machine), else 0 */
-    char model[64];             /* GPU model, or PCI device name of a switch or NIC */
-    char uuid[48];              /* GPU UUID ("GPU-...") when known, else "" */
-    int nvlink_gen;             /* GPU: NVLink generation 1-5 when known, else 0 */
-    char netdev[32];            /* NIC: network interface ("eth0"), "" if none */
-    char rdmadev[32];           /* NIC: RDMA device ("mlx5_0"), "" if none */
-    double port_gbit;           /* NIC: port rate in Gbit/s when known (live machine), else 0 */
-    const char *cpuset;         /* packages and NUMA nodes: CPU list "0-23,48-71"; "" else */
+    int pcie_gen, pcie_width; /* of the link to parent when known (live machine), else 0 */
+    char model[64];           /* GPU model, or PCI device name of a switch or NIC */
+    char uuid[48];            /* GPU UUID ("GPU-...") when known, else "" */
+    int nvlink_gen;           /* GPU: NVLink generation 1-5 when known, else 0 */
+    char netdev[32];          /* NIC: network interface ("eth0"), "" if none */
+    char rdmadev[32];         /* NIC: RDMA device ("mlx5_0"), "" if none */
+    double port_gbit;         /* NIC: port rate in Gbit/s when known (live machine), else 0 */
+    const char *cpuset;       /* packages and NUMA nodes: CPU list "0-23,48-71"; "" else */
 } crux_topo_device_t;
 
 /* ------------------------------------------------------------------ */
 /* Links */
 
 typedef enum {
-    CRUX_TOPO_LINK_NVLINK,  /* GPU-GPU, GPU-NVSwitch or GPU-package (POWER) */
-    CRUX_TOPO_LINK_PCIE,    /* device or switch to switch or host bridge; host bridge to package */
-    CRUX_TOPO_LINK_SMP,     /* package to package */
+    CRUX_TOPO_LINK_NVLINK, /* GPU-GPU, GPU-NVSwitch or GPU-package (POWER) */
+    CRUX_TOPO_LINK_PCIE,   /* device or switch to switch or host bridge; host bridge to package */
+    CRUX_TOPO_LINK_SMP,    /* package to package */
 } crux_topo_link_type_t;
 
 typedef struct {
     int id;
-    int a, b;               /* device ids */
+    int a, b; /* device ids */
     crux_topo_link_type_t type;
-    double gbps;            /* per direction; 0 when hwloc reports no PCIe speed for either end */
-    int nvlinks;            /* NVLINK: bonded links between a and b, 0 if unknown */
+    double gbps; /* per direction; 0 when hwloc reports no PCIe speed for either end */
+    int nvlinks; /* NVLINK: bonded links between a and b, 0 if unknown */
 } crux_topo_link_t;
 
 /* ------------------------------------------------------------------ */
 /* Paths */
 
-typedef enum {                   /* in order of preference */
-    CRUX_TOPO_PATH_NVLINK,           /* a direct NVLink between two GPUs */
-    CRUX_TOPO_PATH_NVSWITCH,         /* NVLink through the NVSwitch fabric */
-    CRUX_TOPO_PATH_NVLINK_MULTIHOP,  /* NVLink through 1 or 2 peer GPUs' memory */
-    CRUX_TOPO_PATH_PCIE_P2P,         /* PCIe peer-to-peer below a common PCIe switch */
-    CRUX_TOPO_PATH_HOST,             /* through host memory (same socket or across sockets) */
-    CRUX_TOPO_PATH_KIND_COUNT
+typedef enum {                                 /* in order of preference */
+               CRUX_TOPO_PATH_NVLINK,          /* a direct NVLink between two GPUs */
+               CRUX_TOPO_PATH_NVSWITCH,        /* NVLink through the NVSwitch fabric */
+               CRUX_TOPO_PATH_NVLINK_MULTIHOP, /* NVLink through 1 or 2 peer GPUs' memory */
+               CRUX_TOPO_PATH_PCIE_P2P,        /* PCIe peer-to-peer below a common PCIe switch */
+               CRUX_TOPO_PATH_HOST, /* through host memory (same socket or across sockets) */
+               CRUX_TOPO_PATH_KIND_COUNT
 } crux_topo_path_kind_t;
 
 /* One directed use of a link: from a to b, or from b to a when reverse. */
@@ -123,16 +123,16 @@ typedef struct {
 } crux_topo_hop_t;
 
 typedef struct {
-    int src, dst;               /* device ids */
+    int src, dst; /* device ids */
     crux_topo_path_kind_t kind;
-    int hops;                   /* links crossed one after the other (GPU-NVSwitch-GPU: 2) */
-    double gbps;                /* bottleneck: the lowest bandwidth of its links */
-    int cross_socket;           /* HOST: the path crosses the inter-socket link */
-    int nrelays;                /* NVLINK_MULTIHOP: */
-    int relays[CRUX_TOPO_MAX_RELAYS];  /* device ids of the relay GPUs, in order */
-    int staging_numa;           /* HOST: device id of the NUMA node whose memory stages the
+    int hops;                         /* links crossed one after the other (GPU-NVSwitch-GPU: 2) */
+    double gbps;                      /* bottleneck: the lowest bandwidth of its links */
+    int cross_socket;                 /* HOST: the path crosses the inter-socket link */
+    int nrelays;                      /* NVLINK_MULTIHOP: */
+    int relays[CRUX_TOPO_MAX_RELAYS]; /* device ids of the relay GPUs, in order */
+    int staging_numa;                 /* HOST: device id of the NUMA node whose memory stages the
                                  * data (the destination's), -1 otherwise */
-    int nlinks;                 /* the directed links it uses */
+    int nlinks;                       /* the directed links it uses */
     crux_topo_hop_t links[CRUX_TOPO_PATH_MAX_LINKS];
 } crux_topo_path_t;
 
@@ -151,10 +151,10 @@ typedef struct {
  * to its CPU (POWER) reaches host memory over it, not over PCIe.  Relay
  * GPUs and host memory are assumed not to be bottlenecks themselves. */
 typedef struct {
-    int src, dst;               /* device ids of the two GPUs */
+    int src, dst; /* device ids of the two GPUs */
     int npaths;
-    const crux_topo_path_t *paths;  /* widest first */
-    double gbps;                /* aggregate: the sum of the paths' bandwidths */
+    const crux_topo_path_t *paths; /* widest first */
+    double gbps;                   /* aggregate: the sum of the paths' bandwidths */
 } crux_topo_pathset_t;
 
 /* ------------------------------------------------------------------ */
@@ -167,21 +167,21 @@ typedef struct {
  * own).  A GPU without NVLink is an island of one. */
 typedef struct {
     int ngpus;
-    const int *gpus;            /* GPU indices, increasing */
-    double min_gbps;            /* the slowest best path between two of its GPUs; 0 for one GPU */
+    const int *gpus; /* GPU indices, increasing */
+    double min_gbps; /* the slowest best path between two of its GPUs; 0 for one GPU */
 } crux_topo_island_t;
 
 /* The host memory of one package, for placing host buffers: its NUMA nodes
  * and CPUs, and the GPUs and NICs attached to it. */
 typedef struct {
-    int package;                /* device id of the package */
+    int package; /* device id of the package */
     int nnuma;
-    const int *numa;            /* device ids of its NUMA nodes */
-    const char *cpuset;         /* its CPUs, as a list "0-23,48-71" */
+    const int *numa;    /* device ids of its NUMA nodes */
+    const char *cpuset; /* its CPUs, as a list "0-23,48-71" */
     int ngpus;
-    const int *gpus;            /* GPU indices */
+    const int *gpus; /* GPU indices */
     int nnics;
-    const int *nics;            /* device ids */
+    const int *nics; /* device ids */
 } crux_topo_host_group_t;
 
 /* ------------------------------------------------------------------ */
@@ -215,17 +215,17 @@ void crux_topo_options_init(crux_topo_options_t *opts);
  *                          smp_gbps/CRUX_TOPO_SMP_GBPS is not a number > 0
  *   CRUX_ERR_UNSUPPORTED   it comes from a newer hwloc than this one can import
  *   CRUX_ERR_NO_MEMORY */
-crux_status_t crux_topo_load(const crux_topo_options_t *opts, crux_topo_t **topo,
-                             char *err, size_t errlen);
+crux_status_t crux_topo_load(const crux_topo_options_t *opts, crux_topo_t **topo, char *err,
+                             size_t errlen);
 void crux_topo_free(crux_topo_t *topo);
 
 /* ------------------------------------------------------------------ */
 /* Reading the model */
 
 typedef enum {
-    CRUX_TOPO_NVLINK_NONE,          /* no NVLink information */
-    CRUX_TOPO_NVLINK_FROM_HWLOC,    /* hwloc's NVLinkBandwidth matrix */
-    CRUX_TOPO_NVLINK_FROM_NVML,     /* NVML on the live machine */
+    CRUX_TOPO_NVLINK_NONE,       /* no NVLink information */
+    CRUX_TOPO_NVLINK_FROM_HWLOC, /* hwloc's NVLinkBandwidth matrix */
+    CRUX_TOPO_NVLINK_FROM_NVML,  /* NVML on the live machine */
 } crux_topo_nvlink_source_t;
 
 /* The XML file read, or NULL for the live machine. */
@@ -278,12 +278,13 @@ int crux_topo_host_group_of_cpus(const crux_topo_t *topo, const char *cpus);
 /* ------------------------------------------------------------------ */
 /* Names and exports */
 
-const char *crux_topo_dev_type_name(crux_topo_dev_type_t type);     /* "gpu", "pcie-switch", ... */
-const char *crux_topo_link_type_name(crux_topo_link_type_t type);   /* "nvlink", "pcie", "smp" */
-const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind);   /* "nvlink", "nvswitch",
+const char *crux_topo_dev_type_name(crux_topo_dev_type_t type);   /* "gpu", "pcie-switch", ... */
+const char *crux_topo_link_type_name(crux_topo_link_type_t type); /* "nvlink", "pcie", "smp" */
+const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind); /* "nvlink", "nvswitch",
                                                                      * "nvlink-multihop",
                                                                      * "pcie-p2p", "host" */
-const char *crux_topo_nvlink_source_name(crux_topo_nvlink_source_t source); /* "none", "hwloc", "nvml" */
+const char *
+crux_topo_nvlink_source_name(crux_topo_nvlink_source_t source); /* "none", "hwloc", "nvml" */
 
 /* The whole model as JSON text (see README.md for its fields), to be freed
  * with free(); NULL when out of memory. */

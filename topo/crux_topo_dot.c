@@ -20,15 +20,15 @@ static void put_escaped(FILE *out, const char *s)
 static void put_node(FILE *out, const struct crux_topo *t, const crux_topo_device_t *d)
 {
     static const char *const shape[] = {
-        [CRUX_TOPO_DEV_PACKAGE] = "box3d",       [CRUX_TOPO_DEV_NUMA] = "cylinder",
-        [CRUX_TOPO_DEV_HOST_BRIDGE] = "box",     [CRUX_TOPO_DEV_PCI_SWITCH] = "box",
-        [CRUX_TOPO_DEV_GPU] = "box",             [CRUX_TOPO_DEV_NVSWITCH] = "diamond",
+        [CRUX_TOPO_DEV_PACKAGE] = "box3d",   [CRUX_TOPO_DEV_NUMA] = "cylinder",
+        [CRUX_TOPO_DEV_HOST_BRIDGE] = "box", [CRUX_TOPO_DEV_PCI_SWITCH] = "box",
+        [CRUX_TOPO_DEV_GPU] = "box",         [CRUX_TOPO_DEV_NVSWITCH] = "diamond",
         [CRUX_TOPO_DEV_NIC] = "ellipse",
     };
     static const char *const fill[] = {
-        [CRUX_TOPO_DEV_PACKAGE] = "lightblue",   [CRUX_TOPO_DEV_NUMA] = "lightyellow",
-        [CRUX_TOPO_DEV_HOST_BRIDGE] = "gray90",  [CRUX_TOPO_DEV_PCI_SWITCH] = "gray90",
-        [CRUX_TOPO_DEV_GPU] = "palegreen",       [CRUX_TOPO_DEV_NVSWITCH] = "darkolivegreen3",
+        [CRUX_TOPO_DEV_PACKAGE] = "lightblue",  [CRUX_TOPO_DEV_NUMA] = "lightyellow",
+        [CRUX_TOPO_DEV_HOST_BRIDGE] = "gray90", [CRUX_TOPO_DEV_PCI_SWITCH] = "gray90",
+        [CRUX_TOPO_DEV_GPU] = "palegreen",      [CRUX_TOPO_DEV_NVSWITCH] = "darkolivegreen3",
         [CRUX_TOPO_DEV_NIC] = "lightpink",
     };
     fprintf(out, "    %s [shape=%s, style=filled, fillcolor=%s, label=\"", d->name, shape[d->type],
@@ -49,7 +49,7 @@ static void put_node(FILE *out, const struct crux_topo *t, const crux_topo_devic
         put_escaped(out, d->cpuset);
     }
     fputs("\"];\n", out);
-    if (d->type == CRUX_TOPO_DEV_NUMA && d->package >= 0)   /* memory inside the package */
+    if (d->type == CRUX_TOPO_DEV_NUMA && d->package >= 0) /* memory inside the package */
         fprintf(out, "    %s -- %s [style=dotted];\n", t->devs[d->package].name, d->name);
 }
 
@@ -65,7 +65,7 @@ static void put_link(FILE *out, const struct crux_topo *t, const crux_topo_link_
         if (l->gbps > 0)
             fprintf(out, "color=gray40, label=\"%.4g\"", l->gbps);
         else
-            fputs("color=gray40, label=\"?\"", out);   /* hwloc gave no speed */
+            fputs("color=gray40, label=\"?\"", out); /* hwloc gave no speed */
         break;
     case CRUX_TOPO_LINK_SMP:
         fprintf(out, "color=blue, style=dashed, label=\"SMP %.4g\"", l->gbps);
@@ -80,17 +80,19 @@ crux_status_t crux_topo_write_dot(const crux_topo_t *t, FILE *out)
     fputs("  graph [fontname=Helvetica, label=\"", out);
     put_escaped(out, t->xml_path ? t->xml_path : "live machine");
     fputs(" (bandwidths in GB/s per direction)\"];\n", out);
-    fputs("  node [fontname=Helvetica, fontsize=10];\n  edge [fontname=Helvetica, fontsize=9];\n", out);
+    fputs("  node [fontname=Helvetica, fontsize=10];\n  edge [fontname=Helvetica, fontsize=9];\n",
+          out);
 
     for (int p = 0; p < t->ntype[CRUX_TOPO_DEV_PACKAGE]; p++) {
         int pkg = t->type_ids[CRUX_TOPO_DEV_PACKAGE][p];
-        fprintf(out, "  subgraph cluster_%s {\n    label=\"%s\";\n", t->devs[pkg].name, t->devs[pkg].name);
+        fprintf(out, "  subgraph cluster_%s {\n    label=\"%s\";\n", t->devs[pkg].name,
+                t->devs[pkg].name);
         for (int id = 0; id < t->ndevs; id++)
             if (t->devs[id].package == pkg)
                 put_node(out, t, &t->devs[id]);
         fputs("  }\n", out);
     }
-    for (int id = 0; id < t->ndevs; id++)   /* e.g. NVSwitches only NVML knows of */
+    for (int id = 0; id < t->ndevs; id++) /* e.g. NVSwitches only NVML knows of */
         if (t->devs[id].package < 0)
             put_node(out, t, &t->devs[id]);
     for (int l = 0; l < t->nlinks; l++)

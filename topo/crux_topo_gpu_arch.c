@@ -24,11 +24,10 @@ static const struct {
     int gen;
     const char *token;
 } nvlink_models[] = {
-    { 1, "P100" }, { 1, "GP100" },
-    { 2, "V100" }, { 2, "GV100" },
-    { 3, "A100" }, { 3, "A800" }, { 3, "A30" }, { 3, "GA100" },
-    { 4, "H100" }, { 4, "H800" }, { 4, "H200" }, { 4, "H20" }, { 4, "GH100" }, { 4, "GH200" },
-    { 5, "B100" }, { 5, "B200" }, { 5, "B300" }, { 5, "GB100" }, { 5, "GB200" }, { 5, "GB300" },
+    { 1, "P100" }, { 1, "GP100" }, { 2, "V100" },  { 2, "GV100" }, { 3, "A100" },
+    { 3, "A800" }, { 3, "A30" },   { 3, "GA100" }, { 4, "H100" },  { 4, "H800" },
+    { 4, "H200" }, { 4, "H20" },   { 4, "GH100" }, { 4, "GH200" }, { 5, "B100" },
+    { 5, "B200" }, { 5, "B300" },  { 5, "GB100" }, { 5, "GB200" }, { 5, "GB300" },
 };
 
 int crux_topo_nvlink_gen_of_model(const char *model)
@@ -46,11 +45,11 @@ int crux_topo_nvlink_gen_of_model(const char *model)
 double crux_topo_nvlink_gbps_per_link(int nvlink_gen)
 {
     switch (nvlink_gen) {
-    case 1:  return 20.0;
+    case 1: return 20.0;
     case 2:
     case 3:
-    case 4:  return 25.0;
-    case 5:  return 50.0;
+    case 4: return 25.0;
+    case 5: return 50.0;
     default: return 0.0;
     }
 }

@@ -121,8 +121,8 @@ int crux_topo_host_group_of_cpus(const crux_topo_t *t, const char *cpus)
 {
     hwloc_bitmap_t want = hwloc_bitmap_alloc(), have = hwloc_bitmap_alloc();
     int found = -1;
-    if (want != NULL && have != NULL && cpus != NULL &&
-        hwloc_bitmap_list_sscanf(want, cpus) == 0 && !hwloc_bitmap_iszero(want)) {
+    if (want != NULL && have != NULL && cpus != NULL && hwloc_bitmap_list_sscanf(want, cpus) == 0 &&
+        !hwloc_bitmap_iszero(want)) {
         for (int i = 0; i < crux_topo_num_host_groups(t) && found < 0; i++) {
             const crux_topo_host_group_t *g = crux_topo_host_group(t, i);
             if (g->cpuset[0] != '\0' && hwloc_bitmap_list_sscanf(have, g->cpuset) == 0 &&

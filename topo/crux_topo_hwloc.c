@@ -18,11 +18,11 @@
 
 #include "topo/crux_topo_internal.h"
 
-#define PCI_VENDOR_NVIDIA        0x10de
-#define PCI_CLASS_BASE_NETWORK   0x02
-#define PCI_CLASS_BASE_DISPLAY   0x03
-#define PCI_CLASS_BRIDGE_OTHER   0x0680   /* what an NVSwitch shows as */
-#define PCI_CLASS_INFINIBAND     0x0c06   /* old InfiniBand controllers */
+#define PCI_VENDOR_NVIDIA      0x10de
+#define PCI_CLASS_BASE_NETWORK 0x02
+#define PCI_CLASS_BASE_DISPLAY 0x03
+#define PCI_CLASS_BRIDGE_OTHER 0x0680 /* what an NVSwitch shows as */
+#define PCI_CLASS_INFINIBAND   0x0c06 /* old InfiniBand controllers */
 
 static void set_device_of(hwloc_obj_t obj, int id)
 {
@@ -42,7 +42,8 @@ crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topol
 {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo)) {
-        snprintf(err, errlen, "%s: hwloc: %s", xml_path ? xml_path : "live machine", strerror(errno));
+        snprintf(err, errlen, "%s: hwloc: %s", xml_path ? xml_path : "live machine",
+                 strerror(errno));
         return CRUX_ERR_NO_MEMORY;
     }
     /* Without the I/O objects hwloc drops the GPUs and the NVLink matrix. */
@@ -56,7 +57,8 @@ crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topol
     if (hwloc_topology_load(topo)) {
         if (xml_path)
             snprintf(err, errlen,
-                     "%s: hwloc cannot import it: an object or distances matrix it rejects", xml_path);
+                     "%s: hwloc cannot import it: an object or distances matrix it rejects",
+                     xml_path);
         else
             snprintf(err, errlen, "live machine: hwloc topology discovery failed: %s",
                      strerror(errno));
@@ -91,7 +93,7 @@ static int package_of(hwloc_topology_t topo, hwloc_obj_t obj)
          pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pkg))
         if (local->cpuset && hwloc_bitmap_intersects(pkg->cpuset, local->cpuset))
             return crux_topo_hwloc_device_of(pkg);
-    return 0;   /* packages are added first: device 0 is the first package */
+    return 0; /* packages are added first: device 0 is the first package */
 }
 
 /* The NUMA node local to an object: the one of its locality when that is a
@@ -99,14 +101,16 @@ static int package_of(hwloc_topology_t topo, hwloc_obj_t obj)
  * when the locality is the whole machine with several NUMA nodes. */
 static int numa_of(hwloc_topology_t topo, hwloc_obj_t obj)
 {
-    hwloc_obj_t local = obj->type == HWLOC_OBJ_NUMANODE ? obj : hwloc_get_non_io_ancestor_obj(topo, obj);
+    hwloc_obj_t local =
+        obj->type == HWLOC_OBJ_NUMANODE ? obj : hwloc_get_non_io_ancestor_obj(topo, obj);
     if (!local || !local->nodeset || hwloc_bitmap_iszero(local->nodeset))
         return -1;
     if (hwloc_bitmap_weight(local->nodeset) > 1 &&
         !hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, local) &&
         local->type != HWLOC_OBJ_PACKAGE)
         return -1;
-    hwloc_obj_t numa = hwloc_get_numanode_obj_by_os_index(topo, (unsigned)hwloc_bitmap_first(local->nodeset));
+    hwloc_obj_t numa =
+        hwloc_get_numanode_obj_by_os_index(topo, (unsigned)hwloc_bitmap_first(local->nodeset));
     return numa ? crux_topo_hwloc_device_of(numa) : -1;
 }
 
@@ -211,7 +215,7 @@ static void fill_gpu(crux_topo_device_t *d, hwloc_obj_t obj)
         snprintf(d->model, sizeof(d->model), "NVIDIA %04x:%04x", d->vendor_id, d->device_id);
     snprintf(d->uuid, sizeof(d->uuid), "%s", uuid ? uuid : "");
     d->nvlink_gen = crux_topo_nvlink_gen_of_model(d->model);
-    if (!d->nvlink_gen)     /* the chip name, e.g. "GA100", may tell when the model does not */
+    if (!d->nvlink_gen) /* the chip name, e.g. "GA100", may tell when the model does not */
         d->nvlink_gen = crux_topo_nvlink_gen_of_model(hwloc_obj_get_info_by_name(obj, "PCIDevice"));
 }
 
@@ -289,7 +293,7 @@ static crux_status_t walk_io(struct crux_topo *t, hwloc_topology_t topo, hwloc_o
         set_device_of(obj, below);
     } else if (obj->type == HWLOC_OBJ_BRIDGE) {
         if (obj->attr->bridge.depth % 2) {
-            below_port = obj;       /* root or downstream port: folded into attach */
+            below_port = obj; /* root or downstream port: folded into attach */
         } else {
             below = add_pci(t, topo, obj, CRUX_TOPO_DEV_PCI_SWITCH, attach, port);
             if (below < 0)
@@ -299,7 +303,8 @@ static crux_status_t walk_io(struct crux_topo *t, hwloc_topology_t topo, hwloc_o
     } else if (obj->type == HWLOC_OBJ_PCI_DEVICE) {
         enum pci_role role = classify(obj);
         static const crux_topo_dev_type_t types[] = {
-            [PCI_GPU] = CRUX_TOPO_DEV_GPU, [PCI_NVSWITCH] = CRUX_TOPO_DEV_NVSWITCH,
+            [PCI_GPU] = CRUX_TOPO_DEV_GPU,
+            [PCI_NVSWITCH] = CRUX_TOPO_DEV_NVSWITCH,
             [PCI_NIC] = CRUX_TOPO_DEV_NIC,
         };
         if (role == PCI_IGNORED)
@@ -315,7 +320,7 @@ static crux_status_t walk_io(struct crux_topo *t, hwloc_topology_t topo, hwloc_o
             fill_nic(&t->devs[id], obj);
         return CRUX_OK;
     } else {
-        return CRUX_OK;     /* OS devices are read with their PCI device */
+        return CRUX_OK; /* OS devices are read with their PCI device */
     }
     for (hwloc_obj_t c = obj->io_first_child; c; c = c->next_sibling) {
         crux_status_t st = walk_io(t, topo, c, below, below_port);

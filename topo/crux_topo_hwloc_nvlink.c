@@ -25,7 +25,7 @@
 
 #include "topo/crux_topo_internal.h"
 
-#define HWLOC_FIXED_NVLINK_FIGURES 0x020c00  /* hwloc 2.12 */
+#define HWLOC_FIXED_NVLINK_FIGURES 0x020c00 /* hwloc 2.12 */
 
 static unsigned version_code(const char *v)
 {
@@ -38,7 +38,7 @@ static unsigned version_code(const char *v)
 /* Whether the hwloc that built the matrix counted NVLink 3.0 links twice. */
 static int writer_doubles_nvlink3(const struct crux_topo *t, hwloc_topology_t topo)
 {
-    if (!t->xml_path)   /* the hwloc built against (the API version lags releases) */
+    if (!t->xml_path) /* the hwloc built against (the API version lags releases) */
         return (HWLOC_VERSION_MAJOR << 16 | HWLOC_VERSION_MINOR << 8) < HWLOC_FIXED_NVLINK_FIGURES;
     /* an export without hwlocVersion is from before the fix too */
     unsigned v = version_code(hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "hwlocVersion"));
@@ -72,25 +72,29 @@ static crux_status_t read_matrix(struct crux_topo *t, const struct hwloc_distanc
     for (unsigned i = 0; i < n; i++) {
         dev[i] = crux_topo_hwloc_device_of(m->objs[i]);
         crux_topo_dev_type_t type = dev[i] >= 0 ? t->devs[dev[i]].type : CRUX_TOPO_DEV_TYPE_COUNT;
-        if (type != CRUX_TOPO_DEV_GPU && type != CRUX_TOPO_DEV_NVSWITCH && type != CRUX_TOPO_DEV_PACKAGE) {
+        if (type != CRUX_TOPO_DEV_GPU && type != CRUX_TOPO_DEV_NVSWITCH &&
+            type != CRUX_TOPO_DEV_PACKAGE) {
             dev[i] = -1;
             unusable++;
         }
     }
     if (unusable)
-        crux_topo_warnf(t, "%s: NVLinkBandwidth matrix: %d of its %u members are not a GPU, "
-                        "NVSwitch or CPU package; their entries are ignored", where(t), unusable, n);
+        crux_topo_warnf(t,
+                        "%s: NVLinkBandwidth matrix: %d of its %u members are not a GPU, "
+                        "NVSwitch or CPU package; their entries are ignored",
+                        where(t), unusable, n);
 
     for (unsigned i = 0; i < n && st == CRUX_OK; i++) {
         for (unsigned j = i + 1; j < n && st == CRUX_OK; j++) {
-            hwloc_uint64_t mbps = m->values[i * n + j] > m->values[j * n + i] ? m->values[i * n + j]
-                                                                               : m->values[j * n + i];
+            hwloc_uint64_t mbps = m->values[i * n + j] > m->values[j * n + i]
+                                      ? m->values[i * n + j]
+                                      : m->values[j * n + i];
             int a = dev[i], b = dev[j];
             if (!mbps || a < 0 || b < 0 || a == b)
                 continue;
             const crux_topo_device_t *da = &t->devs[a], *db = &t->devs[b];
             if (da->type != CRUX_TOPO_DEV_GPU && db->type != CRUX_TOPO_DEV_GPU)
-                continue;   /* NVLink always has a GPU at one end */
+                continue; /* NVLink always has a GPU at one end */
             int gen = da->nvlink_gen > db->nvlink_gen ? da->nvlink_gen : db->nvlink_gen;
             double gbps = (double)mbps / 1000.0;
             if (doubled_nvlink3 && gen == 3) {
@@ -98,7 +102,7 @@ static crux_status_t read_matrix(struct crux_topo *t, const struct hwloc_distanc
                 t->nvlink_corrected++;
             }
             int nvlinks = link_count(gbps, crux_topo_nvlink_gbps_per_link(gen));
-            if (!gen && !nvlinks)   /* unknown model: the common 25 GB/s, then NVLink 1.0's 20 */
+            if (!gen && !nvlinks) /* unknown model: the common 25 GB/s, then NVLink 1.0's 20 */
                 nvlinks = link_count(gbps, 25.0) ? link_count(gbps, 25.0) : link_count(gbps, 20.0);
             st = crux_topo_add_nvlink_report(t, a, b, gbps, nvlinks);
         }
@@ -155,8 +159,10 @@ crux_status_t crux_topo_hwloc_nvlink(struct crux_topo *t, hwloc_topology_t topo,
     /* the declared matrices not loaded whole were shrunk or dropped by hwloc */
     int bad = ndeclared - ((int)nr - ignored);
     if (bad > 0)
-        crux_topo_warnf(t, "%s: %d NVLinkBandwidth matri%s name%s objects that are not in the "
-                        "topology; ignored", where(t), bad, bad > 1 ? "ces" : "x", bad > 1 ? "" : "s");
+        crux_topo_warnf(t,
+                        "%s: %d NVLinkBandwidth matri%s name%s objects that are not in the "
+                        "topology; ignored",
+                        where(t), bad, bad > 1 ? "ces" : "x", bad > 1 ? "" : "s");
     if (t->nreports > before)
         t->nvlink_source = CRUX_TOPO_NVLINK_FROM_HWLOC;
     return st;

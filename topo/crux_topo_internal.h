@@ -10,25 +10,25 @@
 /* What discovery knows about a device's PCIe link to its parent, before the
  * links step turns it into a bandwidth. */
 struct crux_topo_pcie_raw {
-    int is_pci;         /* the device is a PCI function at domain:bus:dev.func */
+    int is_pci; /* the device is a PCI function at domain:bus:dev.func */
     unsigned domain, bus, dev, func;
-    double own_gbps;    /* hwloc's speed of the device itself (current, or a GPU's maximum) */
-    double port_gbps;   /* hwloc's speed of the root or downstream port above it, 0 if none */
-    double cap_gbps;    /* capability from sysfs (lower of both ends' maximum), 0 if unknown */
-    char port_pci[16];  /* PCI address of that port, "" if none */
+    double own_gbps;   /* hwloc's speed of the device itself (current, or a GPU's maximum) */
+    double port_gbps;  /* hwloc's speed of the root or downstream port above it, 0 if none */
+    double cap_gbps;   /* capability from sysfs (lower of both ends' maximum), 0 if unknown */
+    char port_pci[16]; /* PCI address of that port, "" if none */
 };
 
 /* One NVLink connection found by discovery: nvlinks bonded links carrying
  * gbps in all, per direction.  The links step merges reports of the same
  * pair. */
 struct crux_topo_nvlink_report {
-    int a, b;           /* device ids */
+    int a, b; /* device ids */
     double gbps;
-    int nvlinks;        /* 0 if unknown */
+    int nvlinks; /* 0 if unknown */
 };
 
 struct crux_topo {
-    char *xml_path;                     /* NULL: live machine */
+    char *xml_path; /* NULL: live machine */
     crux_topo_nvlink_source_t nvlink_source;
     int nvlink_corrected;
     double smp_gbps;
@@ -37,9 +37,9 @@ struct crux_topo {
 
     int ndevs, devs_cap;
     crux_topo_device_t *devs;
-    struct crux_topo_pcie_raw *pcie_raw;    /* parallel to devs */
+    struct crux_topo_pcie_raw *pcie_raw; /* parallel to devs */
     int ntype[CRUX_TOPO_DEV_TYPE_COUNT];
-    int *type_ids[CRUX_TOPO_DEV_TYPE_COUNT];    /* device ids of each type, by index */
+    int *type_ids[CRUX_TOPO_DEV_TYPE_COUNT]; /* device ids of each type, by index */
 
     int nreports, reports_cap;
     struct crux_topo_nvlink_report *reports;
@@ -51,26 +51,26 @@ struct crux_topo {
 
     int npaths;
     crux_topo_path_t *paths;
-    int *best;                          /* [gpu index * ndevs + dst id]: index in paths, or -1 */
-    crux_topo_pathset_t *sets;          /* [src gpu * ngpus + dst gpu] */
+    int *best;                 /* [gpu index * ndevs + dst id]: index in paths, or -1 */
+    crux_topo_pathset_t *sets; /* [src gpu * ngpus + dst gpu] */
 
     int nislands;
     crux_topo_island_t *islands;
-    int *island_gpus;                   /* the islands' GPU lists, back to back */
-    int *island_of;                     /* [gpu index] */
+    int *island_gpus; /* the islands' GPU lists, back to back */
+    int *island_of;   /* [gpu index] */
 
     int ngroups;
     crux_topo_host_group_t *groups;
-    int *group_ids;                     /* the groups' NUMA, GPU and NIC lists, back to back */
+    int *group_ids; /* the groups' NUMA, GPU and NIC lists, back to back */
 };
 
 /* crux_topo_model.c: growing the model */
 /* Devices that have no CPU set point here, so that the field is never NULL;
  * other CPU sets are allocated and freed with the model. */
 extern const char crux_topo_no_cpuset[];
-int  crux_topo_add_device(struct crux_topo *t, crux_topo_dev_type_t type);  /* id, or -1 */
-int  crux_topo_add_link(struct crux_topo *t, int a, int b, crux_topo_link_type_t type,
-                        double gbps, int nvlinks);                          /* id, or -1 */
+int crux_topo_add_device(struct crux_topo *t, crux_topo_dev_type_t type); /* id, or -1 */
+int crux_topo_add_link(struct crux_topo *t, int a, int b, crux_topo_link_type_t type, double gbps,
+                       int nvlinks); /* id, or -1 */
 crux_status_t crux_topo_add_nvlink_report(struct crux_topo *t, int a, int b, double gbps,
                                           int nvlinks);
 /* Number each type's devices (PCI devices in bus order) and fill type_ids
@@ -78,26 +78,26 @@ crux_status_t crux_topo_add_nvlink_report(struct crux_topo *t, int a, int b, dou
 crux_status_t crux_topo_index_devices(struct crux_topo *t);
 void crux_topo_warnf(const struct crux_topo *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-int  crux_topo_find_pci(const struct crux_topo *t, unsigned domain, unsigned bus, unsigned dev,
-                        unsigned func);                                     /* id, or -1 */
+int crux_topo_find_pci(const struct crux_topo *t, unsigned domain, unsigned bus, unsigned dev,
+                       unsigned func); /* id, or -1 */
 
 /* crux_topo_xmlcheck.c: what must be true of an XML file before hwloc
  * reads it, and what hwloc does not tell afterwards. */
 #define CRUX_TOPO_XML_MAX_MATRICES 8
 struct crux_topo_xml_facts {
-    int nmatrices;                      /* NVLinkBandwidth matrices declared, in file order */
+    int nmatrices; /* NVLinkBandwidth matrices declared, in file order */
     unsigned matrix_nbobjs[CRUX_TOPO_XML_MAX_MATRICES];
 };
-crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts,
-                                  char *err, size_t errlen);
+crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts, char *err,
+                                  size_t errlen);
 /* crux_topo_xmltrial.c: CRUX_ERR_INVALID when hwloc crashes (or hangs)
  * importing the file in a child process; CRUX_OK when it loads or rejects
  * it there. */
 crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen);
 
 /* crux_topo_hwloc.c: discovery of packages, NUMA nodes and the PCIe tree */
-crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topology,
-                                   char *err, size_t errlen);
+crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topology, char *err,
+                                   size_t errlen);
 crux_status_t crux_topo_hwloc_discover(struct crux_topo *t, hwloc_topology_t topology);
 /* The device an hwloc object stands for (an OS device stands for its PCI
  * device), -1 if none. */
@@ -119,15 +119,15 @@ crux_status_t crux_topo_nvml_discover(struct crux_topo *t, const char *library);
 void crux_topo_sysfs_discover(struct crux_topo *t, const char *root);
 
 /* crux_topo_gpu_arch.c: what a GPU's model says about its NVLink */
-int    crux_topo_nvlink_gen_of_model(const char *model);    /* 1-5, 0 if unknown */
-double crux_topo_nvlink_gbps_per_link(int nvlink_gen);      /* 0 if gen unknown */
-double crux_topo_pcie_gbps(int gen, int width);             /* 0 if unknown */
+int crux_topo_nvlink_gen_of_model(const char *model);  /* 1-5, 0 if unknown */
+double crux_topo_nvlink_gbps_per_link(int nvlink_gen); /* 0 if gen unknown */
+double crux_topo_pcie_gbps(int gen, int width);        /* 0 if unknown */
 
 /* The steps after discovery */
-crux_status_t crux_topo_build_links(struct crux_topo *t);      /* crux_topo_links.c */
-crux_status_t crux_topo_build_paths(struct crux_topo *t);      /* crux_topo_paths.c */
-crux_status_t crux_topo_build_multipath(struct crux_topo *t);  /* crux_topo_multipath.c */
-crux_status_t crux_topo_build_groups(struct crux_topo *t);     /* crux_topo_groups.c */
+crux_status_t crux_topo_build_links(struct crux_topo *t);     /* crux_topo_links.c */
+crux_status_t crux_topo_build_paths(struct crux_topo *t);     /* crux_topo_paths.c */
+crux_status_t crux_topo_build_multipath(struct crux_topo *t); /* crux_topo_multipath.c */
+crux_status_t crux_topo_build_groups(struct crux_topo *t);    /* crux_topo_groups.c */
 
 /* crux_topo_route.c: the single paths that the paths and multipath steps
  * choose from.  Each returns 1 and fills *p when the path exists, else 0. */

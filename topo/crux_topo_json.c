@@ -51,7 +51,8 @@ static void add_str(json_object *obj, const char *key, const char *s)
 static json_object *device_json(const struct crux_topo *t, const crux_topo_device_t *d)
 {
     json_object *o = json_object_new_object();
-    if (d->type == CRUX_TOPO_DEV_GPU || d->type == CRUX_TOPO_DEV_NIC || d->type == CRUX_TOPO_DEV_NVSWITCH)
+    if (d->type == CRUX_TOPO_DEV_GPU || d->type == CRUX_TOPO_DEV_NIC ||
+        d->type == CRUX_TOPO_DEV_NVSWITCH)
         add(o, "index", json_object_new_int(d->index));
     add(o, "name", json_object_new_string(d->name));
     if (d->os_index >= 0)
@@ -196,7 +197,8 @@ char *crux_topo_to_json(const crux_topo_t *t)
     if (!root)
         return NULL;
     add(root, "source", json_object_new_string(t->xml_path ? t->xml_path : "live"));
-    add(root, "nvlink_source", json_object_new_string(crux_topo_nvlink_source_name(t->nvlink_source)));
+    add(root, "nvlink_source",
+        json_object_new_string(crux_topo_nvlink_source_name(t->nvlink_source)));
     add(root, "nvlink_corrected", json_object_new_int(t->nvlink_corrected));
     add(root, "smp_gbps", gbps_json(t->smp_gbps));
     add(root, "packages", devices_json(t, CRUX_TOPO_DEV_PACKAGE));
@@ -218,9 +220,8 @@ char *crux_topo_to_json(const crux_topo_t *t)
     add(root, "islands", islands);
     add(root, "host_groups", groups_json(t));
 
-    const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-                                                            JSON_C_TO_STRING_SPACED |
-                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *text = json_object_to_json_string_ext(
+        root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
     char *copy = text ? strdup(text) : NULL;
     json_object_put(root);
     return copy;

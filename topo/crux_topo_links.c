@@ -70,8 +70,8 @@ static crux_status_t add_nvlink_links(struct crux_topo *t)
         int merged = 0;
         for (int l = 0; l < t->nlinks && !merged; l++) {
             crux_topo_link_t *link = &t->links[l];
-            if (link->type != CRUX_TOPO_LINK_NVLINK ||
-                !((link->a == rep->a && link->b == rep->b) || (link->a == rep->b && link->b == rep->a)))
+            if (link->type != CRUX_TOPO_LINK_NVLINK || !((link->a == rep->a && link->b == rep->b) ||
+                                                         (link->a == rep->b && link->b == rep->a)))
                 continue;
             link->gbps += rep->gbps;
             link->nvlinks = link->nvlinks && rep->nvlinks ? link->nvlinks + rep->nvlinks : 0;

@@ -52,12 +52,9 @@ static int usage_error(const char *what, const char *value)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "input", required_argument, NULL, 'i' },
-        { "json", no_argument, NULL, 'j' },
-        { "dot", no_argument, NULL, 'd' },
-        { "smp-gbps", required_argument, NULL, 's' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "input", required_argument, NULL, 'i' }, { "json", no_argument, NULL, 'j' },
+        { "dot", no_argument, NULL, 'd' },         { "smp-gbps", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
     };
     crux_topo_options_t opts;
     int json = 0, dot = 0, c;
@@ -67,30 +64,21 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:jdh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'i':
-            opts.xml_path = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'd':
-            dot = 1;
-            break;
+        case 'i': opts.xml_path = optarg; break;
+        case 'j': json = 1; break;
+        case 'd': dot = 1; break;
         case 's': {
             char *end;
             errno = 0;
             opts.smp_gbps = strtod(optarg, &end);
             if (errno || *end || !(opts.smp_gbps > 0) || !isfinite(opts.smp_gbps))
-                return usage_error("--smp-gbps wants a bandwidth in GB/s greater than 0, not", optarg);
+                return usage_error("--smp-gbps wants a bandwidth in GB/s greater than 0, not",
+                                   optarg);
             break;
         }
-        case 'h':
-            fputs(usage, stdout);
-            return fflush(stdout) ? EXIT_RUNTIME : EXIT_SUCCESS;
-        case ':':
-            return usage_error("missing value for", argv[optind - 1]);
-        default:
-            return usage_error("unknown option", argv[optind - 1]);
+        case 'h': fputs(usage, stdout); return fflush(stdout) ? EXIT_RUNTIME : EXIT_SUCCESS;
+        case ':': return usage_error("missing value for", argv[optind - 1]);
+        default: return usage_error("unknown option", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -105,8 +93,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "crux-topo: %s\n", err);
         /* a bad file or setting is the user's to fix; the live machine
          * failing, or memory running out, is not */
-        int input = st != CRUX_ERR_NO_MEMORY && (opts.xml_path || getenv("HWLOC_XMLFILE") ||
-                                                  st == CRUX_ERR_INVALID);
+        int input = st != CRUX_ERR_NO_MEMORY &&
+                    (opts.xml_path || getenv("HWLOC_XMLFILE") || st == CRUX_ERR_INVALID);
         return input ? EXIT_USAGE : EXIT_RUNTIME;
     }
 

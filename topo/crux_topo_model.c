@@ -51,14 +51,15 @@ int crux_topo_add_device(struct crux_topo *t, crux_topo_dev_type_t type)
     return id;
 }
 
-int crux_topo_add_link(struct crux_topo *t, int a, int b, crux_topo_link_type_t type,
-                       double gbps, int nvlinks)
+int crux_topo_add_link(struct crux_topo *t, int a, int b, crux_topo_link_type_t type, double gbps,
+                       int nvlinks)
 {
     if (grow((void **)&t->links, &t->links_cap, t->nlinks + 1, sizeof(*t->links)))
         return -1;
     int id = t->nlinks++;
-    t->links[id] = (crux_topo_link_t){ .id = id, .a = a, .b = b, .type = type, .gbps = gbps,
-                                       .nvlinks = nvlinks };
+    t->links[id] = (crux_topo_link_t){
+        .id = id, .a = a, .b = b, .type = type, .gbps = gbps, .nvlinks = nvlinks
+    };
     return id;
 }
 
@@ -95,14 +96,14 @@ static int cmp_devices(const struct crux_topo *t, int a, int b)
 static const char *name_prefix(crux_topo_dev_type_t type)
 {
     switch (type) {
-    case CRUX_TOPO_DEV_PACKAGE:     return "pkg";
-    case CRUX_TOPO_DEV_NUMA:        return "numa";
+    case CRUX_TOPO_DEV_PACKAGE: return "pkg";
+    case CRUX_TOPO_DEV_NUMA: return "numa";
     case CRUX_TOPO_DEV_HOST_BRIDGE: return "hostbridge";
-    case CRUX_TOPO_DEV_PCI_SWITCH:  return "pcisw";
-    case CRUX_TOPO_DEV_GPU:         return "gpu";
-    case CRUX_TOPO_DEV_NVSWITCH:    return "nvswitch";
-    case CRUX_TOPO_DEV_NIC:         return "nic";
-    case CRUX_TOPO_DEV_TYPE_COUNT:  break;
+    case CRUX_TOPO_DEV_PCI_SWITCH: return "pcisw";
+    case CRUX_TOPO_DEV_GPU: return "gpu";
+    case CRUX_TOPO_DEV_NVSWITCH: return "nvswitch";
+    case CRUX_TOPO_DEV_NIC: return "nic";
+    case CRUX_TOPO_DEV_TYPE_COUNT: break;
     }
     return "dev";
 }

@@ -18,12 +18,12 @@
 #include "topo/crux_topo_internal.h"
 
 #define SEARCH_BUDGET 200000
-#define EPS 1e-9
+#define EPS           1e-9
 
 struct candidates {
     int n, cap;
     crux_topo_path_t *paths;
-    uint64_t *bits;             /* per path: its directed links, words per path */
+    uint64_t *bits; /* per path: its directed links, words per path */
     int words;
     int oom;
 };
@@ -32,7 +32,7 @@ static void add_candidate(void *arg, const crux_topo_path_t *p)
 {
     struct candidates *c = arg;
     if (p->gbps <= 0 || c->oom)
-        return;     /* a path of unknown bandwidth adds nothing to a set */
+        return; /* a path of unknown bandwidth adds nothing to a set */
     if (c->n == c->cap) {
         int ncap = c->cap ? 2 * c->cap : 16;
         crux_topo_path_t *np = realloc(c->paths, sizeof(*np) * (size_t)ncap);
@@ -97,14 +97,14 @@ static void sort_candidates(struct candidates *c, int *idx)
 
 struct search {
     const struct candidates *c;
-    const int *idx;             /* candidates, widest first */
-    double *rest;               /* [i]: sum of the bandwidths of candidates i.. */
-    uint64_t *used;             /* directed links used by the current set */
+    const int *idx; /* candidates, widest first */
+    double *rest;   /* [i]: sum of the bandwidths of candidates i.. */
+    uint64_t *used; /* directed links used by the current set */
     int *cur, ncur, cur_hops;
     double cur_gbps;
     int *best, nbest, best_hops;
     double best_gbps;
-    double limit;               /* no set can carry more */
+    double limit; /* no set can carry more */
     long steps;
 };
 
@@ -174,8 +174,13 @@ static crux_status_t best_set(const struct crux_topo *t, struct candidates *c,
     if (!ints || !rest || !used)
         goto out;
 
-    struct search s = { .c = c, .idx = ints, .rest = rest, .used = used, .cur = ints + n,
-                        .best = ints + 2 * n, .best_hops = 0 };
+    struct search s = { .c = c,
+                        .idx = ints,
+                        .rest = rest,
+                        .used = used,
+                        .cur = ints + n,
+                        .best = ints + 2 * n,
+                        .best_hops = 0 };
     sort_candidates(c, ints);
     rest[n] = 0;
     for (int i = n - 1; i >= 0; i--)

@@ -14,25 +14,25 @@
 
 #include "topo/crux_topo_internal.h"
 
-#define NVML_SUCCESS                  0
-#define NVML_FEATURE_ENABLED          1
+#define NVML_SUCCESS                   0
+#define NVML_FEATURE_ENABLED           1
 #define NVML_NVLINK_DEVICE_TYPE_GPU    0
 #define NVML_NVLINK_DEVICE_TYPE_IBMNPU 1
 #define NVML_NVLINK_DEVICE_TYPE_SWITCH 2
-#define NVML_P2P_CAPS_INDEX_READ      0
-#define NVML_P2P_STATUS_OK            0
-#define NVML_NAME_BUFFER              96
-#define PCI_VENDOR_IBM                0x1014
+#define NVML_P2P_CAPS_INDEX_READ       0
+#define NVML_P2P_STATUS_OK             0
+#define NVML_NAME_BUFFER               96
+#define PCI_VENDOR_IBM                 0x1014
 /* Link numbers are tried upwards until NVML refuses one; NVML_NVLINK_MAX_LINKS
  * is 18 today, this bounds the loop should a driver never refuse. */
-#define NVLINK_LINKS_BOUND            64
+#define NVLINK_LINKS_BOUND 64
 
 typedef int nvml_return_t;
 typedef struct nvml_device *nvml_device_t;
-typedef struct {                    /* nvmlPciInfo_t */
+typedef struct { /* nvmlPciInfo_t */
     char bus_id_legacy[16];
     unsigned domain, bus, device;
-    unsigned pci_device_id;         /* device id << 16 | vendor id */
+    unsigned pci_device_id; /* device id << 16 | vendor id */
     unsigned pci_subsystem_id;
     char bus_id[32];
 } nvml_pci_info_t;
@@ -76,7 +76,7 @@ static int nvml_open(struct nvml *n, const char *library)
         return -1;
     }
 #undef SYM
-    if (n->init() != NVML_SUCCESS) {    /* e.g. no driver loaded: no GPU to see */
+    if (n->init() != NVML_SUCCESS) { /* e.g. no driver loaded: no GPU to see */
         dlclose(n->lib);
         return -1;
     }
@@ -95,10 +95,10 @@ static void nvml_close(struct nvml *n)
 static int gen_of_architecture(unsigned arch)
 {
     switch (arch) {
-    case 4:  return 1;
-    case 5:  return 2;
-    case 7:  return 3;
-    case 9:  return 4;
+    case 4: return 1;
+    case 5: return 2;
+    case 7: return 3;
+    case 9: return 4;
     case 10: return 5;
     default: return 0;
     }
@@ -119,11 +119,12 @@ static int remote_device(struct crux_topo *t, int gpu, const nvml_pci_info_t *pc
 {
     int id = crux_topo_find_pci(t, pci->domain, pci->bus, pci->device, 0);
     if (type == NVML_NVLINK_DEVICE_TYPE_IBMNPU || (pci->pci_device_id & 0xffff) == PCI_VENDOR_IBM)
-        return t->devs[gpu].package;        /* POWER: NVLink to the CPU */
-    if (id >= 0 && (t->devs[id].type == CRUX_TOPO_DEV_GPU || t->devs[id].type == CRUX_TOPO_DEV_NVSWITCH))
+        return t->devs[gpu].package; /* POWER: NVLink to the CPU */
+    if (id >= 0 &&
+        (t->devs[id].type == CRUX_TOPO_DEV_GPU || t->devs[id].type == CRUX_TOPO_DEV_NVSWITCH))
         return id;
     if (type == NVML_NVLINK_DEVICE_TYPE_GPU)
-        return -1;                          /* a GPU hwloc does not show */
+        return -1; /* a GPU hwloc does not show */
     id = crux_topo_add_device(t, CRUX_TOPO_DEV_NVSWITCH);
     if (id < 0)
         return -1;
@@ -147,7 +148,7 @@ static crux_status_t read_links(struct crux_topo *t, struct nvml *n, nvml_device
         unsigned version = 0;
         nvml_pci_info_t pci;
         if (n->link_state(dev, l, &active) != NVML_SUCCESS)
-            break;                          /* past the last link, or no NVLink at all */
+            break; /* past the last link, or no NVLink at all */
         if (active != NVML_FEATURE_ENABLED)
             continue;
         if (n->link_remote_pci(dev, l, &pci) != NVML_SUCCESS)
@@ -158,8 +159,11 @@ static crux_status_t read_links(struct crux_topo *t, struct nvml *n, nvml_device
             d->nvlink_gen = gen_of_link_version(version);
         int remote = remote_device(t, gpu, &pci, type);
         if (remote < 0) {
-            crux_topo_warnf(t, "live machine: NVML: %s NVLink %u leads to %04x:%02x:%02x, which is not "
-                            "in the topology; link ignored", d->name, l, pci.domain, pci.bus, pci.device);
+            crux_topo_warnf(
+                t,
+                "live machine: NVML: %s NVLink %u leads to %04x:%02x:%02x, which is not "
+                "in the topology; link ignored",
+                d->name, l, pci.domain, pci.bus, pci.device);
             continue;
         }
         /* a GPU-GPU link is seen from both ends: count it from the lower one */
@@ -196,11 +200,13 @@ crux_status_t crux_topo_nvml_discover(struct crux_topo *t, const char *library)
         nvml_pci_info_t pci;
         unsigned arch = 0;
         gpu_of[i] = -1;
-        if (n.device_handle(i, &devs[i]) != NVML_SUCCESS || n.pci_info(devs[i], &pci) != NVML_SUCCESS)
+        if (n.device_handle(i, &devs[i]) != NVML_SUCCESS ||
+            n.pci_info(devs[i], &pci) != NVML_SUCCESS)
             continue;
         int id = crux_topo_find_pci(t, pci.domain, pci.bus, pci.device, 0);
         if (id < 0 || t->devs[id].type != CRUX_TOPO_DEV_GPU) {
-            crux_topo_warnf(t, "live machine: NVML GPU %u at %s is not in hwloc's topology; ignored",
+            crux_topo_warnf(t,
+                            "live machine: NVML GPU %u at %s is not in hwloc's topology; ignored",
                             i, pci.bus_id);
             continue;
         }
@@ -211,7 +217,8 @@ crux_status_t crux_topo_nvml_discover(struct crux_topo *t, const char *library)
             snprintf(d->model, sizeof(d->model), "%.*s", (int)sizeof(d->model) - 1, name);
         if (n.uuid(devs[i], name, sizeof(name)) == NVML_SUCCESS)
             snprintf(d->uuid, sizeof(d->uuid), "%.*s", (int)sizeof(d->uuid) - 1, name);
-        if (n.architecture && n.architecture(devs[i], &arch) == NVML_SUCCESS && gen_of_architecture(arch))
+        if (n.architecture && n.architecture(devs[i], &arch) == NVML_SUCCESS &&
+            gen_of_architecture(arch))
             d->nvlink_gen = gen_of_architecture(arch);
         else
             d->nvlink_gen = crux_topo_nvlink_gen_of_model(d->model);
@@ -220,7 +227,7 @@ crux_status_t crux_topo_nvml_discover(struct crux_topo *t, const char *library)
         if (gpu_of[i] >= 0)
             st = read_links(t, &n, devs[i], gpu_of[i]);
     if (st == CRUX_OK)
-        st = crux_topo_index_devices(t);    /* NVSwitches may have been added */
+        st = crux_topo_index_devices(t); /* NVSwitches may have been added */
 
     int ngpus = t->ntype[CRUX_TOPO_DEV_GPU];
     if (st == CRUX_OK && !(t->p2p_refused = calloc((size_t)ngpus * ngpus + 1, 1)))

@@ -58,7 +58,9 @@ crux_status_t crux_topo_build_paths(struct crux_topo *t)
 
     /* GPU-GPU paths first, then GPU-NIC, then GPU-NUMA, as the JSON lists them */
     static const crux_topo_dev_type_t dst_types[] = {
-        CRUX_TOPO_DEV_GPU, CRUX_TOPO_DEV_NIC, CRUX_TOPO_DEV_NUMA,
+        CRUX_TOPO_DEV_GPU,
+        CRUX_TOPO_DEV_NIC,
+        CRUX_TOPO_DEV_NUMA,
     };
     for (size_t k = 0; k < sizeof(dst_types) / sizeof(dst_types[0]); k++) {
         for (int i = 0; i < ngpus; i++) {

@@ -32,18 +32,10 @@ static void path_code(const crux_topo_t *topo, const crux_topo_path_t *p, char *
         else
             snprintf(buf, len, "NV");
         break;
-    case CRUX_TOPO_PATH_NVSWITCH:
-        snprintf(buf, len, "NVS");
-        break;
-    case CRUX_TOPO_PATH_NVLINK_MULTIHOP:
-        snprintf(buf, len, "NVH%d", p->hops);
-        break;
-    case CRUX_TOPO_PATH_PCIE_P2P:
-        snprintf(buf, len, "PIX");
-        break;
-    default:
-        snprintf(buf, len, "%s", p->cross_socket ? "SYS" : "PHB");
-        break;
+    case CRUX_TOPO_PATH_NVSWITCH: snprintf(buf, len, "NVS"); break;
+    case CRUX_TOPO_PATH_NVLINK_MULTIHOP: snprintf(buf, len, "NVH%d", p->hops); break;
+    case CRUX_TOPO_PATH_PCIE_P2P: snprintf(buf, len, "PIX"); break;
+    default: snprintf(buf, len, "%s", p->cross_socket ? "SYS" : "PHB"); break;
     }
 }
 
@@ -66,14 +58,16 @@ static const char *numa_cpus(const crux_topo_t *topo, const crux_topo_device_t *
 
 static void print_matrix(const crux_topo_t *topo, FILE *out)
 {
-    int ngpus = crux_topo_count(topo, CRUX_TOPO_DEV_GPU), nnics = crux_topo_count(topo, CRUX_TOPO_DEV_NIC);
+    int ngpus = crux_topo_count(topo, CRUX_TOPO_DEV_GPU),
+        nnics = crux_topo_count(topo, CRUX_TOPO_DEV_NIC);
     char buf[64];
     int w = 6, wcpu = (int)strlen("CPU Affinity") + 2;
 
     for (int i = 0; i < ngpus; i++)
         for (int j = 0; j < ngpus + nnics; j++) {
-            const crux_topo_device_t *dst = j < ngpus ? crux_topo_gpu(topo, j)
-                                                      : crux_topo_find(topo, CRUX_TOPO_DEV_NIC, j - ngpus);
+            const crux_topo_device_t *dst =
+                j < ngpus ? crux_topo_gpu(topo, j)
+                          : crux_topo_find(topo, CRUX_TOPO_DEV_NIC, j - ngpus);
             cell(topo, crux_topo_path(topo, crux_topo_gpu(topo, i)->id, dst->id), buf, sizeof(buf));
             if ((int)strlen(buf) + 2 > w)
                 w = (int)strlen(buf) + 2;
@@ -96,8 +90,9 @@ static void print_matrix(const crux_topo_t *topo, FILE *out)
         snprintf(buf, sizeof(buf), "GPU%d", i);
         fprintf(out, "%-6s", buf);
         for (int j = 0; j < ngpus + nnics; j++) {
-            const crux_topo_device_t *dst = j < ngpus ? crux_topo_gpu(topo, j)
-                                                      : crux_topo_find(topo, CRUX_TOPO_DEV_NIC, j - ngpus);
+            const crux_topo_device_t *dst =
+                j < ngpus ? crux_topo_gpu(topo, j)
+                          : crux_topo_find(topo, CRUX_TOPO_DEV_NIC, j - ngpus);
             if (j == i)
                 snprintf(buf, sizeof(buf), "X");
             else
@@ -119,7 +114,8 @@ static void print_matrix(const crux_topo_t *topo, FILE *out)
           "  PIX   PCIe peer-to-peer below a common PCIe switch\n"
           "  PHB   through host memory on the same socket\n"
           "  SYS   through host memory across the inter-socket link\n"
-          "  The number is the path's bottleneck bandwidth, GB/s per direction.\n", out);
+          "  The number is the path's bottleneck bandwidth, GB/s per direction.\n",
+          out);
 }
 
 static void print_nics(const crux_topo_t *topo, FILE *out)
@@ -133,7 +129,10 @@ static void print_nics(const crux_topo_t *topo, FILE *out)
         const crux_topo_device_t *n = crux_topo_find(topo, CRUX_TOPO_DEV_NIC, i);
         const crux_topo_device_t *numa = crux_topo_device(topo, n->numa);
         const crux_topo_link_t *up = crux_topo_link(topo, n->uplink);
-        fprintf(out, "  NIC%d  %-12s %s", i, n->rdmadev[0] ? n->rdmadev : n->netdev[0] ? n->netdev : "-",
+        fprintf(out, "  NIC%d  %-12s %s", i,
+                n->rdmadev[0]  ? n->rdmadev
+                : n->netdev[0] ? n->netdev
+                               : "-",
                 n->pci);
         if (numa)
             fprintf(out, "  NUMA %d", numa->os_index);

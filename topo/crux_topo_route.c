@@ -50,8 +50,8 @@ static int is_type(const struct crux_topo *t, int dev, crux_topo_dev_type_t type
 static int link_between(const struct crux_topo *t, int a, int b, crux_topo_link_type_t type)
 {
     for (int l = 0; l < t->nlinks; l++)
-        if (t->links[l].type == type &&
-            ((t->links[l].a == a && t->links[l].b == b) || (t->links[l].a == b && t->links[l].b == a)))
+        if (t->links[l].type == type && ((t->links[l].a == a && t->links[l].b == b) ||
+                                         (t->links[l].a == b && t->links[l].b == a)))
             return l;
     return -1;
 }
@@ -92,9 +92,11 @@ int crux_topo_route_nvswitch(const struct crux_topo *t, int a, int b, crux_topo_
         if (link->type != CRUX_TOPO_LINK_NVLINK)
             continue;
         int ok = 1;
-        if ((link->a == a || link->b == a) && is_type(t, other_end(link, a), CRUX_TOPO_DEV_NVSWITCH))
+        if ((link->a == a || link->b == a) &&
+            is_type(t, other_end(link, a), CRUX_TOPO_DEV_NVSWITCH))
             ok = use_link(t, p, l, a);
-        if ((link->a == b || link->b == b) && is_type(t, other_end(link, b), CRUX_TOPO_DEV_NVSWITCH))
+        if ((link->a == b || link->b == b) &&
+            is_type(t, other_end(link, b), CRUX_TOPO_DEV_NVSWITCH))
             ok = use_link(t, p, l, other_end(link, b));
         if (!ok)
             return 0;
@@ -113,7 +115,7 @@ int crux_topo_nvlink_connected(const struct crux_topo *t, int a, int b)
 struct multihop {
     const struct crux_topo *t;
     int src, dst;
-    int chain[CRUX_TOPO_MAX_RELAYS + 2];    /* src, relays..., last GPU reached */
+    int chain[CRUX_TOPO_MAX_RELAYS + 2]; /* src, relays..., last GPU reached */
     int depth;
     void (*fn)(void *arg, const crux_topo_path_t *p);
     void *arg;

@@ -80,7 +80,7 @@ static double port_rate(const char *root, const crux_topo_device_t *d)
     }
     if (d->netdev[0]) {
         snprintf(path, sizeof(path), "%s/class/net/%s/speed", root, d->netdev);
-        if (read_line(path, buf, sizeof(buf)) && strtod(buf, NULL) > 0)   /* -1: link down */
+        if (read_line(path, buf, sizeof(buf)) && strtod(buf, NULL) > 0) /* -1: link down */
             return strtod(buf, NULL) / 1000.0;
     }
     return 0.0;

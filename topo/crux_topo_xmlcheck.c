@@ -36,8 +36,7 @@ static crux_status_t fail(crux_status_t status, char *err, size_t errlen, const 
     return status;
 }
 
-static crux_status_t read_file(const char *path, char **text, size_t *len, char *err,
-                               size_t errlen)
+static crux_status_t read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
 {
     char reason[256];
     FILE *f = fopen(path, "r");
@@ -83,7 +82,8 @@ static int tag_attr(const char *tag, const char *end, const char *attr, char *ou
     size_t alen = strlen(attr);
     for (const char *p = tag + 1; p + alen + 2 < end; p++) {
         if ((p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n' && p[-1] != '\r') ||
-            strncmp(p, attr, alen) != 0 || p[alen] != '=' || (p[alen + 1] != '"' && p[alen + 1] != '\''))
+            strncmp(p, attr, alen) != 0 || p[alen] != '=' ||
+            (p[alen + 1] != '"' && p[alen + 1] != '\''))
             continue;
         char quote = p[alen + 1];
         const char *v = p + alen + 2, *ve = memchr(v, quote, (size_t)(end - v));
@@ -107,7 +107,8 @@ static crux_status_t check_encoding(const char *p, const char *path, char *err, 
     if (tag_attr(p, end, "encoding", encoding, sizeof(encoding)) &&
         (!strcasecmp(encoding, "UTF-8") || !strcasecmp(encoding, "US-ASCII")))
         return CRUX_OK;
-    snprintf(reason, sizeof(reason), "encoding \"%.32s\" declared: hwloc exports are UTF-8", encoding);
+    snprintf(reason, sizeof(reason), "encoding \"%.32s\" declared: hwloc exports are UTF-8",
+             encoding);
     return fail(CRUX_ERR_INVALID, err, errlen, path, reason);
 }
 
@@ -143,13 +144,13 @@ static crux_status_t check_object_sets(const char *text, const char *from, const
     for (const char *p = strstr(from, "<object"); p; p = strstr(p + 1, "<object")) {
         const char *end = strchr(p, '>');
         if (!end)
-            return CRUX_OK;   /* truncation is reported by the caller */
+            return CRUX_OK; /* truncation is reported by the caller */
         int has[4];
         for (int i = 0; i < 4; i++)
             has[i] = tag_attr(p, end, sets[i], value, sizeof(value));
         int needed = tag_attr(p, end, "type", type, sizeof(type)) && has_sets(type);
         for (int i = 0; i < 4; i++) {
-            int twin = i ^ 1;   /* cpuset <-> complete_cpuset, nodeset <-> complete_nodeset */
+            int twin = i ^ 1; /* cpuset <-> complete_cpuset, nodeset <-> complete_nodeset */
             if (has[i] || !(needed || has[twin]))
                 continue;
             if (needed)
@@ -168,7 +169,7 @@ static crux_status_t check_object_sets(const char *text, const char *from, const
 
 static void find_nvlink_matrices(const char *text, struct crux_topo_xml_facts *facts)
 {
-    static const char open_tag[] = "<distances2";   /* also <distances2hetero */
+    static const char open_tag[] = "<distances2"; /* also <distances2hetero */
     for (const char *p = strstr(text, open_tag); p; p = strstr(p + 1, open_tag)) {
         const char *end = strchr(p, '>');
         char name[64], nbobjs[32];
@@ -193,7 +194,7 @@ crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *
 
     memset(facts, 0, sizeof(*facts));
     const char *p = text;
-    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))     /* UTF-8 byte order mark */
+    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) /* UTF-8 byte order mark */
         p += 3;
     p += strspn(p, " \t\r\n");
     if (*p == '\0')
@@ -208,7 +209,8 @@ crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *
         goto out;
 
     const char *top = strstr(p, "<topology");
-    while (top && top[9] != '>' && top[9] != ' ' && top[9] != '\t' && top[9] != '\n' && top[9] != '\r')
+    while (top && top[9] != '>' && top[9] != ' ' && top[9] != '\t' && top[9] != '\n' &&
+           top[9] != '\r')
         top = strstr(top + 1, "<topology");
     const char *top_end = top ? strchr(top, '>') : NULL;
     if (!top_end) {
@@ -220,7 +222,8 @@ crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *
     if (tag_attr(top, top_end, "version", version, sizeof(version)) && atoi(version) > 2) {
         snprintf(reason, sizeof(reason),
                  "written by a newer hwloc (XML format %s); hwloc " HWLOC_VERSION
-                 " imports formats 1.x and 2.x only", version);
+                 " imports formats 1.x and 2.x only",
+                 version);
         st = fail(CRUX_ERR_UNSUPPORTED, err, errlen, path, reason);
         goto out;
     }

@@ -18,9 +18,9 @@
 
 #include "topo/crux_topo_internal.h"
 
-#define TRIAL_SECONDS 60   /* hwloc takes milliseconds on real exports */
+#define TRIAL_SECONDS 60 /* hwloc takes milliseconds on real exports */
 
-enum { TRIAL_LOADED = 0, TRIAL_REJECTED = 2 };   /* the child's exit codes */
+enum { TRIAL_LOADED = 0, TRIAL_REJECTED = 2 }; /* the child's exit codes */
 
 crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
 {
@@ -47,11 +47,11 @@ crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
             signal(deadly[i], SIG_DFL);
         alarm(TRIAL_SECONDS);
         int loaded = crux_topo_hwloc_open(path, &topo, ignored, sizeof(ignored)) == CRUX_OK;
-        _exit(loaded ? TRIAL_LOADED : TRIAL_REJECTED);   /* no atexit handlers, no flush */
+        _exit(loaded ? TRIAL_LOADED : TRIAL_REJECTED); /* no atexit handlers, no flush */
     }
     int status;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno == ECHILD)   /* SIGCHLD ignored by the caller: the child was reaped unseen */
+        if (errno == ECHILD) /* SIGCHLD ignored by the caller: the child was reaped unseen */
             return CRUX_OK;
         if (errno != EINTR) {
             snprintf(err, errlen, "%s: lost hwloc's trial import: %s", path, strerror(errno));
@@ -60,10 +60,9 @@ crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
     }
     if (WIFEXITED(status) &&
         (WEXITSTATUS(status) == TRIAL_LOADED || WEXITSTATUS(status) == TRIAL_REJECTED))
-        return CRUX_OK;   /* a rejection is reported by the import proper, with its reason */
+        return CRUX_OK; /* a rejection is reported by the import proper, with its reason */
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-        snprintf(err, errlen, "%s: hwloc did not finish importing it in %d s", path,
-                 TRIAL_SECONDS);
+        snprintf(err, errlen, "%s: hwloc did not finish importing it in %d s", path, TRIAL_SECONDS);
     else if (WIFSIGNALED(status))
         snprintf(err, errlen, "%s: hwloc crashes importing it (%s): a damaged file", path,
                  strsignal(WTERMSIG(status)));

@@ -30,31 +30,32 @@
 #include "common/crux_status.h"
 
 typedef struct crux_tl_context crux_tl_context_t;
-typedef struct crux_tl_ep      crux_tl_ep_t;    /* a cma endpoint to one peer */
-typedef struct crux_tl_seg     crux_tl_seg_t;   /* a segment this process owns */
-typedef struct crux_tl_rseg    crux_tl_rseg_t;  /* a peer's segment, mapped here */
+typedef struct crux_tl_ep crux_tl_ep_t;     /* a cma endpoint to one peer */
+typedef struct crux_tl_seg crux_tl_seg_t;   /* a segment this process owns */
+typedef struct crux_tl_rseg crux_tl_rseg_t; /* a peer's segment, mapped here */
 
 typedef struct {
     /* Comma-separated UCT memory domains tried in order for segments. */
     const char *shm_mds;
     /* Open the cma transport (0: segments only). */
-    int         use_cma;
+    int use_cma;
     /* The job's network settings from the scheduler's priority level (-1:
      * unset): set on every interface crux opens whose transport has them
      * (UCT's "SL" and "TRAFFIC_CLASS", as on InfiniBand and RoCE); the
      * intranode transports have none. */
-    int         service_level;
-    int         traffic_class;
+    int service_level;
+    int traffic_class;
 } crux_tl_config_t;
 
-#define CRUX_TL_CONFIG_DEFAULT \
-    { .shm_mds = "posix,sysv", .use_cma = 1, .service_level = -1, .traffic_class = -1 }
+#define CRUX_TL_CONFIG_DEFAULT                                                          \
+    {                                                                                   \
+        .shm_mds = "posix,sysv", .use_cma = 1, .service_level = -1, .traffic_class = -1 \
+    }
 
 /* Open a context.  Fails with CRUX_ERR_NO_RESOURCE when none of the shared
  * memory domains can be opened, or when use_cma is set and cma is missing or
  * not usable (e.g. no ptrace permission between processes). */
-crux_status_t crux_tl_context_open(const crux_tl_config_t *config,
-                                   crux_tl_context_t **context_p);
+crux_status_t crux_tl_context_open(const crux_tl_config_t *config, crux_tl_context_t **context_p);
 void crux_tl_context_close(crux_tl_context_t *context);
 
 /* Name of the memory domain segments come from ("posix" or "sysv"). */
@@ -74,7 +75,7 @@ void crux_tl_ep_destroy(crux_tl_ep_t *ep);
 /* Completion of a nonblocking operation: 'pending' counts operations not yet
  * finished, 'status' holds the first error. */
 typedef struct {
-    unsigned      pending;
+    unsigned pending;
     crux_status_t status;
 } crux_tl_completion_t;
 
@@ -84,8 +85,8 @@ typedef struct {
  * crux_tl_progress().  A zero length completes at once. */
 crux_status_t crux_tl_get_nb(crux_tl_ep_t *ep, void *local, uint64_t remote, size_t length,
                              crux_tl_completion_t *completion);
-crux_status_t crux_tl_put_nb(crux_tl_ep_t *ep, const void *local, uint64_t remote,
-                             size_t length, crux_tl_completion_t *completion);
+crux_status_t crux_tl_put_nb(crux_tl_ep_t *ep, const void *local, uint64_t remote, size_t length,
+                             crux_tl_completion_t *completion);
 
 /* Make progress on outstanding operations; returns how many advanced. */
 unsigned crux_tl_progress(crux_tl_context_t *context);
@@ -96,8 +97,7 @@ crux_status_t crux_tl_put(crux_tl_ep_t *ep, const void *local, uint64_t remote, 
 
 /* --- shared segments ------------------------------------------------------- */
 
-crux_status_t crux_tl_seg_alloc(crux_tl_context_t *context, size_t length,
-                                crux_tl_seg_t **seg_p);
+crux_status_t crux_tl_seg_alloc(crux_tl_context_t *context, size_t length, crux_tl_seg_t **seg_p);
 void crux_tl_seg_free(crux_tl_seg_t *seg);
 void *crux_tl_seg_ptr(const crux_tl_seg_t *seg);
 size_t crux_tl_seg_length(const crux_tl_seg_t *seg);
@@ -121,13 +121,13 @@ void *crux_tl_rseg_ptr(const crux_tl_rseg_t *rseg);
 /* --- memory types ---------------------------------------------------------- */
 
 typedef enum {
-    CRUX_TL_MEM_HOST,   /* host memory, including CUDA managed and registered memory */
-    CRUX_TL_MEM_CUDA,   /* CUDA device memory */
+    CRUX_TL_MEM_HOST, /* host memory, including CUDA managed and registered memory */
+    CRUX_TL_MEM_CUDA, /* CUDA device memory */
 } crux_tl_mem_type_t;
 
 typedef struct {
     crux_tl_mem_type_t type;
-    int                device;   /* CUDA device ordinal of device memory, else -1 */
+    int device; /* CUDA device ordinal of device memory, else -1 */
 } crux_tl_mem_t;
 
 /* What 'ptr' points to, from the CUDA driver's pointer attributes.  Without
@@ -145,35 +145,35 @@ int crux_tl_cuda_devices(void);
  * the channel's *actor*: the receiver for pulls, the sender for pushes, both
  * for the staged host channel. */
 typedef enum {
-    CRUX_TL_CHAN_CMA_GET,    /* receiver pulls over cma: single copy by its CPU */
-    CRUX_TL_CHAN_CMA_PUT,    /* sender pushes over cma: single copy by its CPU */
-    CRUX_TL_CHAN_SHM,        /* sender copies into a shared segment's slots, receiver copies out */
+    CRUX_TL_CHAN_CMA_GET, /* receiver pulls over cma: single copy by its CPU */
+    CRUX_TL_CHAN_CMA_PUT, /* sender pushes over cma: single copy by its CPU */
+    CRUX_TL_CHAN_SHM,     /* sender copies into a shared segment's slots, receiver copies out */
     CRUX_TL_CHAN_SHM_DIRECT, /* receiver copies straight out of a shared send buffer (crux_tl_shared_alloc) */
-    CRUX_TL_CHAN_MODEL,      /* a paced memcpy by the receiver (see crux_tl_model_t) */
-    CRUX_TL_CHAN_CUDA_IPC,   /* receiver copies from the sender's device buffer, mapped by IPC */
-    CRUX_TL_CHAN_CUDA_PEER,  /* the same, staged through buffers in one or two peer GPUs */
-    CRUX_TL_CHAN_CUDA_HOST,  /* the same, staged through pinned host memory (D2H then H2D) */
+    CRUX_TL_CHAN_MODEL,     /* a paced memcpy by the receiver (see crux_tl_model_t) */
+    CRUX_TL_CHAN_CUDA_IPC,  /* receiver copies from the sender's device buffer, mapped by IPC */
+    CRUX_TL_CHAN_CUDA_PEER, /* the same, staged through buffers in one or two peer GPUs */
+    CRUX_TL_CHAN_CUDA_HOST, /* the same, staged through pinned host memory (D2H then H2D) */
     CRUX_TL_CHAN_KIND_COUNT
 } crux_tl_chan_kind_t;
 
 /* Shared resources a channel occupies: channels that occupy the same one are
  * not independent, and the planner caps their sum by the resource's rate. */
 enum {
-    CRUX_TL_RES_TX_CPU = 1u << 0,   /* the sending process's CPU */
-    CRUX_TL_RES_RX_CPU = 1u << 1,   /* the receiving process's CPU */
+    CRUX_TL_RES_TX_CPU = 1u << 0, /* the sending process's CPU */
+    CRUX_TL_RES_RX_CPU = 1u << 1, /* the receiving process's CPU */
 };
 
 typedef struct {
     crux_tl_chan_kind_t kind;
-    char     name[48];      /* "cma-get", "model1", "cuda-peer:0000:41:00.0", ... */
-    double   bandwidth;     /* bytes per second */
-    double   latency;       /* seconds from issuing a chunk to its landing, beyond its copy */
-    double   chunk_cost;    /* seconds a chunk occupies the channel beyond its bytes */
-    unsigned hops;          /* copies a chunk goes through one after the other (staged: 2) */
-    unsigned max_depth;     /* chunks in flight at most (staging slots, streams) */
-    size_t   max_chunk;     /* bytes per chunk at most (a staging slot) */
-    unsigned resources;     /* CRUX_TL_RES_* */
-    int      calibrated;    /* 1: measured (or read from the calibration cache); 0: nominal */
+    char name[48];      /* "cma-get", "model1", "cuda-peer:0000:41:00.0", ... */
+    double bandwidth;   /* bytes per second */
+    double latency;     /* seconds from issuing a chunk to its landing, beyond its copy */
+    double chunk_cost;  /* seconds a chunk occupies the channel beyond its bytes */
+    unsigned hops;      /* copies a chunk goes through one after the other (staged: 2) */
+    unsigned max_depth; /* chunks in flight at most (staging slots, streams) */
+    size_t max_chunk;   /* bytes per chunk at most (a staging slot) */
+    unsigned resources; /* CRUX_TL_RES_* */
+    int calibrated;     /* 1: measured (or read from the calibration cache); 0: nominal */
 } crux_tl_chan_attr_t;
 
 const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind);
@@ -184,16 +184,16 @@ const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind);
  * link of this bandwidth, latency and per-chunk cost would.  For testing and
  * measuring the planner and the engine without GPUs. */
 typedef struct {
-    double   bandwidth;     /* bytes per second, > 0 */
-    double   latency;       /* seconds */
-    double   chunk_cost;    /* seconds per chunk */
-    unsigned max_depth;     /* 0: 8 */
-    size_t   max_chunk;     /* 0: 4 MiB */
+    double bandwidth;   /* bytes per second, > 0 */
+    double latency;     /* seconds */
+    double chunk_cost;  /* seconds per chunk */
+    unsigned max_depth; /* 0: 8 */
+    size_t max_chunk;   /* 0: 4 MiB */
 } crux_tl_model_t;
 
 /* --- the planner ----------------------------------------------------------- */
 
-#define CRUX_TL_MAX_PATHS 16
+#define CRUX_TL_MAX_PATHS     16
 #define CRUX_TL_MAX_RESOURCES 8
 
 /* One path, as the planner sees it.  A path with n bytes cut into k equal
@@ -203,42 +203,42 @@ typedef struct {
  * seconds: the chunks stream through 'hops' copy stages of s seconds each,
  * and at most max_depth of them are in flight, each for latency + hops * s. */
 typedef struct {
-    double   bandwidth;     /* bytes per second; 0: the path is not used */
-    double   latency;
-    double   chunk_cost;
-    unsigned hops;          /* >= 1 */
-    unsigned max_depth;     /* >= 1 */
-    size_t   max_chunk;     /* 0: unlimited */
-    unsigned resources;     /* bit r: occupies resource r */
+    double bandwidth; /* bytes per second; 0: the path is not used */
+    double latency;
+    double chunk_cost;
+    unsigned hops;      /* >= 1 */
+    unsigned max_depth; /* >= 1 */
+    size_t max_chunk;   /* 0: unlimited */
+    unsigned resources; /* bit r: occupies resource r */
 } crux_tl_path_model_t;
 
 typedef struct {
-    unsigned             npaths;
+    unsigned npaths;
     crux_tl_path_model_t path[CRUX_TL_MAX_PATHS];
     /* Rate of each resource, bytes per second: the bytes of all paths that
      * occupy resource r take at least their sum / resource_rate[r]. 0: none. */
-    double               resource_rate[CRUX_TL_MAX_RESOURCES];
+    double resource_rate[CRUX_TL_MAX_RESOURCES];
     /* Seconds the driving thread spends starting each path it uses: every
      * used path is delayed by this times the number of paths used.  It is
      * what makes small messages go over one path. */
-    double               path_cost;
+    double path_cost;
     /* Stripes start at multiples of this many bytes (0: 1). */
-    size_t               granule;
+    size_t granule;
     /* Use at most this many paths (0: no limit). */
-    unsigned             max_paths;
+    unsigned max_paths;
 } crux_tl_plan_input_t;
 
 typedef struct {
-    size_t   offset;        /* of the stripe in the buffer */
-    size_t   bytes;         /* 0: the path is not used */
-    size_t   chunk;         /* bytes per chunk (the last may be shorter) */
-    unsigned depth;         /* chunks in flight */
+    size_t offset;  /* of the stripe in the buffer */
+    size_t bytes;   /* 0: the path is not used */
+    size_t chunk;   /* bytes per chunk (the last may be shorter) */
+    unsigned depth; /* chunks in flight */
 } crux_tl_stripe_t;
 
 typedef struct {
-    crux_tl_stripe_t stripe[CRUX_TL_MAX_PATHS];  /* one per input path, in input order */
-    unsigned         used;       /* paths with bytes */
-    double           makespan;   /* predicted seconds */
+    crux_tl_stripe_t stripe[CRUX_TL_MAX_PATHS]; /* one per input path, in input order */
+    unsigned used;                              /* paths with bytes */
+    double makespan;                            /* predicted seconds */
 } crux_tl_plan_t;
 
 /* Split 'bytes' over the input's paths, and choose each path's chunk size and
@@ -260,46 +260,48 @@ double crux_tl_path_time(const crux_tl_path_model_t *path, size_t bytes, size_t 
 /* --- the engine ------------------------------------------------------------ */
 
 typedef struct crux_tl_engine crux_tl_engine_t;
-typedef struct crux_tl_pair   crux_tl_pair_t;   /* this process and one peer */
-typedef struct crux_tl_xfer   crux_tl_xfer_t;   /* one send or receive */
+typedef struct crux_tl_pair crux_tl_pair_t; /* this process and one peer */
+typedef struct crux_tl_xfer crux_tl_xfer_t; /* one send or receive */
 
 /* Bit (1u << kind) of crux_tl_chan_kind_t. */
 #define CRUX_TL_KIND(kind) (1u << (kind))
-#define CRUX_TL_KINDS_HOST (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) | \
-                            CRUX_TL_KIND(CRUX_TL_CHAN_SHM) | CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT))
-#define CRUX_TL_KINDS_CUDA (CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_IPC) | CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_PEER) | \
-                            CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST))
+#define CRUX_TL_KINDS_HOST                                                     \
+    (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) | \
+     CRUX_TL_KIND(CRUX_TL_CHAN_SHM) | CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT))
+#define CRUX_TL_KINDS_CUDA                                                        \
+    (CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_IPC) | CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_PEER) | \
+     CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST))
 
 typedef struct {
-    int              max_peers;     /* ranks a pair may name: 0 .. max_peers-1 */
-    unsigned         kinds;         /* channel kinds to use (CRUX_TL_KIND bits) */
-    size_t           shm_slot_size; /* shm channel: bytes per staging slot ... */
-    unsigned         shm_slots;     /* ... and slots, per pair and direction */
-    unsigned         nmodels;       /* model channels, added to every pair */
-    const crux_tl_model_t *models;  /* (copied) */
-    double           path_cost;     /* planner's crux_tl_plan_input_t.path_cost */
+    int max_peers;                 /* ranks a pair may name: 0 .. max_peers-1 */
+    unsigned kinds;                /* channel kinds to use (CRUX_TL_KIND bits) */
+    size_t shm_slot_size;          /* shm channel: bytes per staging slot ... */
+    unsigned shm_slots;            /* ... and slots, per pair and direction */
+    unsigned nmodels;              /* model channels, added to every pair */
+    const crux_tl_model_t *models; /* (copied) */
+    double path_cost;              /* planner's crux_tl_plan_input_t.path_cost */
     /* Calibration cache file.  NULL: $XDG_CACHE_HOME/crux/calibration-<host>,
      * else $HOME/.cache/crux/..., else /tmp/crux-<uid>/...; "": no cache. */
-    const char      *calib_path;
+    const char *calib_path;
     /* Host sends of at most this many bytes go out eagerly: the sender
      * copies them into its shm slots as it publishes them, before the
      * receiver's plan, which saves a round trip; the receiver lands them
      * over shm whatever its params ask (0: never). */
-    size_t           eager_max;
+    size_t eager_max;
     /* A pair is "far" (crux_tl_pair_far) when the median time the peer's
      * ring entries take to reach this process exceeds this many seconds
      * (0: CRUX_REACH_FAR, 90 ns, between a cache line passed within one
      * last-level cache and one passed across chiplets or sockets, measured
      * with the clock reads it includes). */
-    double           far_latency;
+    double far_latency;
 } crux_tl_engine_config_t;
 
-#define CRUX_TL_ENGINE_CONFIG_DEFAULT {                     \
-    .max_peers = 64, .kinds = CRUX_TL_KINDS_HOST | CRUX_TL_KINDS_CUDA, \
-    .shm_slot_size = 256u << 10, .shm_slots = 8,             \
-    .nmodels = 0, .models = NULL, .path_cost = 0.5e-6,       \
-    .calib_path = NULL, .eager_max = 0, .far_latency = 0,    \
-}
+#define CRUX_TL_ENGINE_CONFIG_DEFAULT                                              \
+    {                                                                              \
+        .max_peers = 64, .kinds = CRUX_TL_KINDS_HOST | CRUX_TL_KINDS_CUDA,         \
+        .shm_slot_size = 256u << 10, .shm_slots = 8, .nmodels = 0, .models = NULL, \
+        .path_cost = 0.5e-6, .calib_path = NULL, .eager_max = 0, .far_latency = 0, \
+    }
 
 /* Create an engine on an open context (which must outlive it).  It allocates
  * one shared segment holding a control area for every possible peer. */
@@ -331,16 +333,16 @@ unsigned crux_tl_pair_channels(const crux_tl_pair_t *pair, crux_tl_chan_attr_t *
                                unsigned max);
 
 typedef struct {
-    uint32_t channels;   /* receiver: pair channels it may use (bit i = index i); 0: all */
-    unsigned max_paths;  /* receiver: at most this many channels (0: no limit) */
-    size_t   chunk;      /* receiver: force this chunk size (0: the planner's) */
+    uint32_t channels;  /* receiver: pair channels it may use (bit i = index i); 0: all */
+    unsigned max_paths; /* receiver: at most this many channels (0: no limit) */
+    size_t chunk;       /* receiver: force this chunk size (0: the planner's) */
     /* receiver, host memory: land with streaming stores, bypassing the
      * cache, for large results the caller does not read again soon.  Only
      * the channels the receiver lands itself can (shm, model: cma copies
      * inside the kernel), so the transfer keeps to those when the pair has
      * one.  A reducing receive streams its second place (reduce.also)
      * instead. */
-    int      stream;
+    int stream;
 } crux_tl_xfer_params_t;
 
 /* Post a send of 'bytes' from 'buffer' to the peer, or a receive into
@@ -371,9 +373,9 @@ typedef void (*crux_tl_reduce_fn_t)(void *out, const void *a, const void *b, siz
 
 typedef struct {
     crux_tl_reduce_fn_t fn;
-    size_t      esize;           /* bytes per element */
+    size_t esize; /* bytes per element */
     const void *local;
-    int         incoming_first;  /* the incoming element is the left operand */
+    int incoming_first; /* the incoming element is the left operand */
     /* NULL, or a receive of this engine (on another pair) that must be done
      * before anything of this one lands: a chain of reductions into one
      * buffer, posted at once, applied in order.  It must not be released
@@ -382,8 +384,8 @@ typedef struct {
     /* NULL, or a second place (spanning the buffer's length) every landed
      * result is also written to, while it is still in cache: e.g. a shared
      * buffer (crux_tl_shared_alloc) the result is then sent on from. */
-    void       *also;
-    int         also_stream;     /* write 'also' with streaming stores */
+    void *also;
+    int also_stream; /* write 'also' with streaming stores */
 } crux_tl_reduce_t;
 
 crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
@@ -501,16 +503,16 @@ crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *xfer);
 void crux_tl_xfer_release(crux_tl_xfer_t *xfer);
 
 typedef struct {
-    unsigned         nstripes;
+    unsigned nstripes;
     struct {
-        unsigned     channel;       /* index in the receiver's pair channels */
-        size_t       bytes;         /* landed through this channel */
-        size_t       chunks;
-        size_t       chunk;         /* planned chunk size */
-        unsigned     depth;
+        unsigned channel; /* index in the receiver's pair channels */
+        size_t bytes;     /* landed through this channel */
+        size_t chunks;
+        size_t chunk; /* planned chunk size */
+        unsigned depth;
     } stripe[CRUX_TL_MAX_PATHS];
-    double           predicted;     /* planner's makespan, seconds */
-    double           elapsed;       /* receiver: from matching to landing, seconds */
+    double predicted; /* planner's makespan, seconds */
+    double elapsed;   /* receiver: from matching to landing, seconds */
 } crux_tl_xfer_stats_t;
 
 /* Receiver side: how the transfer was striped (valid once done). */
@@ -545,9 +547,9 @@ const char *crux_tl_engine_calib_path(const crux_tl_engine_t *engine);
  * direct and a host-staged path with nominal figures. */
 typedef struct {
     crux_tl_chan_kind_t kind;
-    double   bandwidth;          /* bytes per second */
-    unsigned nrelays;            /* CUDA_PEER: 1 or 2 */
-    char     relay[2][16];       /* CUDA_PEER: PCI bus ids of the relay GPUs, in order */
+    double bandwidth;  /* bytes per second */
+    unsigned nrelays;  /* CUDA_PEER: 1 or 2 */
+    char relay[2][16]; /* CUDA_PEER: PCI bus ids of the relay GPUs, in order */
 } crux_tl_gpu_path_t;
 
 #define CRUX_TL_MAX_GPU_PATHS 8

@@ -26,12 +26,12 @@
 
 #include "ucx_tl/crux_tl_mp.h"
 
-#define CALIB_BYTES   (4u << 20)
-#define CALIB_TINY    64u
-#define CALIB_REPS    3
-#define CALIB_STEPS   3            /* tiny, large in few chunks, large in many */
-#define CACHE_HEADER  "crux-calibration 1"
-#define CACHE_LINES   256
+#define CALIB_BYTES  (4u << 20)
+#define CALIB_TINY   64u
+#define CALIB_REPS   3
+#define CALIB_STEPS  3 /* tiny, large in few chunks, large in many */
+#define CACHE_HEADER "crux-calibration 1"
+#define CACHE_LINES  256
 
 void crux_tl_calib_path(crux_tl_engine_t *e, const char *path)
 {
@@ -57,7 +57,7 @@ const char *crux_tl_engine_calib_path(const crux_tl_engine_t *e)
 /* --- the cache file ------------------------------------------------------------ */
 
 typedef struct {
-    char   signature[96];
+    char signature[96];
     double bandwidth, latency, chunk_cost;
 } cache_line_t;
 
@@ -69,14 +69,15 @@ static unsigned cache_read(const char *path, cache_line_t *lines, unsigned max)
     }
     char text[256];
     unsigned n = 0;
-    int header = fgets(text, sizeof(text), f) != NULL && strncmp(text, CACHE_HEADER, strlen(CACHE_HEADER)) == 0;
+    int header = fgets(text, sizeof(text), f) != NULL &&
+                 strncmp(text, CACHE_HEADER, strlen(CACHE_HEADER)) == 0;
     while (header && n < max && fgets(text, sizeof(text), f) != NULL) {
         cache_line_t *l = &lines[n];
         if (text[0] != '#' &&
             sscanf(text, "%95s %lf %lf %lf", l->signature, &l->bandwidth, &l->latency,
                    &l->chunk_cost) == 4 &&
             l->bandwidth > 0 && isfinite(l->bandwidth) && l->latency >= 0 && isfinite(l->latency) &&
-            l->chunk_cost >= 0 && isfinite(l->chunk_cost)) {   /* 1e405 is inf: fuzz_calib */
+            l->chunk_cost >= 0 && isfinite(l->chunk_cost)) { /* 1e405 is inf: fuzz_calib */
             n++;
         }
     }
@@ -93,8 +94,8 @@ int crux_tl_calib_lookup(crux_tl_engine_t *e, crux_tl_chan_t *chan)
     unsigned n = cache_read(e->calib_path, lines, CACHE_LINES);
     for (unsigned i = 0; i < n; i++) {
         if (strcmp(lines[i].signature, chan->signature) == 0) {
-            chan->attr.bandwidth  = lines[i].bandwidth;
-            chan->attr.latency    = lines[i].latency;
+            chan->attr.bandwidth = lines[i].bandwidth;
+            chan->attr.latency = lines[i].latency;
             chan->attr.chunk_cost = lines[i].chunk_cost;
             chan->attr.calibrated = 1;
             return 1;
@@ -148,8 +149,8 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
         }
         n += i == n;
         snprintf(lines[i].signature, sizeof(lines[i].signature), "%s", chan->signature);
-        lines[i].bandwidth  = chan->attr.bandwidth;
-        lines[i].latency    = chan->attr.latency;
+        lines[i].bandwidth = chan->attr.bandwidth;
+        lines[i].latency = chan->attr.latency;
         lines[i].chunk_cost = chan->attr.chunk_cost;
     }
     FILE *f = fopen(tmp_path, "w");
@@ -169,8 +170,7 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
 
 /* --- fitting ----------------------------------------------------------------------- */
 
-void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double *k,
-                       const double *n)
+void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double *k, const double *n)
 {
     double h = attr->hops > 0 ? attr->hops : 1;
     double m[3][4];
@@ -180,7 +180,7 @@ void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double 
         m[i][2] = n[i] * (k[i] + h - 1) / k[i];
         m[i][3] = t[i];
     }
-    for (int c = 0; c < 3; c++) {   /* Gaussian elimination, partial pivoting */
+    for (int c = 0; c < 3; c++) { /* Gaussian elimination, partial pivoting */
         int p = c;
         for (int i = c + 1; i < 3; i++) {
             if (fabs(m[i][c]) > fabs(m[p][c])) {
@@ -207,8 +207,8 @@ void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double 
     if (!(inv_bw > 0) || !isfinite(inv_bw)) {
         inv_bw = t[1] / n[1];
     }
-    attr->bandwidth  = 1.0 / inv_bw;
-    attr->latency    = isfinite(latency) && latency > 0 ? latency : 0.0;
+    attr->bandwidth = 1.0 / inv_bw;
+    attr->latency = isfinite(latency) && latency > 0 ? latency : 0.0;
     attr->chunk_cost = isfinite(cost) && cost > 0 ? cost : 0.0;
     attr->calibrated = 1;
 }
@@ -233,15 +233,15 @@ static int measurable(const crux_tl_pair_t *pair, const crux_tl_chan_t *c)
     switch (c->attr.kind) {
     case CRUX_TL_CHAN_CMA_GET: return c->usable;
     case CRUX_TL_CHAN_CMA_PUT: return (mp_load(&pair->theirs->caps) & CAP_CMA) != 0;
-    case CRUX_TL_CHAN_SHM:     return 1;
-    default:                   return 0;   /* model channels are exact already */
+    case CRUX_TL_CHAN_SHM: return 1;
+    default: return 0; /* model channels are exact already */
     }
 }
 
 typedef struct {
     crux_tl_pair_t *pair;
-    int             sends, receives;
-    uint8_t        *sbuf, *rbuf;
+    int sends, receives;
+    uint8_t *sbuf, *rbuf;
 } calib_run_t;
 
 /* One transfer of the schedule; the receiver returns its time in *t. */
@@ -270,9 +270,12 @@ static crux_status_t one(calib_run_t *r, size_t bytes, unsigned index, size_t ch
 static void steps(const crux_tl_chan_attr_t *a, double *n, double *k, size_t *chunk)
 {
     size_t big = CALIB_BYTES / 4 < a->max_chunk ? CALIB_BYTES / 4 : a->max_chunk;
-    n[0] = CALIB_TINY;   chunk[0] = CALIB_TINY;
-    n[1] = CALIB_BYTES;  chunk[1] = big;
-    n[2] = CALIB_BYTES;  chunk[2] = big / 8 >= CRUX_TL_GRANULE ? big / 8 : CRUX_TL_GRANULE;
+    n[0] = CALIB_TINY;
+    chunk[0] = CALIB_TINY;
+    n[1] = CALIB_BYTES;
+    chunk[1] = big;
+    n[2] = CALIB_BYTES;
+    chunk[2] = big / 8 >= CRUX_TL_GRANULE ? big / 8 : CRUX_TL_GRANULE;
     for (int i = 0; i < CALIB_STEPS; i++) {
         k[i] = ceil(n[i] / (double)chunk[i]);
     }
@@ -281,7 +284,8 @@ static void steps(const crux_tl_chan_attr_t *a, double *n, double *k, size_t *ch
 crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force)
 {
     uint64_t round = ++pair->calib_round;
-    calib_run_t r = { .pair = pair, .sends = pair->loopback || pair->rank < pair->peer,
+    calib_run_t r = { .pair = pair,
+                      .sends = pair->loopback || pair->rank < pair->peer,
                       .receives = pair->loopback || pair->rank > pair->peer };
     crux_tl_chan_t *measured[CRUX_TL_MAX_CHANS];
     unsigned count = 0;
@@ -334,7 +338,9 @@ crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force)
         for (unsigned i = 0; i < pair->nhost; i++) {
             const crux_tl_chan_attr_t *a = &pair->chan[i]->attr;
             pair->mine->calib[i] = (crux_tl_wire_calib_t){
-                .bandwidth = a->bandwidth, .latency = a->latency, .chunk_cost = a->chunk_cost,
+                .bandwidth = a->bandwidth,
+                .latency = a->latency,
+                .chunk_cost = a->chunk_cost,
                 .index = a->calibrated ? (int32_t)i : -1,
             };
         }
@@ -346,8 +352,8 @@ crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force)
         for (unsigned i = 0; st == CRUX_OK && i < pair->nhost; i++) {
             const crux_tl_wire_calib_t *w = &pair->theirs->calib[i];
             if (w->index == (int32_t)i && pair->chan[i]->attr.kind != CRUX_TL_CHAN_MODEL) {
-                pair->chan[i]->attr.bandwidth  = w->bandwidth;
-                pair->chan[i]->attr.latency    = w->latency;
+                pair->chan[i]->attr.bandwidth = w->bandwidth;
+                pair->chan[i]->attr.latency = w->latency;
                 pair->chan[i]->attr.chunk_cost = w->chunk_cost;
                 pair->chan[i]->attr.calibrated = 1;
             }

@@ -99,7 +99,7 @@ static crux_status_t direct_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 {
     (void)chan;
     (void)c;
-    return CRUX_OK;   /* the copy is made when polled, once the chunk may land */
+    return CRUX_OK; /* the copy is made when polled, once the chunk may land */
 }
 
 static int direct_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
@@ -107,7 +107,7 @@ static int direct_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
     const crux_tl_xfer_t *x = c->xfer;
     (void)chan;
     if (!crux_tl_may_land(x)) {
-        return 0;   /* a chained reduction: its turn has not come */
+        return 0; /* a chained reduction: its turn has not come */
     }
     crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer), c->src, c->length);
     c->status = CRUX_OK;
@@ -119,9 +119,9 @@ static const crux_tl_chan_ops_t direct_ops = { direct_issue, direct_test, plain_
 /* --- model ----------------------------------------------------------------- */
 
 typedef struct {
-    crux_tl_chan_t  chan;
+    crux_tl_chan_t chan;
     crux_tl_model_t model;
-    double          busy_until;   /* when the modelled link has carried what it was given */
+    double busy_until; /* when the modelled link has carried what it was given */
 } model_chan_t;
 
 static crux_status_t model_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
@@ -144,14 +144,14 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
     model_chan_t *m = (model_chan_t *)chan;
     double now = crux_tl_now();
     if (!crux_tl_may_land(c->xfer)) {
-        return 0;   /* a chained reduction: its turn has not come */
+        return 0; /* a chained reduction: its turn has not come */
     }
     if (c->copied < c->length && now > c->start) {
         double carried = (now - c->start) * m->model.bandwidth;
         size_t upto = carried >= (double)c->length ? c->length : (size_t)carried;
         const crux_tl_xfer_t *x = c->xfer;
         if (x->reduce.fn != NULL && upto < c->length) {
-            upto -= upto % x->reduce.esize;   /* reduce whole elements */
+            upto -= upto % x->reduce.esize; /* reduce whole elements */
         }
         if (upto > c->copied) {
             crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer) + c->copied,
@@ -224,14 +224,14 @@ static crux_tl_chan_t *cma_chan(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
     crux_tl_chan_init(c, kind == CRUX_TL_CHAN_CMA_GET ? &cma_get_ops : &cma_put_ops, kind,
                       crux_tl_chan_kind_name(kind));
     snprintf(c->signature, sizeof(c->signature), "%s", c->attr.name);
-    c->attr.bandwidth  = 6e9;
-    c->attr.latency    = kind == CRUX_TL_CHAN_CMA_GET ? 1e-6 : 3e-6;
+    c->attr.bandwidth = 6e9;
+    c->attr.latency = kind == CRUX_TL_CHAN_CMA_GET ? 1e-6 : 3e-6;
     c->attr.chunk_cost = 1e-6;
-    c->attr.hops       = 1;
-    c->attr.max_depth  = 4;
-    c->attr.max_chunk  = 4u << 20;
-    c->attr.resources  = kind == CRUX_TL_CHAN_CMA_GET ? CRUX_TL_RES_RX_CPU : CRUX_TL_RES_TX_CPU;
-    c->usable = pair->ep != NULL;   /* this side's copies; the peer's are in its caps */
+    c->attr.hops = 1;
+    c->attr.max_depth = 4;
+    c->attr.max_chunk = 4u << 20;
+    c->attr.resources = kind == CRUX_TL_CHAN_CMA_GET ? CRUX_TL_RES_RX_CPU : CRUX_TL_RES_TX_CPU;
+    c->usable = pair->ep != NULL; /* this side's copies; the peer's are in its caps */
     return c;
 }
 
@@ -245,13 +245,13 @@ static crux_tl_chan_t *shm_chan(crux_tl_pair_t *pair)
     crux_tl_chan_init(c, &shm_ops, CRUX_TL_CHAN_SHM, "shm");
     snprintf(c->signature, sizeof(c->signature), "shm:%s:%zux%u",
              crux_tl_context_shm_name(pair->engine->context), cfg->shm_slot_size, cfg->shm_slots);
-    c->attr.bandwidth  = 6e9;
-    c->attr.latency    = 2e-6;
+    c->attr.bandwidth = 6e9;
+    c->attr.latency = 2e-6;
     c->attr.chunk_cost = 0.3e-6;
-    c->attr.hops       = 2;
-    c->attr.max_depth  = cfg->shm_slots;
-    c->attr.max_chunk  = cfg->shm_slot_size / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
-    c->attr.resources  = CRUX_TL_RES_TX_CPU | CRUX_TL_RES_RX_CPU;
+    c->attr.hops = 2;
+    c->attr.max_depth = cfg->shm_slots;
+    c->attr.max_chunk = cfg->shm_slot_size / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
+    c->attr.resources = CRUX_TL_RES_TX_CPU | CRUX_TL_RES_RX_CPU;
     return c;
 }
 
@@ -264,13 +264,13 @@ static crux_tl_chan_t *direct_chan(void)
         return NULL;
     }
     crux_tl_chan_init(c, &direct_ops, CRUX_TL_CHAN_SHM_DIRECT, "shm-direct");
-    c->attr.bandwidth  = 10e9;
-    c->attr.latency    = 0.2e-6;
+    c->attr.bandwidth = 10e9;
+    c->attr.latency = 0.2e-6;
     c->attr.chunk_cost = 0.1e-6;
-    c->attr.hops       = 1;
-    c->attr.max_depth  = 4;
-    c->attr.max_chunk  = 256u << 10;
-    c->attr.resources  = CRUX_TL_RES_RX_CPU;
+    c->attr.hops = 1;
+    c->attr.max_depth = 4;
+    c->attr.max_chunk = 256u << 10;
+    c->attr.resources = CRUX_TL_RES_RX_CPU;
     return c;
 }
 
@@ -284,13 +284,13 @@ static crux_tl_chan_t *model_chan(const crux_tl_model_t *model, unsigned i)
     snprintf(name, sizeof(name), "model%u", i);
     crux_tl_chan_init(&m->chan, &model_ops, CRUX_TL_CHAN_MODEL, name);
     m->model = *model;
-    m->chan.attr.bandwidth  = model->bandwidth;
-    m->chan.attr.latency    = model->latency;
+    m->chan.attr.bandwidth = model->bandwidth;
+    m->chan.attr.latency = model->latency;
     m->chan.attr.chunk_cost = model->chunk_cost;
-    m->chan.attr.hops       = 1;
-    m->chan.attr.max_depth  = model->max_depth > 0 ? model->max_depth : 8;
-    m->chan.attr.max_chunk  = model->max_chunk > 0 ? model->max_chunk : 4u << 20;
-    m->chan.attr.calibrated = 1;   /* its figures are exact by construction */
+    m->chan.attr.hops = 1;
+    m->chan.attr.max_depth = model->max_depth > 0 ? model->max_depth : 8;
+    m->chan.attr.max_chunk = model->max_chunk > 0 ? model->max_chunk : 4u << 20;
+    m->chan.attr.calibrated = 1; /* its figures are exact by construction */
     return &m->chan;
 }
 

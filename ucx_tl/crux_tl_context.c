@@ -9,20 +9,20 @@
 crux_status_t crux_tl_status_from_ucs(ucs_status_t status)
 {
     switch (status) {
-    case UCS_OK:                 return CRUX_OK;
-    case UCS_INPROGRESS:         return CRUX_INPROGRESS;
-    case UCS_ERR_NO_MEMORY:      return CRUX_ERR_NO_MEMORY;
-    case UCS_ERR_INVALID_PARAM:  return CRUX_ERR_INVALID;
-    case UCS_ERR_UNSUPPORTED:    return CRUX_ERR_UNSUPPORTED;
-    case UCS_ERR_NO_ELEM:        return CRUX_ERR_NOT_FOUND;
+    case UCS_OK: return CRUX_OK;
+    case UCS_INPROGRESS: return CRUX_INPROGRESS;
+    case UCS_ERR_NO_MEMORY: return CRUX_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM: return CRUX_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED: return CRUX_ERR_UNSUPPORTED;
+    case UCS_ERR_NO_ELEM: return CRUX_ERR_NOT_FOUND;
     case UCS_ERR_NO_DEVICE:
     case UCS_ERR_NO_RESOURCE:
-    case UCS_ERR_UNREACHABLE:    return CRUX_ERR_NO_RESOURCE;
-    case UCS_ERR_TIMED_OUT:      return CRUX_ERR_TIMEOUT;
+    case UCS_ERR_UNREACHABLE: return CRUX_ERR_NO_RESOURCE;
+    case UCS_ERR_TIMED_OUT: return CRUX_ERR_TIMEOUT;
     case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_CANCELED:       return CRUX_ERR_PEER;
-    default:                     return CRUX_ERR_IO;
+    case UCS_ERR_CANCELED: return CRUX_ERR_PEER;
+    default: return CRUX_ERR_IO;
     }
 }
 
@@ -98,17 +98,15 @@ static crux_status_t open_cma(crux_tl_context_t *ctx, const crux_tl_config_t *tl
     }
     apply_network_settings(config, tl);
     uct_iface_params_t params = {
-        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                UCT_IFACE_PARAM_FIELD_DEVICE |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
-        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
-        .mode.device.tl_name  = "cma",
+        .field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
+        .open_mode = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device.tl_name = "cma",
         .mode.device.dev_name = "memory",
-        .err_handler          = cma_error,
-        .err_handler_arg      = ctx,
-        .err_handler_flags    = 0,
+        .err_handler = cma_error,
+        .err_handler_arg = ctx,
+        .err_handler_flags = 0,
     };
     status = uct_iface_open(ctx->cma_md, ctx->worker, &params, config, &ctx->cma_iface);
     uct_config_release(config);
@@ -122,14 +120,14 @@ static crux_status_t open_cma(crux_tl_context_t *ctx, const crux_tl_config_t *tl
     if (status != UCS_OK) {
         return crux_tl_status_from_ucs(status);
     }
-    const uint64_t needed = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
-                            UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    const uint64_t needed =
+        UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     if ((attr.cap.flags & needed) != needed) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    ctx->cma_dev_addr_len   = attr.device_addr_len;
+    ctx->cma_dev_addr_len = attr.device_addr_len;
     ctx->cma_iface_addr_len = attr.iface_addr_len;
-    ctx->cma_max_iov        = attr.cap.get.max_iov;
+    ctx->cma_max_iov = attr.cap.get.max_iov;
     return CRUX_OK;
 }
 
@@ -155,7 +153,7 @@ static crux_status_t open_shm(crux_tl_context_t *ctx, const char *md_list)
             continue;
         }
         ctx->shm_component = component;
-        ctx->shm_md        = md;
+        ctx->shm_md = md;
         ctx->shm_rkey_size = attr.rkey_packed_size;
         snprintf(ctx->shm_name, sizeof(ctx->shm_name), "%s", name);
         result = CRUX_OK;
@@ -165,8 +163,7 @@ static crux_status_t open_shm(crux_tl_context_t *ctx, const char *md_list)
     return result;
 }
 
-crux_status_t crux_tl_context_open(const crux_tl_config_t *config,
-                                   crux_tl_context_t **context_p)
+crux_status_t crux_tl_context_open(const crux_tl_config_t *config, crux_tl_context_t **context_p)
 {
     const crux_tl_config_t defaults = CRUX_TL_CONFIG_DEFAULT;
     if (config == NULL) {
@@ -250,8 +247,8 @@ crux_status_t crux_tl_address_pack(const crux_tl_context_t *ctx, void *buffer)
     uint8_t *p = buffer;
     ucs_status_t status = uct_iface_get_device_address(ctx->cma_iface, (uct_device_addr_t *)p);
     if (status == UCS_OK) {
-        status = uct_iface_get_address(ctx->cma_iface,
-                                       (uct_iface_addr_t *)(p + ctx->cma_dev_addr_len));
+        status =
+            uct_iface_get_address(ctx->cma_iface, (uct_iface_addr_t *)(p + ctx->cma_dev_addr_len));
     }
     return crux_tl_status_from_ucs(status);
 }

@@ -11,35 +11,35 @@
  * a stale handle). */
 typedef struct crux_tl_export {
     struct crux_tl_export *next;
-    unsigned long long     buffer_id;
-    CUdeviceptr            base;
-    CUipcMemHandle         handle;
+    unsigned long long buffer_id;
+    CUdeviceptr base;
+    CUipcMemHandle handle;
 } crux_tl_export_t;
 
 /* A peer's allocation mapped here: opening a handle twice from one context
  * only counts references, but the mapping is kept for reuse. */
 typedef struct crux_tl_import {
     struct crux_tl_import *next;
-    pid_t                  pid;
-    uint64_t               base;
-    CUipcMemHandle         handle;
-    CUdeviceptr            mapped;
-    int                    device;   /* whose context opened it */
+    pid_t pid;
+    uint64_t base;
+    CUipcMemHandle handle;
+    CUdeviceptr mapped;
+    int device; /* whose context opened it */
 } crux_tl_import_t;
 
 /* The paths and channels between two devices, by PCI bus id. */
 typedef struct crux_tl_dpair {
     struct crux_tl_dpair *next;
-    char                  src[16], dst[16];
-    unsigned              npaths;
-    crux_tl_gpu_path_t    path[CRUX_TL_MAX_GPU_PATHS];
-    crux_tl_chan_t       *chan[CRUX_TL_MAX_GPU_PATHS];   /* NULL until used */
+    char src[16], dst[16];
+    unsigned npaths;
+    crux_tl_gpu_path_t path[CRUX_TL_MAX_GPU_PATHS];
+    crux_tl_chan_t *chan[CRUX_TL_MAX_GPU_PATHS]; /* NULL until used */
 } crux_tl_dpair_t;
 
 struct crux_tl_cuda_state {
     crux_tl_export_t *exports;
     crux_tl_import_t *imports;
-    crux_tl_dpair_t  *dpairs;
+    crux_tl_dpair_t *dpairs;
 };
 
 /* The engine's CUDA state, created on first use; NULL without memory. */

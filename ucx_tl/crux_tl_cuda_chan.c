@@ -17,21 +17,21 @@
 #include "ucx_tl/crux_tl_cuda.h"
 
 #ifdef CRUX_HAVE_CUDA
-#define SLOTS        4
-#define MAX_HOPS     3
+#define SLOTS          4
+#define MAX_HOPS       3
 #define DIRECT_STREAMS 2
 
 typedef struct {
     crux_tl_chan_t chan;
-    int            device;              /* receiving device: the context of every call */
-    unsigned       hops;
-    unsigned       nstreams;
-    CUstream       stream[MAX_HOPS];
-    CUevent        event[MAX_HOPS][SLOTS];
-    CUdeviceptr    stage[MAX_HOPS - 1]; /* device staging areas ... */
-    void          *host_stage;          /* ... or pinned host memory (CUDA_HOST) */
-    int            stage_device[MAX_HOPS - 1];
-    unsigned       free_slot[SLOTS], nfree;
+    int device; /* receiving device: the context of every call */
+    unsigned hops;
+    unsigned nstreams;
+    CUstream stream[MAX_HOPS];
+    CUevent event[MAX_HOPS][SLOTS];
+    CUdeviceptr stage[MAX_HOPS - 1]; /* device staging areas ... */
+    void *host_stage;                /* ... or pinned host memory (CUDA_HOST) */
+    int stage_device[MAX_HOPS - 1];
+    unsigned free_slot[SLOTS], nfree;
 } cuda_chan_t;
 
 static CUdeviceptr slot_ptr(const cuda_chan_t *c, unsigned hop, unsigned slot)
@@ -127,13 +127,13 @@ static const crux_tl_chan_ops_t cuda_ops = { cuda_issue, cuda_test, cuda_destroy
 static void nominal(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
 {
     crux_tl_chan_attr_t *a = &c->chan.attr;
-    a->bandwidth  = p->bandwidth;
-    a->hops       = c->hops;
-    a->max_depth  = SLOTS;
-    a->latency    = 5e-6 * c->hops;
+    a->bandwidth = p->bandwidth;
+    a->hops = c->hops;
+    a->max_depth = SLOTS;
+    a->latency = 5e-6 * c->hops;
     a->chunk_cost = 3e-6 + 2e-6 * (c->hops - 1);
-    a->max_chunk  = c->hops == 1 ? 16u << 20 : 2u << 20;
-    a->resources  = 0;   /* the paths of a device pair are disjoint (topo) */
+    a->max_chunk = c->hops == 1 ? 16u << 20 : 2u << 20;
+    a->resources = 0; /* the paths of a device pair are disjoint (topo) */
 }
 
 static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
@@ -146,7 +146,7 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
     for (unsigned h = 0; h + 1 < c->hops; h++) {
         int relay = crux_cuda_device_of(p->relay[h]);
         if (relay < 0 || crux_cuda_push(relay) != CRUX_OK) {
-            return CRUX_ERR_NO_RESOURCE;   /* the relay is not visible to this process */
+            return CRUX_ERR_NO_RESOURCE; /* the relay is not visible to this process */
         }
         CUcontext relay_ctx;
         CUresult r = cu->MemAlloc(&c->stage[h], bytes);
@@ -174,8 +174,9 @@ static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu
         return NULL;
     }
     c->device = device;
-    c->hops = p->kind == CRUX_TL_CHAN_CUDA_IPC ? 1 : p->kind == CRUX_TL_CHAN_CUDA_HOST ? 2
-                                                                                       : 1 + p->nrelays;
+    c->hops = p->kind == CRUX_TL_CHAN_CUDA_IPC    ? 1
+              : p->kind == CRUX_TL_CHAN_CUDA_HOST ? 2
+                                                  : 1 + p->nrelays;
     c->nstreams = c->hops == 1 ? DIRECT_STREAMS : c->hops;
     char name[48];
     snprintf(name, sizeof(name), "%s%s%s", crux_tl_chan_kind_name(p->kind),
@@ -236,7 +237,8 @@ static crux_tl_dpair_t *dpair_find(crux_tl_engine_t *e, const char *src, const c
     /* Without topology: a direct copy, and staging through host memory.  On
      * one GPU the direct copy stays in its memory, far faster than PCIe. */
     int same = strcmp(src, dst) == 0;
-    dp->path[0] = (crux_tl_gpu_path_t){ .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = same ? 300e9 : 20e9 };
+    dp->path[0] =
+        (crux_tl_gpu_path_t){ .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = same ? 300e9 : 20e9 };
     dp->path[1] = (crux_tl_gpu_path_t){ .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 12e9 };
     dp->npaths = 2;
     dp->next = cs->dpairs;
@@ -291,7 +293,8 @@ unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_pci, int ds
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *e)
 {
     unsigned events = 0;
-    for (crux_tl_dpair_t *dp = e->cuda != NULL ? e->cuda->dpairs : NULL; dp != NULL; dp = dp->next) {
+    for (crux_tl_dpair_t *dp = e->cuda != NULL ? e->cuda->dpairs : NULL; dp != NULL;
+         dp = dp->next) {
         for (unsigned i = 0; i < dp->npaths; i++) {
             if (dp->chan[i] != NULL && dp->chan[i]->head != NULL) {
                 events += crux_tl_chan_poll(dp->chan[i]);
@@ -328,7 +331,8 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
     }
     for (unsigned i = 0; i < npaths; i++) {
         if (!(paths[i].bandwidth > 0) ||
-            (paths[i].kind == CRUX_TL_CHAN_CUDA_PEER && (paths[i].nrelays < 1 || paths[i].nrelays > 2)) ||
+            (paths[i].kind == CRUX_TL_CHAN_CUDA_PEER &&
+             (paths[i].nrelays < 1 || paths[i].nrelays > 2)) ||
             (paths[i].kind != CRUX_TL_CHAN_CUDA_PEER && paths[i].kind != CRUX_TL_CHAN_CUDA_IPC &&
              paths[i].kind != CRUX_TL_CHAN_CUDA_HOST)) {
             return CRUX_ERR_INVALID;
@@ -343,7 +347,7 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
     }
     for (unsigned i = 0; i < dp->npaths; i++) {
         if (dp->chan[i] != NULL) {
-            return CRUX_ERR_INVALID;   /* already in use: set paths before transfers */
+            return CRUX_ERR_INVALID; /* already in use: set paths before transfers */
         }
     }
     memcpy(dp->path, paths, npaths * sizeof(*paths));
@@ -358,10 +362,16 @@ static double time_stripe(crux_tl_engine_t *e, crux_tl_chan_t *chan, CUdeviceptr
                           CUdeviceptr src, size_t n, size_t chunk)
 {
     crux_tl_pair_t host = { .engine = e };
-    crux_tl_xfer_t x = { .pair = &host, .buffer = (uint8_t *)(uintptr_t)dst,
-                         .peer_mapped = (void *)(uintptr_t)src, .bytes = n, .nruns = 1 };
-    x.run[0] = (crux_tl_run_t){ .kind = chan->attr.kind, .chan = chan, .bytes = n,
-                                .chunk = chunk, .depth = chan->attr.max_depth };
+    crux_tl_xfer_t x = { .pair = &host,
+                         .buffer = (uint8_t *)(uintptr_t)dst,
+                         .peer_mapped = (void *)(uintptr_t)src,
+                         .bytes = n,
+                         .nruns = 1 };
+    x.run[0] = (crux_tl_run_t){ .kind = chan->attr.kind,
+                                .chan = chan,
+                                .bytes = n,
+                                .chunk = chunk,
+                                .depth = chan->attr.max_depth };
     double start = crux_tl_now();
     while (x.run[0].inflight > 0 || (x.run[0].landed < n && !x.failed)) {
         crux_tl_xfer_issue(&host, &x);

@@ -31,7 +31,7 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
     void *data[] = { &id, &ipc_capable, &base };
     if (cu->PointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
         !ipc_capable || crux_cuda_pci(wire->device, wire->pci, sizeof(wire->pci)) != 0) {
-        return CRUX_ERR_UNSUPPORTED;   /* e.g. stream-ordered (pool) or VMM memory */
+        return CRUX_ERR_UNSUPPORTED; /* e.g. stream-ordered (pool) or VMM memory */
     }
     crux_tl_export_t *x = cs->exports;
     while (x != NULL && x->buffer_id != id) {
@@ -60,11 +60,11 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
     return CRUX_OK;
 }
 
-crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
-                                  int device, void **ptr_p)
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
+                                  void **ptr_p)
 {
     if (pair->loopback) {
-        *ptr_p = (void *)(uintptr_t)wire->addr;   /* our own buffer */
+        *ptr_p = (void *)(uintptr_t)wire->addr; /* our own buffer */
         return CRUX_OK;
     }
     const crux_cuda_api_t *cu = crux_cuda();
@@ -93,8 +93,8 @@ crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t
         memcpy(&m->handle, wire->ipc, sizeof(m->handle));
         crux_status_t st = crux_cuda_push(device);
         if (st == CRUX_OK) {
-            st = crux_cuda_status(cu->IpcOpenMemHandle(&m->mapped, m->handle,
-                                                       CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+            st = crux_cuda_status(
+                cu->IpcOpenMemHandle(&m->mapped, m->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
             crux_cuda_pop();
         }
         if (st != CRUX_OK) {
@@ -137,8 +137,8 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
     return CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
-                                  int device, void **ptr_p)
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
+                                  void **ptr_p)
 {
     return CRUX_ERR_UNSUPPORTED;
 }

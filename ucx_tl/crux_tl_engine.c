@@ -9,8 +9,8 @@
 
 #include "ucx_tl/crux_tl_mp.h"
 
-#define PAGE 4096u
-#define ROUND_PAGE(x) (((x) + PAGE - 1) / PAGE * PAGE)
+#define PAGE              4096u
+#define ROUND_PAGE(x)     (((x) + PAGE - 1) / PAGE * PAGE)
 #define SPIN_BEFORE_YIELD 64u
 
 double crux_tl_now(void)
@@ -78,8 +78,9 @@ crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
         config = &defaults;
     }
     int shm = (config->kinds & CRUX_TL_KIND(CRUX_TL_CHAN_SHM)) != 0;
-    if (config->max_peers < 1 || (shm && (config->shm_slots < 1 ||
-        config->shm_slots > CRUX_TL_MAX_SLOTS || config->shm_slot_size < CRUX_TL_GRANULE))) {
+    if (config->max_peers < 1 ||
+        (shm && (config->shm_slots < 1 || config->shm_slots > CRUX_TL_MAX_SLOTS ||
+                 config->shm_slot_size < CRUX_TL_GRANULE))) {
         return CRUX_ERR_INVALID;
     }
     for (unsigned i = 0; i < config->nmodels; i++) {
@@ -110,8 +111,8 @@ crux_status_t crux_tl_engine_create(crux_tl_context_t *context,
      * space, not memory (shared memory pages are allocated on first touch). */
     e->area_size = ROUND_PAGE(sizeof(crux_tl_area_t)) +
                    (shm ? ROUND_PAGE(config->shm_slots * config->shm_slot_size) : 0);
-    crux_status_t st = crux_tl_seg_alloc(context, e->area_size * (size_t)config->max_peers +
-                                         sizeof(crux_tl_bell_t), &e->seg);
+    crux_status_t st = crux_tl_seg_alloc(
+        context, e->area_size * (size_t)config->max_peers + sizeof(crux_tl_bell_t), &e->seg);
     if (st != CRUX_OK) {
         free(e->models);
         free(e);
@@ -164,7 +165,9 @@ size_t crux_tl_engine_card_size(const crux_tl_engine_t *e)
 crux_status_t crux_tl_engine_card_pack(const crux_tl_engine_t *e, void *buffer)
 {
     crux_tl_card_t card = {
-        .magic = CRUX_TL_CARD_MAGIC, .pid = getpid(), .area_size = e->area_size,
+        .magic = CRUX_TL_CARD_MAGIC,
+        .pid = getpid(),
+        .area_size = e->area_size,
         .max_peers = (uint32_t)e->config.max_peers,
         .address_len = (uint32_t)crux_tl_address_size(e->context),
         .key_len = (uint32_t)crux_tl_seg_key_size(e->context),
@@ -202,7 +205,7 @@ static crux_status_t attach_peer(crux_tl_pair_t *pair, const void *peer_card, ui
         card.max_peers != (uint32_t)e->config.max_peers ||
         card.address_len != crux_tl_address_size(e->context) ||
         card.key_len != crux_tl_seg_key_size(e->context)) {
-        return CRUX_ERR_INVALID;   /* another configuration, or not a card */
+        return CRUX_ERR_INVALID; /* another configuration, or not a card */
     }
     p += sizeof(card) + sizeof(uint64_t);
     crux_status_t st = crux_tl_rseg_attach(e->context, p + card.address_len, &pair->rseg);
@@ -212,8 +215,9 @@ static crux_status_t attach_peer(crux_tl_pair_t *pair, const void *peer_card, ui
     pair->theirs = crux_tl_area(e, crux_tl_rseg_ptr(pair->rseg), pair->rank);
     pair->bell = crux_tl_bell(e, crux_tl_rseg_ptr(pair->rseg));
     pair->peer_pid = (pid_t)card.pid;
-    if (card.address_len > 0 && (e->config.kinds & (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) |
-                                                    CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT))) &&
+    if (card.address_len > 0 &&
+        (e->config.kinds &
+         (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT))) &&
         crux_tl_ep_create(e->context, p, &pair->ep) != CRUX_OK) {
         pair->ep = NULL;
     }
@@ -229,7 +233,7 @@ crux_status_t crux_tl_pair_connect(crux_tl_engine_t *e, int rank, int peer_rank,
     }
     for (crux_tl_pair_t *q = e->pairs; q != NULL; q = q->next) {
         if (q->peer == peer_rank) {
-            return CRUX_ERR_INVALID;   /* one pair per peer for an engine's life */
+            return CRUX_ERR_INVALID; /* one pair per peer for an engine's life */
         }
     }
     crux_tl_pair_t *pair = calloc(1, sizeof(*pair));
@@ -253,8 +257,8 @@ crux_status_t crux_tl_pair_connect(crux_tl_engine_t *e, int rank, int peer_rank,
         unsigned char address[512];
         if (crux_tl_address_size(e->context) > 0 &&
             crux_tl_address_size(e->context) <= sizeof(address) &&
-            (e->config.kinds & (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) |
-                                CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT))) &&
+            (e->config.kinds &
+             (CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT))) &&
             (crux_tl_address_pack(e->context, address) != CRUX_OK ||
              crux_tl_ep_create(e->context, address, &pair->ep) != CRUX_OK)) {
             pair->ep = NULL;
@@ -271,7 +275,7 @@ crux_status_t crux_tl_pair_connect(crux_tl_engine_t *e, int rank, int peer_rank,
         st = crux_tl_host_channels(pair);
     }
     if (st != CRUX_OK) {
-        crux_tl_pair_disconnect(pair);   /* not linked yet: just frees it */
+        crux_tl_pair_disconnect(pair); /* not linked yet: just frees it */
         return st;
     }
     mp_store(&pair->mine->caps, CAP_CONNECTED | (pair->ep != NULL ? CAP_CMA : 0));
@@ -305,8 +309,7 @@ void crux_tl_pair_disconnect(crux_tl_pair_t *pair)
     free(pair);
 }
 
-unsigned crux_tl_pair_channels(const crux_tl_pair_t *pair, crux_tl_chan_attr_t *attrs,
-                               unsigned max)
+unsigned crux_tl_pair_channels(const crux_tl_pair_t *pair, crux_tl_chan_attr_t *attrs, unsigned max)
 {
     for (unsigned i = 0; i < pair->nchan && i < max; i++) {
         attrs[i] = pair->chan[i]->attr;
@@ -340,8 +343,8 @@ crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *x)
 
 int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *x)
 {
-    return x->state == XFER_DONE ||
-           (x->is_send && x->state == XFER_ACTIVE && x->nruns == 0 && x->mem.type == CRUX_TL_MEM_HOST);
+    return x->state == XFER_DONE || (x->is_send && x->state == XFER_ACTIVE && x->nruns == 0 &&
+                                     x->mem.type == CRUX_TL_MEM_HOST);
 }
 
 crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *x)
@@ -366,7 +369,7 @@ void crux_tl_xfer_release(crux_tl_xfer_t *x)
     if (x->state == XFER_DONE) {
         crux_tl_xfer_put(x->pair->engine, x);
     } else {
-        x->released = 1;   /* freed by the engine when done */
+        x->released = 1; /* freed by the engine when done */
     }
 }
 

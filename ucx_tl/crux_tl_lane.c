@@ -42,7 +42,8 @@ uint32_t crux_tl_engine_doze(crux_tl_engine_t *e)
 void crux_tl_engine_sleep(crux_tl_engine_t *e, uint32_t ticket, double seconds)
 {
     if (seconds > 0) {
-        struct timespec timeout = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+        struct timespec timeout = { (time_t)seconds,
+                                    (long)((seconds - (double)(time_t)seconds) * 1e9) };
         syscall(SYS_futex, &e->bell->ring, FUTEX_WAIT, ticket, &timeout, NULL, 0);
     }
     __atomic_store_n(&e->bell->sleeping, 0, __ATOMIC_RELAXED);
@@ -50,8 +51,7 @@ void crux_tl_engine_sleep(crux_tl_engine_t *e, uint32_t ticket, double seconds)
 
 static int abandoned(const crux_tl_pair_t *pair)
 {
-    return mp_load(&pair->mine->lane_abandoned) != 0 ||
-           mp_load(&pair->theirs->lane_abandoned) != 0;
+    return mp_load(&pair->mine->lane_abandoned) != 0 || mp_load(&pair->theirs->lane_abandoned) != 0;
 }
 
 crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes)
@@ -76,7 +76,7 @@ crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t by
     w->shared_id = s->id;
     w->offset = (uint64_t)((const uint8_t *)ptr - s->base);
     w->bytes = bytes;
-    __atomic_store_n(&w->seq, n + 1, __ATOMIC_SEQ_CST);   /* before the doorbell's look */
+    __atomic_store_n(&w->seq, n + 1, __ATOMIC_SEQ_CST); /* before the doorbell's look */
     pair->lane_posted = n + 1;
     crux_tl_ring(pair);
     return CRUX_OK;
@@ -103,7 +103,7 @@ static crux_status_t map_buffer(crux_tl_pair_t *pair, uint64_t id, unsigned k)
     crux_tl_rseg_detach(pair->lane_rseg);
     pair->lane_rseg = NULL;
     pair->lane_map_id = 0;
-    if (pair->loopback) {   /* our own buffer */
+    if (pair->loopback) { /* our own buffer */
         for (const crux_tl_shared_t *s = pair->engine->shared; s != NULL; s = s->next) {
             if (s->id == id) {
                 pair->lane_base = s->base;
@@ -113,8 +113,8 @@ static crux_status_t map_buffer(crux_tl_pair_t *pair, uint64_t id, unsigned k)
         }
         return CRUX_ERR_NO_RESOURCE;
     }
-    crux_status_t st = crux_tl_rseg_attach(pair->engine->context, pair->theirs->lane_key[k].key,
-                                           &pair->lane_rseg);
+    crux_status_t st =
+        crux_tl_rseg_attach(pair->engine->context, pair->theirs->lane_key[k].key, &pair->lane_rseg);
     if (st != CRUX_OK) {
         return CRUX_ERR_NO_RESOURCE;
     }
@@ -154,9 +154,10 @@ crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t
 
 int crux_tl_lane_ready(const crux_tl_pair_t *pair, unsigned count)
 {
-    uint64_t last = pair->lane_received + count;   /* posts are written in order */
-    return count == 0 || (count <= CRUX_TL_LANE_DEPTH &&
-                          mp_load(&pair->theirs->lane[(last - 1) % CRUX_TL_LANE_DEPTH].seq) >= last);
+    uint64_t last = pair->lane_received + count; /* posts are written in order */
+    return count == 0 ||
+           (count <= CRUX_TL_LANE_DEPTH &&
+            mp_load(&pair->theirs->lane[(last - 1) % CRUX_TL_LANE_DEPTH].seq) >= last);
 }
 
 void crux_tl_lane_consume(crux_tl_pair_t *pair)

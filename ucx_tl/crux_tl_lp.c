@@ -14,7 +14,7 @@ double crux_tl_lp_pack(unsigned rows, unsigned cols, const double *A, const doub
     /* columns: cols structural, then rows slacks; last column: right-hand side */
     const unsigned width = cols + rows + 1;
     double t[LP_MAX][2 * LP_MAX + 1];
-    double cost[2 * LP_MAX + 1];   /* reduced costs of minimising -sum(x) */
+    double cost[2 * LP_MAX + 1]; /* reduced costs of minimising -sum(x) */
     unsigned basis[LP_MAX];
 
     memset(cost, 0, sizeof(double) * width);
@@ -54,7 +54,7 @@ double crux_tl_lp_pack(unsigned rows, unsigned cols, const double *A, const doub
             }
         }
         if (leave == rows) {
-            break;   /* unbounded: cannot happen with the upper-bound rows */
+            break; /* unbounded: cannot happen with the upper-bound rows */
         }
         double pivot = t[leave][enter];
         for (unsigned j = 0; j < width; j++) {

@@ -6,7 +6,7 @@
 
 #include "ucx_tl/crux_tl_mp.h"
 
-enum { RES_TX, RES_RX };   /* planner resource indices of the two CPUs */
+enum { RES_TX, RES_RX }; /* planner resource indices of the two CPUs */
 
 static int receiver_acts(crux_tl_chan_kind_t kind)
 {
@@ -31,7 +31,7 @@ static unsigned host_candidates(crux_tl_pair_t *pair, unsigned *index)
         const crux_tl_chan_t *c = pair->chan[i];
         if ((c->attr.kind == CRUX_TL_CHAN_CMA_GET && !c->usable) ||
             (c->attr.kind == CRUX_TL_CHAN_CMA_PUT && !peer_cma) ||
-            c->attr.kind == CRUX_TL_CHAN_SHM_DIRECT) {   /* shared buffers only: plan_direct */
+            c->attr.kind == CRUX_TL_CHAN_SHM_DIRECT) { /* shared buffers only: plan_direct */
             continue;
         }
         index[n++] = i;
@@ -50,12 +50,12 @@ static void plan_input(const crux_tl_pair_t *pair, const unsigned *index, unsign
     for (unsigned j = 0; j < n; j++) {
         const crux_tl_chan_attr_t *a = &pair->chan[index[j]]->attr;
         crux_tl_path_model_t *p = &in->path[j];
-        p->bandwidth  = a->bandwidth;
-        p->latency    = a->latency;
+        p->bandwidth = a->bandwidth;
+        p->latency = a->latency;
         p->chunk_cost = a->chunk_cost;
-        p->hops       = a->hops;
-        p->max_depth  = a->max_depth;
-        p->max_chunk  = a->max_chunk;
+        p->hops = a->hops;
+        p->max_depth = a->max_depth;
+        p->max_chunk = a->max_chunk;
         /* On a loopback pair both CPUs are the same one. */
         if (a->resources & CRUX_TL_RES_TX_CPU) {
             p->resources |= 1u << RES_TX;
@@ -99,8 +99,8 @@ static const crux_tl_plan_entry_t *plan_cached(crux_tl_pair_t *pair, const crux_
     for (unsigned j = 0; j < n; j++) {
         crux_tl_stripe_t *s = &e->plan.stripe[j];
         if (s->bytes > 0 && x->params.chunk > 0) {
-            s->chunk = x->params.chunk < in.path[j].max_chunk ? x->params.chunk
-                                                               : in.path[j].max_chunk;
+            s->chunk =
+                x->params.chunk < in.path[j].max_chunk ? x->params.chunk : in.path[j].max_chunk;
             s->depth = in.path[j].max_depth;
         }
         e->index[j] = index[j];
@@ -126,8 +126,8 @@ static void one_stripe(crux_tl_xfer_t *x)
     x->nruns = 1;
     x->stats.nstripes = 1;
     x->stats.stripe[0].channel = run->index;
-    x->stats.stripe[0].chunk   = run->chunk;
-    x->stats.stripe[0].depth   = run->depth;
+    x->stats.stripe[0].chunk = run->chunk;
+    x->stats.stripe[0].depth = run->depth;
 }
 
 /* The sender's buffer is shared: the receiver copies it out of its own
@@ -150,11 +150,12 @@ static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wi
     }
     crux_tl_chan_t *chan = pair->chan[index];
     size_t chunk = x->params.chunk > 0 && x->params.chunk < chan->attr.max_chunk
-                 ? x->params.chunk : chan->attr.max_chunk;
+                       ? x->params.chunk
+                       : chan->attr.max_chunk;
     crux_tl_run_t *run = &x->run[0];
     memset(run, 0, sizeof(*run));
-    run->kind  = CRUX_TL_CHAN_SHM_DIRECT;
-    run->chan  = chan;
+    run->kind = CRUX_TL_CHAN_SHM_DIRECT;
+    run->chan = chan;
     run->index = (unsigned)index;
     run->bytes = x->bytes;
     run->chunk = x->reduce.fn != NULL ? granular_chunk(chunk, chan->attr.max_chunk) : chunk;
@@ -184,7 +185,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         if (plan_direct(pair, x, sbuf, &st)) {
             return st;
         }
-        x->peer_mapped = (void *)(uintptr_t)sbuf->addr;   /* for model channels */
+        x->peer_mapped = (void *)(uintptr_t)sbuf->addr; /* for model channels */
         all = host_candidates(pair, candidates);
     } else if (sbuf->mem_type == CRUX_TL_MEM_CUDA && x->mem.type == CRUX_TL_MEM_CUDA) {
         crux_status_t st = crux_tl_cuda_import(pair, sbuf, x->mem.device, &x->peer_mapped);
@@ -193,7 +194,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         }
         all = crux_tl_cuda_channels(pair, sbuf->pci, x->mem.device, candidates);
     } else {
-        return CRUX_ERR_UNSUPPORTED;   /* mixed host and device, or no IPC handle */
+        return CRUX_ERR_UNSUPPORTED; /* mixed host and device, or no IPC handle */
     }
     /* A streamed landing needs a channel the receiver lands itself; without
      * one the transfer goes on with ordinary stores. */
@@ -204,7 +205,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
             int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
                           (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
             kind_on &= !(reducing || streaming) || crux_tl_chan_lands_by_receiver(c->attr.kind);
-            kind_on &= sbuf->shared_id == 0 || receiver_acts(c->attr.kind);   /* see publish_send */
+            kind_on &= sbuf->shared_id == 0 || receiver_acts(c->attr.kind); /* see publish_send */
             uint32_t asked = x->params.channels;
             if (kind_on && (asked == 0 || (asked & (1u << candidates[j])))) {
                 index[n++] = candidates[j];
@@ -216,7 +217,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
     }
     for (unsigned j = 0; j < n && !reducing; j++) {
         if (pair->chan[index[j]]->attr.kind == CRUX_TL_CHAN_CMA_GET) {
-            x->steal_index = (int)index[j];   /* host_candidates kept it: usable */
+            x->steal_index = (int)index[j]; /* host_candidates kept it: usable */
         }
     }
     crux_status_t status = CRUX_OK;
@@ -233,18 +234,18 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         crux_tl_chan_t *chan = pair->chan[e->index[j]];
         crux_tl_run_t *run = &x->run[x->nruns];
         memset(run, 0, sizeof(*run));
-        run->kind   = chan->attr.kind;
-        run->chan   = receiver_acts(run->kind) ? chan : NULL;
-        run->index  = e->index[j];
+        run->kind = chan->attr.kind;
+        run->chan = receiver_acts(run->kind) ? chan : NULL;
+        run->index = e->index[j];
         run->offset = s->offset;
-        run->bytes  = s->bytes;
-        run->chunk  = reducing ? granular_chunk(s->chunk, chan->attr.max_chunk) : s->chunk;
-        run->depth  = s->depth;
+        run->bytes = s->bytes;
+        run->chunk = reducing ? granular_chunk(s->chunk, chan->attr.max_chunk) : s->chunk;
+        run->depth = s->depth;
         x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT;
         x->sender_runs += !receiver_acts(run->kind);
         x->stats.stripe[x->nruns].channel = e->index[j];
-        x->stats.stripe[x->nruns].chunk   = run->chunk;
-        x->stats.stripe[x->nruns].depth   = s->depth;
+        x->stats.stripe[x->nruns].chunk = run->chunk;
+        x->stats.stripe[x->nruns].depth = s->depth;
         x->nruns++;
     }
     x->stats.nstripes = x->nruns;
@@ -302,16 +303,19 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 
     crux_tl_wire_recv_t *r = &pair->mine->recv[k];
     memset(&r->buf, 0, sizeof(r->buf));
-    r->buf.addr     = (uintptr_t)x->buffer;
-    r->buf.bytes    = x->bytes;
+    r->buf.addr = (uintptr_t)x->buffer;
+    r->buf.bytes = x->bytes;
     r->buf.mem_type = (int32_t)x->mem.type;
-    r->buf.device   = x->mem.device;
-    r->status       = status;
-    r->nstripes     = x->nruns;
+    r->buf.device = x->mem.device;
+    r->status = status;
+    r->nstripes = x->nruns;
     for (unsigned i = 0; i < x->nruns; i++) {
         r->stripe[i] = (crux_tl_wire_stripe_t){
-            .kind = x->run[i].kind, .depth = x->run[i].depth, .offset = x->run[i].offset,
-            .bytes = x->run[i].bytes, .chunk = x->run[i].chunk,
+            .kind = x->run[i].kind,
+            .depth = x->run[i].depth,
+            .offset = x->run[i].offset,
+            .bytes = x->run[i].bytes,
+            .chunk = x->run[i].chunk,
         };
     }
     r->claim = CLAIM_OPEN;

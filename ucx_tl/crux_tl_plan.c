@@ -18,9 +18,9 @@
 #include "ucx_tl/crux_tl.h"
 #include "ucx_tl/crux_tl_lp.h"
 
-#define KMAX (1u << 20)      /* chunks per path at most */
-#define BISECT_STEPS 40      /* of the deadline search, at most */
-#define PRECISION    1e-4    /* relative, of the makespan */
+#define KMAX         (1u << 20) /* chunks per path at most */
+#define BISECT_STEPS 40         /* of the deadline search, at most */
+#define PRECISION    1e-4       /* relative, of the makespan */
 
 static unsigned depth_of(const crux_tl_path_model_t *p)
 {
@@ -100,7 +100,7 @@ double crux_tl_path_time(const crux_tl_path_model_t *p, size_t bytes, size_t *ch
 static double chunk_k(const crux_tl_path_model_t *p, double T, double k)
 {
     double h = hops_of(p), D = depth_of(p), L = p->latency;
-    double s_stream = (T - L) / (k - 1 + h);                            /* period = s */
+    double s_stream = (T - L) / (k - 1 + h);                             /* period = s */
     double s_window = (T - L - (k - 1) * L / D) / (h * (k - 1 + D) / D); /* period = flight / D */
     double chunk = (fmin(s_stream, s_window) - p->chunk_cost) * p->bandwidth;
     return p->max_chunk > 0 && chunk > (double)p->max_chunk ? (double)p->max_chunk : chunk;
@@ -155,7 +155,8 @@ double crux_tl_plan_makespan(const crux_tl_plan_input_t *in, const size_t *bytes
     double worst = 0.0;
     for (unsigned i = 0; i < in->npaths; i++) {
         if (bytes[i] > 0) {
-            worst = fmax(worst, used * in->path_cost + crux_tl_path_time(&in->path[i], bytes[i], NULL));
+            worst =
+                fmax(worst, used * in->path_cost + crux_tl_path_time(&in->path[i], bytes[i], NULL));
         }
     }
     for (unsigned r = 0; r < CRUX_TL_MAX_RESOURCES; r++) {
@@ -168,8 +169,8 @@ double crux_tl_plan_makespan(const crux_tl_plan_input_t *in, const size_t *bytes
 
 /* Bytes the chosen paths (used[i]) carry by T within the resource caps:
  * stored per path in x, summed in the return value. */
-static double carry(const crux_tl_plan_input_t *in, double T, const double *cap,
-                    const int *used, double *x)
+static double carry(const crux_tl_plan_input_t *in, double T, const double *cap, const int *used,
+                    double *x)
 {
     unsigned cols = 0, idx[CRUX_TL_MAX_PATHS];
     for (unsigned i = 0; i < in->npaths; i++) {
@@ -269,7 +270,8 @@ static void split(const crux_tl_plan_input_t *in, size_t bytes, const double *x,
             share[i] = bytes - given;
         }
         given += share[i];
-        if (x[i] > 0 && (roomiest < 0 || x[i] - (double)share[i] > x[roomiest] - (double)share[roomiest])) {
+        if (x[i] > 0 &&
+            (roomiest < 0 || x[i] - (double)share[i] > x[roomiest] - (double)share[roomiest])) {
             roomiest = (int)i;
         }
     }
@@ -331,7 +333,7 @@ crux_status_t crux_tl_plan(const crux_tl_plan_input_t *in, size_t bytes, crux_tl
     lo = (double)bytes / rate;
     hi *= 1.0 + 1e-9;
     double total = feasible(in, hi, x);
-    if (!(total > 0)) {   /* rounding at the very edge: the fastest path alone */
+    if (!(total > 0)) { /* rounding at the very edge: the fastest path alone */
         memset(x, 0, sizeof(x));
         x[fastest] = (double)bytes;
         total = (double)bytes;
@@ -339,8 +341,9 @@ crux_status_t crux_tl_plan(const crux_tl_plan_input_t *in, size_t bytes, crux_tl
     /* The bytes carried grow with the deadline, nearly linearly for large
      * messages: regula falsi (Illinois) finds where they reach the message
      * in a few steps. */
-    double g_hi = total - (double)bytes, g_lo = feasible(in, lo, (double[CRUX_TL_MAX_PATHS]){ 0 }) - (double)bytes;
-    int kept = 0;   /* which end stayed last time: -1 lo, 1 hi */
+    double g_hi = total - (double)bytes,
+           g_lo = feasible(in, lo, (double[CRUX_TL_MAX_PATHS]){ 0 }) - (double)bytes;
+    int kept = 0; /* which end stayed last time: -1 lo, 1 hi */
     for (int step = 0; step < BISECT_STEPS && hi - lo > PRECISION * hi && g_lo < 0; step++) {
         double T = hi - g_hi * (hi - lo) / (g_hi - g_lo), y[CRUX_TL_MAX_PATHS];
         if (!(T > lo && T < hi)) {

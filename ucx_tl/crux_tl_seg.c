@@ -24,17 +24,16 @@ crux_status_t crux_tl_seg_alloc(crux_tl_context_t *ctx, size_t length, crux_tl_s
     uct_mem_alloc_params_t params = {
         .field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS | UCT_MEM_ALLOC_PARAM_FIELD_MDS |
                       UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE | UCT_MEM_ALLOC_PARAM_FIELD_NAME,
-        .flags      = UCT_MD_MEM_ACCESS_ALL,
-        .mem_type   = UCS_MEMORY_TYPE_HOST,
-        .mds        = { .mds = &ctx->shm_md, .count = 1 },
-        .name       = "crux segment",
+        .flags = UCT_MD_MEM_ACCESS_ALL,
+        .mem_type = UCS_MEMORY_TYPE_HOST,
+        .mds = { .mds = &ctx->shm_md, .count = 1 },
+        .name = "crux segment",
     };
     ucs_status_t status = uct_mem_alloc(length, &method, 1, &params, &seg->mem);
     if (status != UCS_OK) {
         free(seg);
         /* no room in /dev/shm shows up as a failed allocation */
-        return status == UCS_ERR_NO_MEMORY ? CRUX_ERR_NO_RESOURCE
-                                           : crux_tl_status_from_ucs(status);
+        return status == UCS_ERR_NO_MEMORY ? CRUX_ERR_NO_RESOURCE : crux_tl_status_from_ucs(status);
     }
     seg->context = ctx;
     *seg_p = seg;
@@ -68,15 +67,14 @@ crux_status_t crux_tl_seg_key_pack(const crux_tl_seg_t *seg, void *buffer)
 {
     crux_tl_seg_key_header_t header = {
         .address = (uintptr_t)seg->mem.address,
-        .length  = seg->mem.length,
+        .length = seg->mem.length,
     };
     memcpy(buffer, &header, sizeof(header));
-    return crux_tl_status_from_ucs(uct_md_mkey_pack(seg->context->shm_md, seg->mem.memh,
-                                                    (uint8_t *)buffer + sizeof(header)));
+    return crux_tl_status_from_ucs(
+        uct_md_mkey_pack(seg->context->shm_md, seg->mem.memh, (uint8_t *)buffer + sizeof(header)));
 }
 
-crux_status_t crux_tl_rseg_attach(crux_tl_context_t *ctx, const void *key,
-                                  crux_tl_rseg_t **rseg_p)
+crux_status_t crux_tl_rseg_attach(crux_tl_context_t *ctx, const void *key, crux_tl_rseg_t **rseg_p)
 {
     crux_tl_seg_key_header_t header;
     memcpy(&header, key, sizeof(header));
@@ -84,8 +82,8 @@ crux_status_t crux_tl_rseg_attach(crux_tl_context_t *ctx, const void *key,
     if (rseg == NULL) {
         return CRUX_ERR_NO_MEMORY;
     }
-    ucs_status_t status = uct_rkey_unpack(ctx->shm_component,
-                                          (const uint8_t *)key + sizeof(header), &rseg->bundle);
+    ucs_status_t status =
+        uct_rkey_unpack(ctx->shm_component, (const uint8_t *)key + sizeof(header), &rseg->bundle);
     if (status != UCS_OK) {
         free(rseg);
         return CRUX_ERR_NO_RESOURCE;

@@ -95,7 +95,7 @@ int crux_tl_shared_describe(const crux_tl_engine_t *e, const void *ptr, size_t b
 crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire,
                                     void **ptr_p)
 {
-    if (pair->loopback) {   /* our own buffer, at its own address */
+    if (pair->loopback) { /* our own buffer, at its own address */
         *ptr_p = (void *)(uintptr_t)wire->addr;
         return CRUX_OK;
     }
@@ -107,7 +107,7 @@ crux_status_t crux_tl_shared_import(crux_tl_pair_t *pair, const crux_tl_wire_buf
             break;
         }
         if (m->last_use < use->last_use) {
-            use = m;   /* free slots have last_use 0 */
+            use = m; /* free slots have last_use 0 */
         }
     }
     if (use->id != wire->shared_id) {

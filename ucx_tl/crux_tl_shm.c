@@ -22,9 +22,9 @@ void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run
 {
     int index = crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM);
     memset(run, 0, sizeof(*run));
-    run->kind  = CRUX_TL_CHAN_SHM;
+    run->kind = CRUX_TL_CHAN_SHM;
     run->bytes = bytes;
-    if (index >= 0) {   /* (a receiver without shm only drains the slots: any figures do) */
+    if (index >= 0) { /* (a receiver without shm only drains the slots: any figures do) */
         run->index = (unsigned)index;
         run->chunk = pair->chan[index]->attr.max_chunk;
         run->depth = pair->chan[index]->attr.max_depth;
@@ -44,16 +44,16 @@ unsigned crux_tl_shm_stage(crux_tl_pair_t *pair)
             unsigned k = (unsigned)(pair->staged_tx % cfg->shm_slots);
             if (pair->staged_tx >= cfg->shm_slots &&
                 mp_load(&pair->theirs->ack[k].consumed) < pair->staged_tx - cfg->shm_slots + 1) {
-                return events;   /* the FIFO is full */
+                return events; /* the FIFO is full */
             }
-            size_t length = run->bytes - run->issued < run->chunk ? run->bytes - run->issued
-                                                                  : run->chunk;
+            size_t length =
+                run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
             crux_tl_wire_slot_t *slot = &pair->mine->slot[k];
             memcpy(pair->my_slots + (size_t)k * cfg->shm_slot_size,
                    x->buffer + run->offset + run->issued, length);
-            slot->seq    = x->seq;
+            slot->seq = x->seq;
             slot->offset = run->offset + run->issued;
-            slot->bytes  = length;
+            slot->bytes = length;
             mp_store(&slot->full, ++pair->staged_tx);
             run->issued += length;
             run->landed += length;
@@ -80,10 +80,10 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair)
         }
         crux_tl_run_t *run = x != NULL ? shm_run(x) : NULL;
         if (run == NULL) {
-            return events;   /* an eager send's chunks wait for the receive's match */
+            return events; /* an eager send's chunks wait for the receive's match */
         }
         if (!x->failed && !crux_tl_may_land(x)) {
-            return events;   /* a chained reduction: its turn has not come */
+            return events; /* a chained reduction: its turn has not come */
         }
         if (!x->failed) {
             crux_tl_land(x, slot->offset, pair->their_slots + (size_t)k * cfg->shm_slot_size,

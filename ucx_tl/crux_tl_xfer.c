@@ -10,8 +10,8 @@
 #include "common/crux_copy.h"
 #include "ucx_tl/crux_tl_mp.h"
 
-#define LIVENESS_POLLS 4096u   /* idle progress calls between checks that the peer lives */
-#define ALSO_BLOCK (16u << 10)  /* a multiple of the granule, so of every element size */
+#define LIVENESS_POLLS 4096u       /* idle progress calls between checks that the peer lives */
+#define ALSO_BLOCK     (16u << 10) /* a multiple of the granule, so of every element size */
 
 static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_t bytes,
                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
@@ -23,17 +23,17 @@ static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_
     if (x == NULL) {
         return CRUX_ERR_NO_MEMORY;
     }
-    x->pair    = pair;
+    x->pair = pair;
     x->is_send = is_send;
-    x->buffer  = buffer;
-    x->bytes   = bytes;
-    x->mem     = bytes > 0 ? crux_tl_mem_query(buffer)
-                           : (crux_tl_mem_t){ .type = CRUX_TL_MEM_HOST, .device = -1 };
+    x->buffer = buffer;
+    x->bytes = bytes;
+    x->mem = bytes > 0 ? crux_tl_mem_query(buffer)
+                       : (crux_tl_mem_t){ .type = CRUX_TL_MEM_HOST, .device = -1 };
     if (params != NULL) {
         x->params = *params;
     }
-    x->seq    = is_send ? pair->next_send++ : pair->next_recv++;
-    x->state  = XFER_QUEUED;
+    x->seq = is_send ? pair->next_send++ : pair->next_recv++;
+    x->state = XFER_QUEUED;
     x->status = CRUX_INPROGRESS;
     crux_tl_xfer_t **tail = is_send ? &pair->sends : &pair->recvs;
     while (*tail != NULL) {
@@ -146,13 +146,13 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     unsigned k = (unsigned)(x->seq % CRUX_TL_RING);
     crux_tl_wire_send_t *w = &pair->mine->send[k];
     memset(&w->buf, 0, sizeof(w->buf));
-    w->buf.addr     = (uintptr_t)x->buffer;
-    w->buf.bytes    = x->bytes;
+    w->buf.addr = (uintptr_t)x->buffer;
+    w->buf.bytes = x->bytes;
     w->buf.mem_type = (int32_t)x->mem.type;
-    w->buf.device   = x->mem.device;
+    w->buf.device = x->mem.device;
     if (x->mem.type == CRUX_TL_MEM_CUDA &&
         crux_tl_cuda_export(pair->engine, x->buffer, &w->buf) != CRUX_OK) {
-        w->buf.mem_type = -1;   /* the receiver refuses it */
+        w->buf.mem_type = -1; /* the receiver refuses it */
     }
     /* a shared buffer goes in one copy by the receiver: staging it eagerly
      * would copy twice */
@@ -181,29 +181,30 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     }
     int pushes = 0;
     for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
-        pushes |= w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT || w->stripe[i].kind == CRUX_TL_CHAN_SHM;
+        pushes |=
+            w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT || w->stripe[i].kind == CRUX_TL_CHAN_SHM;
     }
     uint64_t open_claim = CLAIM_OPEN;
     if (pushes && !__atomic_compare_exchange_n((uint64_t *)&w->claim, &open_claim, CLAIM_SENDER, 0,
                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        return 1;   /* the receiver took our stripes over: nothing to push */
+        return 1; /* the receiver took our stripes over: nothing to push */
     }
     for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
         const crux_tl_wire_stripe_t *s = &w->stripe[i];
         if (s->kind != CRUX_TL_CHAN_CMA_PUT && s->kind != CRUX_TL_CHAN_SHM) {
-            continue;   /* the receiver's */
+            continue; /* the receiver's */
         }
         crux_tl_run_t *run = &x->run[x->nruns++];
         memset(run, 0, sizeof(*run));
-        run->kind   = (crux_tl_chan_kind_t)s->kind;
-        int put     = crux_tl_pair_channel(pair, CRUX_TL_CHAN_CMA_PUT);
-        run->chan   = s->kind == CRUX_TL_CHAN_CMA_PUT && put >= 0 ? pair->chan[put] : NULL;
+        run->kind = (crux_tl_chan_kind_t)s->kind;
+        int put = crux_tl_pair_channel(pair, CRUX_TL_CHAN_CMA_PUT);
+        run->chan = s->kind == CRUX_TL_CHAN_CMA_PUT && put >= 0 ? pair->chan[put] : NULL;
         run->offset = s->offset;
-        run->bytes  = s->bytes;
-        run->chunk  = s->chunk;
-        run->depth  = s->depth;
+        run->bytes = s->bytes;
+        run->chunk = s->chunk;
+        run->depth = s->depth;
         if (s->kind == CRUX_TL_CHAN_CMA_PUT && (run->chan == NULL || !run->chan->usable)) {
-            fail(x, CRUX_ERR_INVALID);   /* a plan this side cannot follow */
+            fail(x, CRUX_ERR_INVALID); /* a plan this side cannot follow */
         }
     }
     return 1;
@@ -244,10 +245,10 @@ static void finish(crux_tl_pair_t *pair, crux_tl_xfer_t *x, crux_status_t status
         x->stats.elapsed = crux_tl_now() - x->t_matched;
         for (unsigned i = 0; i < x->nruns; i++) {
             if (x->run[i].kind != CRUX_TL_CHAN_CMA_PUT) {
-                x->stats.stripe[i].bytes  = x->run[i].landed;
+                x->stats.stripe[i].bytes = x->run[i].landed;
                 x->stats.stripe[i].chunks = x->run[i].chunks;
             } else if (status == CRUX_OK) {
-                x->stats.stripe[i].bytes = x->run[i].bytes;   /* landed by the sender */
+                x->stats.stripe[i].bytes = x->run[i].bytes; /* landed by the sender */
             }
         }
     }
@@ -297,7 +298,7 @@ static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         }
     }
     if (x->params.stream || x->reduce.also_stream) {
-        crux_copy_fence();   /* the landed bytes before the word that says so */
+        crux_copy_fence(); /* the landed bytes before the word that says so */
     }
     crux_tl_wire_done_t *d = &pair->mine->recv_done[k];
     d->status = status;
@@ -315,25 +316,26 @@ static unsigned steal(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         return 0;
     }
     for (unsigned i = 0; i < x->nruns; i++) {
-        if (x->run[i].chan != NULL && (x->run[i].inflight > 0 || x->run[i].landed < x->run[i].bytes)) {
+        if (x->run[i].chan != NULL &&
+            (x->run[i].inflight > 0 || x->run[i].landed < x->run[i].bytes)) {
             return 0;
         }
     }
     uint64_t open_claim = CLAIM_OPEN;
     if (!__atomic_compare_exchange_n(&pair->mine->recv[x->seq % CRUX_TL_RING].claim, &open_claim,
                                      CLAIM_RECEIVER, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        x->sender_runs = 0;   /* the sender is on it */
+        x->sender_runs = 0; /* the sender is on it */
         return 0;
     }
     crux_tl_chan_t *get = pair->chan[x->steal_index];
     for (unsigned i = 0; i < x->nruns; i++) {
         crux_tl_run_t *run = &x->run[i];
-        if (run->chan == NULL) {   /* a put or shm stripe: nothing of it was copied */
-            run->kind   = CRUX_TL_CHAN_CMA_GET;
-            run->chan   = get;
-            run->index  = (unsigned)x->steal_index;
-            run->depth  = get->attr.max_depth;
-            run->chunk  = run->chunk < get->attr.max_chunk ? run->chunk : get->attr.max_chunk;
+        if (run->chan == NULL) { /* a put or shm stripe: nothing of it was copied */
+            run->kind = CRUX_TL_CHAN_CMA_GET;
+            run->chan = get;
+            run->index = (unsigned)x->steal_index;
+            run->depth = get->attr.max_depth;
+            run->chunk = run->chunk < get->attr.max_chunk ? run->chunk : get->attr.max_chunk;
             run->issued = run->landed = run->chunks = 0;
             x->stats.stripe[i].channel = run->index;
         }
@@ -362,9 +364,10 @@ unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
                 return events;
             }
             size_t at = run->offset + run->issued;
-            c->xfer   = x;
-            c->run    = i;
-            c->length = run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
+            c->xfer = x;
+            c->run = i;
+            c->length =
+                run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
             if (x->is_send) {
                 c->src = x->buffer + at;
             } else {
@@ -412,7 +415,7 @@ static int process_alive(pid_t pid)
     size_t n = fread(stat, 1, sizeof(stat) - 1, f);
     fclose(f);
     stat[n] = '\0';
-    const char *end = strrchr(stat, ')');   /* the command name may hold spaces */
+    const char *end = strrchr(stat, ')'); /* the command name may hold spaces */
     return end == NULL || end[1] == '\0' || (end[2] != 'Z' && end[2] != 'X');
 }
 

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (!(chan->attr.bandwidth > 0) || !isfinite(chan->attr.bandwidth) ||
              !(chan->attr.latency >= 0) || !isfinite(chan->attr.latency) ||
              !(chan->attr.chunk_cost >= 0) || !isfinite(chan->attr.chunk_cost))) {
-            abort();   /* the planner divides by these */
+            abort(); /* the planner divides by these */
         }
     }
     return 0;

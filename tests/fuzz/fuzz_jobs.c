@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* each element as the daemon reads a spool job (figures optional) */
     json_object *arr;
-    if (json_object_object_get_ex(d.root, "jobs", &arr) && json_object_is_type(arr, json_type_array)) {
+    if (json_object_object_get_ex(d.root, "jobs", &arr) &&
+        json_object_is_type(arr, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(arr) && i < 64; i++) {
             tool_job_t j;
             char err[512];

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512] = "";
     if (crux_prio_parse((const char *)data, size, "fuzz.prio", &f, err, sizeof(err)) != CRUX_OK) {
         if (f != NULL || err[0] == '\0') {
-            abort();   /* a failure leaves nothing behind and says why */
+            abort(); /* a failure leaves nothing behind and says why */
         }
         return 0;
     }

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (crux_profile_per_iteration(&p, &it) == CRUX_OK &&
         (!isfinite(it.iterations) || !isfinite(it.bytes) || !isfinite(it.compute_s) ||
          it.overlap < 0 || it.overlap > 1)) {
-        abort();   /* the daemon plans from these */
+        abort(); /* the daemon plans from these */
     }
     crux_profile_clear(&p);
     return 0;

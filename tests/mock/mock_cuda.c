@@ -27,17 +27,17 @@
 
 #include "ompi_coll/crux_reduce.h"
 
-#define MAX_MAPS 4096
+#define MAX_MAPS     4096
 #define FATBIN_MAGIC 0xba55ed50u
 
 typedef struct {
-    uintptr_t          base;
-    size_t             size;
-    int                device;       /* -1: pinned host memory */
-    int                imported;     /* an IPC mapping of another process's memory */
-    int                refs;
+    uintptr_t base;
+    size_t size;
+    int device;   /* -1: pinned host memory */
+    int imported; /* an IPC mapping of another process's memory */
+    int refs;
     unsigned long long id;
-    char               name[64];
+    char name[64];
 } map_t;
 
 static map_t maps[MAX_MAPS];
@@ -66,8 +66,8 @@ static map_t *add(uintptr_t base, size_t size, int device, const char *name)
 {
     for (int i = 0; i < MAX_MAPS; i++) {
         if (maps[i].base == 0) {
-            maps[i] = (map_t){ .base = base, .size = size, .device = device, .refs = 1,
-                               .id = next_id++ };
+            maps[i] =
+                (map_t){ .base = base, .size = size, .device = device, .refs = 1, .id = next_id++ };
             snprintf(maps[i].name, sizeof(maps[i].name), "%s", name);
             return &maps[i];
         }
@@ -87,7 +87,8 @@ CUresult cuInit(unsigned flags)
     for (struct dirent *d; dir != NULL && (d = readdir(dir)) != NULL;) {
         int pid;
         char path[300];
-        if (sscanf(d->d_name, "crux-mock-cuda.%d.", &pid) == 1 && kill(pid, 0) != 0 && errno == ESRCH) {
+        if (sscanf(d->d_name, "crux-mock-cuda.%d.", &pid) == 1 && kill(pid, 0) != 0 &&
+            errno == ESRCH) {
             snprintf(path, sizeof(path), "/%s", d->d_name);
             shm_unlink(path);
         }
@@ -159,7 +160,10 @@ CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
     return CUDA_SUCCESS;
 }
 
-CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) { return CUDA_SUCCESS; }
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+    return CUDA_SUCCESS;
+}
 
 /* The device of the current context: allocations need one, as in CUDA. */
 static int current(void)
@@ -219,8 +223,9 @@ CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags)
 {
     pthread_mutex_lock(&lock);
     *ptr = malloc(bytes > 0 ? bytes : 1);
-    CUresult r = *ptr != NULL && add((uintptr_t)*ptr, bytes, -1, "") != NULL ? CUDA_SUCCESS
-                                                                              : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = *ptr != NULL && add((uintptr_t)*ptr, bytes, -1, "") != NULL
+                     ? CUDA_SUCCESS
+                     : CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -237,7 +242,8 @@ CUresult cuMemFreeHost(void *ptr)
     return m != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
+CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **data,
+                                CUdeviceptr ptr)
 {
     pthread_mutex_lock(&lock);
     map_t *m = find((uintptr_t)ptr);
@@ -245,13 +251,21 @@ CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **d
         int device = m != NULL && m->device >= 0;
         switch (attrs[i]) {
         case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-            *(unsigned *)data[i] = device ? CU_MEMORYTYPE_DEVICE : m != NULL ? CU_MEMORYTYPE_HOST : 0;
+            *(unsigned *)data[i] = device      ? CU_MEMORYTYPE_DEVICE
+                                   : m != NULL ? CU_MEMORYTYPE_HOST
+                                               : 0;
             break;
         case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = 0; break;
         case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = device ? m->device : -2; break;
-        case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data[i] = m != NULL ? m->id : 0; break;
-        case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data[i] = device && !m->imported; break;
-        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[i] = m != NULL ? m->base : 0; break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *(unsigned long long *)data[i] = m != NULL ? m->id : 0;
+            break;
+        case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+            *(int *)data[i] = device && !m->imported;
+            break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *(CUdeviceptr *)data[i] = m != NULL ? m->base : 0;
+            break;
         default: pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE;
         }
     }
@@ -290,7 +304,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned
     char name[64];
     snprintf(name, sizeof(name), "%.63s", handle.reserved);
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_MAPS; i++) {   /* opened before: count a reference */
+    for (int i = 0; i < MAX_MAPS; i++) { /* opened before: count a reference */
         if (maps[i].base != 0 && maps[i].imported && strcmp(maps[i].name, name) == 0) {
             maps[i].refs++;
             *ptr = maps[i].base;
@@ -301,11 +315,14 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned
     CUresult r = CUDA_ERROR_INVALID_HANDLE;
     int fd = shm_open(name, O_RDWR, 0);
     off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-    void *p = size > 0 ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    void *p =
+        size > 0 ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (fd >= 0) {
         close(fd);
     }
-    map_t *m = p != MAP_FAILED ? add((uintptr_t)p, (size_t)size, current() < 0 ? 0 : current(), name) : NULL;
+    map_t *m = p != MAP_FAILED
+                   ? add((uintptr_t)p, (size_t)size, current() < 0 ? 0 : current(), name)
+                   : NULL;
     if (m != NULL) {
         m->imported = 1;
         *ptr = m->base;
@@ -357,17 +374,17 @@ typedef struct {
 typedef enum { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL } op_kind_t;
 
 typedef struct op {
-    struct op  *next;
-    op_kind_t   kind;
+    struct op *next;
+    op_kind_t kind;
     CUdeviceptr dst, src;
-    size_t      bytes;
-    event_t    *event;
-    void      (*kernel)(void *, const void *, const void *, size_t);
+    size_t bytes;
+    event_t *event;
+    void (*kernel)(void *, const void *, const void *, size_t);
 } op_t;
 
 typedef struct stream {
     struct stream *next;
-    op_t          *head, *tail;
+    op_t *head, *tail;
 } stream_t;
 
 static stream_t *streams;
@@ -393,11 +410,13 @@ static int run_one(stream_t *st)
         return 0;
     }
     switch (o->kind) {
-    case OP_COPY:   copy(o->dst, o->src, o->bytes); break;
+    case OP_COPY: copy(o->dst, o->src, o->bytes); break;
     case OP_RECORD: o->event->done = 1; break;
-    case OP_KERNEL: o->kernel((void *)(uintptr_t)o->dst, (const void *)(uintptr_t)o->src,
-                              (const void *)(uintptr_t)o->event, o->bytes); break;
-    case OP_WAIT:   break;
+    case OP_KERNEL:
+        o->kernel((void *)(uintptr_t)o->dst, (const void *)(uintptr_t)o->src,
+                  (const void *)(uintptr_t)o->event, o->bytes);
+        break;
+    case OP_WAIT: break;
     }
     st->head = o->next;
     if (st->head == NULL) {
@@ -422,7 +441,7 @@ static void run_all(void)
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 {
     pthread_mutex_lock(&lock);
-    run_all();   /* synchronous: after all earlier work */
+    run_all(); /* synchronous: after all earlier work */
     CUresult r = copy(dst, src, bytes);
     pthread_mutex_unlock(&lock);
     return r;
@@ -436,10 +455,12 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream 
     pthread_mutex_lock(&lock);
     map_t *d = find((uintptr_t)dst), *s = find((uintptr_t)src);
     CUresult r = (d != NULL && (uintptr_t)dst + bytes > d->base + d->size) ||
-                 (s != NULL && (uintptr_t)src + bytes > s->base + s->size)
-                     ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+                         (s != NULL && (uintptr_t)src + bytes > s->base + s->size)
+                     ? CUDA_ERROR_INVALID_VALUE
+                     : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
-        enqueue((stream_t *)stream, (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
+        enqueue((stream_t *)stream,
+                (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
     }
     pthread_mutex_unlock(&lock);
     return r;
@@ -508,7 +529,7 @@ CUresult cuEventCreate(CUevent *event, unsigned flags)
 CUresult cuEventDestroy_v2(CUevent event)
 {
     pthread_mutex_lock(&lock);
-    run_all();   /* operations may still name it */
+    run_all(); /* operations may still name it */
     pthread_mutex_unlock(&lock);
     free(event);
     return CUDA_SUCCESS;
@@ -531,7 +552,7 @@ CUresult cuEventQuery(CUevent event)
     pthread_mutex_lock(&lock);
     if (e->recorded && !e->done) {
         for (stream_t *st = streams; st != NULL; st = st->next) {
-            run_one(st);   /* a little work per poll: the caller keeps going meanwhile */
+            run_one(st); /* a little work per poll: the caller keeps going meanwhile */
         }
     }
     CUresult r = !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -548,7 +569,7 @@ typedef struct {
 
 typedef struct {
     crux_dtype_t dtype;
-    crux_op_t    op;
+    crux_op_t op;
 } function_t;
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -574,7 +595,7 @@ CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
 {
     const module_t *m = (const module_t *)module;
     if (memmem(m->image, m->size, name, strlen(name)) == NULL) {
-        return CUDA_ERROR_NOT_FOUND;   /* no such kernel in the fat binary */
+        return CUDA_ERROR_NOT_FOUND; /* no such kernel in the fat binary */
     }
     for (int t = 0; t < CRUX_DT_COUNT; t++) {
         for (int o = 0; o < CRUX_OP_COUNT; o++) {
@@ -602,14 +623,16 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
     }
     size_t n = *(size_t *)params[3];
     if ((size_t)gx * bx < n && gx < 4096) {
-        return CUDA_ERROR_INVALID_VALUE;   /* a grid that covers neither n nor the stride cap */
+        return CUDA_ERROR_INVALID_VALUE; /* a grid that covers neither n nor the stride cap */
     }
     /* the operation's three pointers travel in dst, src and event */
     pthread_mutex_lock(&lock);
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_KERNEL, .kernel = crux_reduce_lookup(f->dtype, f->op),
-                                         .dst = (CUdeviceptr)(uintptr_t)*(void **)params[0],
-                                         .src = (CUdeviceptr)(uintptr_t)*(void **)params[1],
-                                         .event = *(event_t **)params[2], .bytes = n });
+    enqueue((stream_t *)stream, (op_t){ .kind = OP_KERNEL,
+                                        .kernel = crux_reduce_lookup(f->dtype, f->op),
+                                        .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
+                                        .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
+                                        .event = *(event_t **)params[2],
+                                        .bytes = n });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }

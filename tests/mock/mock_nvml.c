@@ -40,8 +40,14 @@ static void fill_pci(nvml_pci_info_t *pci, unsigned domain, unsigned bus, unsign
     snprintf(pci->bus_id, sizeof(pci->bus_id), "%08x:%02x:%02x.0", domain, bus, device);
 }
 
-int nvmlInit_v2(void) { return NVML_SUCCESS; }
-int nvmlShutdown(void) { return NVML_SUCCESS; }
+int nvmlInit_v2(void)
+{
+    return NVML_SUCCESS;
+}
+int nvmlShutdown(void)
+{
+    return NVML_SUCCESS;
+}
 
 int nvmlDeviceGetCount_v2(unsigned *count)
 {
@@ -99,7 +105,8 @@ int nvmlDeviceGetNvLinkVersion(struct mock_nvml_gpu *dev, unsigned link, unsigne
     return NVML_SUCCESS;
 }
 
-int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct mock_nvml_gpu *dev, unsigned link, nvml_pci_info_t *pci)
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct mock_nvml_gpu *dev, unsigned link,
+                                        nvml_pci_info_t *pci)
 {
     if (link >= (unsigned)dev->nlinks)
         return NVML_ERROR_INVALID_ARGUMENT;

@@ -5,21 +5,21 @@
 #ifndef CRUX_TESTS_MOCK_NVML_H
 #define CRUX_TESTS_MOCK_NVML_H
 
-#define MOCK_NVML_MAX_LINKS 18      /* NVML_NVLINK_MAX_LINKS */
+#define MOCK_NVML_MAX_LINKS 18 /* NVML_NVLINK_MAX_LINKS */
 #define MOCK_NVML_MAX_GPUS  16
 
 struct mock_nvml_link {
-    unsigned domain, bus, device;   /* the PCI address of the far end */
-    unsigned pci_device_id;         /* its device id << 16 | vendor id */
-    int remote_type;                /* nvmlIntNvLinkDeviceType_t: 0 GPU, 1 IBM NPU, 2 switch */
-    unsigned version;               /* nvmlDeviceGetNvLinkVersion's answer */
+    unsigned domain, bus, device; /* the PCI address of the far end */
+    unsigned pci_device_id;       /* its device id << 16 | vendor id */
+    int remote_type;              /* nvmlIntNvLinkDeviceType_t: 0 GPU, 1 IBM NPU, 2 switch */
+    unsigned version;             /* nvmlDeviceGetNvLinkVersion's answer */
 };
 
 struct mock_nvml_gpu {
     unsigned domain, bus, device;
     const char *name, *uuid;
-    unsigned architecture;          /* nvmlDeviceArchitecture_t, 0: call fails */
-    int nlinks;                     /* active links; 0: NVLink not supported */
+    unsigned architecture; /* nvmlDeviceArchitecture_t, 0: call fails */
+    int nlinks;            /* active links; 0: NVLink not supported */
     struct mock_nvml_link links[MOCK_NVML_MAX_LINKS];
 };
 

@@ -12,8 +12,7 @@
 
 static int tap_failures;
 
-__attribute__((format(printf, 2, 3)))
-static void tap_check(int local_ok, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void tap_check(int local_ok, const char *fmt, ...)
 {
     int rank, all_ok = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -30,8 +29,7 @@ static void tap_check(int local_ok, const char *fmt, ...)
     }
 }
 
-__attribute__((format(printf, 1, 2), unused))
-static void tap_diag(const char *fmt, ...)
+__attribute__((format(printf, 1, 2), unused)) static void tap_diag(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

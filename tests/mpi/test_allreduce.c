@@ -27,17 +27,18 @@ typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT, K_COMPLEX, K_BOOL, K_LOGICAL } kin
 
 typedef struct {
     MPI_Datatype type;
-    const char  *name;
-    kind_t       kind;
+    const char *name;
+    kind_t kind;
 } dtype_t;
 
 typedef struct {
-    MPI_Op      op;
+    MPI_Op op;
     const char *name;
 } op_t;
 
-static const op_t ARITH[] = { { MPI_SUM, "sum" }, { MPI_PROD, "prod" }, { MPI_MAX, "max" },
-                              { MPI_MIN, "min" } };
+static const op_t ARITH[] = {
+    { MPI_SUM, "sum" }, { MPI_PROD, "prod" }, { MPI_MAX, "max" }, { MPI_MIN, "min" }
+};
 static const op_t LOGIC[] = { { MPI_LAND, "land" }, { MPI_LOR, "lor" }, { MPI_LXOR, "lxor" } };
 static const op_t BITS[] = { { MPI_BAND, "band" }, { MPI_BOR, "bor" }, { MPI_BXOR, "bxor" } };
 
@@ -59,20 +60,29 @@ static long long input(MPI_Op op, kind_t kind, int r, size_t i)
         /* non-zero other than 1 checks that any non-zero value is true */
         return (r + i) % 3 == 0 ? 0 : (kind == K_BOOL ? 1 : 2);
     }
-    return (long long)((r * 37 + i * 11) & 0x7f);   /* bitwise */
+    return (long long)((r * 37 + i * 11) & 0x7f); /* bitwise */
 }
 
 static long long combine(MPI_Op op, long long a, long long b)
 {
-    if (op == MPI_SUM) return a + b;
-    if (op == MPI_PROD) return a * b;
-    if (op == MPI_MAX) return a > b ? a : b;
-    if (op == MPI_MIN) return a < b ? a : b;
-    if (op == MPI_LAND) return (a != 0) && (b != 0);
-    if (op == MPI_LOR) return (a != 0) || (b != 0);
-    if (op == MPI_LXOR) return (a != 0) != (b != 0);
-    if (op == MPI_BAND) return a & b;
-    if (op == MPI_BOR) return a | b;
+    if (op == MPI_SUM)
+        return a + b;
+    if (op == MPI_PROD)
+        return a * b;
+    if (op == MPI_MAX)
+        return a > b ? a : b;
+    if (op == MPI_MIN)
+        return a < b ? a : b;
+    if (op == MPI_LAND)
+        return (a != 0) && (b != 0);
+    if (op == MPI_LOR)
+        return (a != 0) || (b != 0);
+    if (op == MPI_LXOR)
+        return (a != 0) != (b != 0);
+    if (op == MPI_BAND)
+        return a & b;
+    if (op == MPI_BOR)
+        return a | b;
     return a ^ b;
 }
 
@@ -81,19 +91,23 @@ static void store(void *buf, size_t i, int size_bytes, kind_t kind, long long v)
     char *p = (char *)buf + i * (size_t)size_bytes;
     switch (kind) {
     case K_FLOAT:
-        if (size_bytes == sizeof(float)) *(float *)p = (float)v;
-        else if (size_bytes == sizeof(double)) *(double *)p = (double)v;
-        else *(long double *)p = (long double)v;
+        if (size_bytes == sizeof(float))
+            *(float *)p = (float)v;
+        else if (size_bytes == sizeof(double))
+            *(double *)p = (double)v;
+        else
+            *(long double *)p = (long double)v;
         return;
     case K_COMPLEX:
-        if (size_bytes == sizeof(float _Complex)) *(float _Complex *)p = (float)v + 0.0f * I;
-        else if (size_bytes == sizeof(double _Complex)) *(double _Complex *)p = (double)v;
-        else *(long double _Complex *)p = (long double)v;
+        if (size_bytes == sizeof(float _Complex))
+            *(float _Complex *)p = (float)v + 0.0f * I;
+        else if (size_bytes == sizeof(double _Complex))
+            *(double _Complex *)p = (double)v;
+        else
+            *(long double _Complex *)p = (long double)v;
         return;
-    case K_BOOL:
-        *(bool *)p = v != 0;
-        return;
-    default:   /* integers and logicals: little-endian low bytes */
+    case K_BOOL: *(bool *)p = v != 0; return;
+    default: /* integers and logicals: little-endian low bytes */
         switch (size_bytes) {
         case 1: *(int8_t *)p = (int8_t)v; return;
         case 2: *(int16_t *)p = (int16_t)v; return;
@@ -109,7 +123,7 @@ static bool matches(const void *buf, size_t i, int size_bytes, kind_t kind, long
     store(expect, 0, size_bytes, kind, v);
     memcpy(got, (const char *)buf + i * (size_t)size_bytes, (size_t)size_bytes);
     if (kind == K_FLOAT && size_bytes == sizeof(long double)) {
-        return *(long double *)got == *(long double *)expect;   /* padding bytes differ */
+        return *(long double *)got == *(long double *)expect; /* padding bytes differ */
     }
     if (kind == K_COMPLEX && size_bytes == sizeof(long double _Complex)) {
         return *(long double _Complex *)got == *(long double _Complex *)expect;
@@ -124,8 +138,8 @@ static bool matches(const void *buf, size_t i, int size_bytes, kind_t kind, long
 }
 
 /* Run one allreduce of 'count' elements on 'comm' and check every element. */
-static bool check_allreduce(MPI_Comm comm, MPI_Datatype type, kind_t kind, MPI_Op op,
-                            size_t count, bool in_place)
+static bool check_allreduce(MPI_Comm comm, MPI_Datatype type, kind_t kind, MPI_Op op, size_t count,
+                            bool in_place)
 {
     int csize, crank, esize;
     MPI_Comm_size(comm, &csize);
@@ -207,35 +221,45 @@ static void suite_types(void)
         const dtype_t *d = &types[t];
         const op_t *ops;
         size_t nops;
-        const op_t all_int[] = { ARITH[0], ARITH[1], ARITH[2], ARITH[3], LOGIC[0], LOGIC[1],
-                                 LOGIC[2], BITS[0], BITS[1], BITS[2] };
+        const op_t all_int[] = { ARITH[0], ARITH[1], ARITH[2], ARITH[3], LOGIC[0],
+                                 LOGIC[1], LOGIC[2], BITS[0],  BITS[1],  BITS[2] };
         switch (d->kind) {
         case K_SIGNED:
         case K_UNSIGNED:
             ops = d->type == MPI_BYTE ? BITS : all_int;
             nops = d->type == MPI_BYTE ? 3 : 10;
-            if (d->type == MPI_CHAR) {     /* MPI only defines sum on it via Open MPI */
+            if (d->type == MPI_CHAR) { /* MPI only defines sum on it via Open MPI */
                 nops = 1;
             }
-            if (d->type == MPI_INTEGER) {  /* Fortran integer: no logical ops */
-                static const op_t arith_bits[] = { { MPI_SUM, "sum" }, { MPI_PROD, "prod" },
-                                                   { MPI_MAX, "max" }, { MPI_MIN, "min" },
+            if (d->type == MPI_INTEGER) { /* Fortran integer: no logical ops */
+                static const op_t arith_bits[] = { { MPI_SUM, "sum" },   { MPI_PROD, "prod" },
+                                                   { MPI_MAX, "max" },   { MPI_MIN, "min" },
                                                    { MPI_BAND, "band" }, { MPI_BOR, "bor" },
                                                    { MPI_BXOR, "bxor" } };
                 ops = arith_bits;
                 nops = 7;
             }
             break;
-        case K_FLOAT:   ops = ARITH; nops = 4; break;
-        case K_COMPLEX: ops = ARITH; nops = 2; break;
-        default:        ops = LOGIC; nops = 3; break;
+        case K_FLOAT:
+            ops = ARITH;
+            nops = 4;
+            break;
+        case K_COMPLEX:
+            ops = ARITH;
+            nops = 2;
+            break;
+        default:
+            ops = LOGIC;
+            nops = 3;
+            break;
         }
         for (size_t o = 0; o < nops; o++) {
             for (int in_place = 0; in_place < 2; in_place++) {
                 bool ok = true;
                 for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
                     ok = check_allreduce(MPI_COMM_WORLD, d->type, d->kind, ops[o].op, counts[c],
-                                         in_place) && ok;
+                                         in_place) &&
+                         ok;
                 }
                 tap_check(ok, "%s %s %s, counts 1 to 65537", d->name, ops[o].name,
                           in_place ? "in place" : "out of place");
@@ -246,14 +270,16 @@ static void suite_types(void)
 
 static void suite_counts(void)
 {
-    const size_t counts[] = { 0, 1, 2, 3, 5, 13, 31, 127, 509, 1021, 4093, 16381, 65521,
-                              262139, 1048573, 4194301, 4194319 /* > 16 MiB of floats */ };
+    const size_t counts[] = {
+        0,    1,    2,     3,     5,      13,      31,      127,    509,
+        1021, 4093, 16381, 65521, 262139, 1048573, 4194301, 4194319 /* > 16 MiB of floats */
+    };
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         for (int in_place = 0; in_place < 2; in_place++) {
-            bool ok = check_allreduce(MPI_COMM_WORLD, MPI_FLOAT, K_FLOAT, MPI_SUM, counts[c],
-                                      in_place);
-            ok = check_allreduce(MPI_COMM_WORLD, MPI_INT, K_SIGNED, MPI_SUM, counts[c],
-                                 in_place) && ok;
+            bool ok =
+                check_allreduce(MPI_COMM_WORLD, MPI_FLOAT, K_FLOAT, MPI_SUM, counts[c], in_place);
+            ok = check_allreduce(MPI_COMM_WORLD, MPI_INT, K_SIGNED, MPI_SUM, counts[c], in_place) &&
+                 ok;
             tap_check(ok, "float and int sum of %zu elements %s", counts[c],
                       in_place ? "in place" : "out of place");
         }
@@ -321,8 +347,8 @@ static void suite_nonblocking(void)
 
     /* a blocking Allreduce overlapping an outstanding nonblocking one */
     rc = MPI_Iallreduce(MPI_IN_PLACE, a, (int)count, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &req);
-    ok = rc == MPI_SUCCESS && check_allreduce(MPI_COMM_WORLD, MPI_INT, K_SIGNED, MPI_SUM, 99991,
-                                              false);
+    ok = rc == MPI_SUCCESS &&
+         check_allreduce(MPI_COMM_WORLD, MPI_INT, K_SIGNED, MPI_SUM, 99991, false);
     ok = MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS && ok;
     tap_check(ok, "blocking Allreduce while an Iallreduce is outstanding");
     free(a);
@@ -369,9 +395,12 @@ static void suite_fallback(void)
 
     enum { N = 5000 };
     int *m = malloc(N * 4 * sizeof(int)), *r = malloc(N * 4 * sizeof(int));
-    for (int k = 0; k < N; k++) {   /* rank i holds [[1, i+k%3], [0, 1]] */
+    for (int k = 0; k < N; k++) { /* rank i holds [[1, i+k%3], [0, 1]] */
         int *e = m + 4 * k;
-        e[0] = 1; e[1] = rank + k % 3; e[2] = 0; e[3] = 1;
+        e[0] = 1;
+        e[1] = rank + k % 3;
+        e[2] = 0;
+        e[3] = 1;
     }
     bool ok = MPI_Allreduce(m, r, N, mat, noncommutative, MPI_COMM_WORLD) == MPI_SUCCESS;
     for (int k = 0; ok && k < N; k++) {
@@ -393,7 +422,10 @@ static void suite_fallback(void)
     }
     tap_check(ok, "commutative user op on MPI_FLOAT");
 
-    struct { float v; int i; } in[N], out[N];
+    struct {
+        float v;
+        int i;
+    } in[N], out[N];
     for (int k = 0; k < N; k++) {
         in[k].v = (float)((rank * 5 + k) % size);
         in[k].i = rank;
@@ -432,7 +464,12 @@ static void suite_fallback(void)
     MPI_Type_free(&mat);
     MPI_Op_free(&noncommutative);
     MPI_Op_free(&commutative);
-    free(m); free(r); free(f); free(g); free(s); free(t);
+    free(m);
+    free(r);
+    free(f);
+    free(g);
+    free(s);
+    free(t);
 }
 
 static uint64_t fnv1a(const void *data, size_t n)
@@ -463,7 +500,9 @@ static void suite_bits(void)
             ok = ok && all[r] == all[0];
         }
         tap_check(ok, "identical bits on every rank: float sum of %zu random values", n);
-        free(x); free(y); free(all);
+        free(x);
+        free(y);
+        free(all);
     }
 }
 
@@ -491,15 +530,24 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int a = 1; a < argc; a++) {
-        if (!strcmp(argv[a], "types")) suite_types();
-        else if (!strcmp(argv[a], "counts")) suite_counts();
-        else if (!strcmp(argv[a], "comms")) suite_comms();
-        else if (!strcmp(argv[a], "many")) suite_many();
-        else if (!strcmp(argv[a], "nonblocking")) suite_nonblocking();
-        else if (!strcmp(argv[a], "fallback")) suite_fallback();
-        else if (!strcmp(argv[a], "bits")) suite_bits();
-        else if (!strcmp(argv[a], "info")) suite_info();
-        else tap_check(0, "unknown suite %s", argv[a]);
+        if (!strcmp(argv[a], "types"))
+            suite_types();
+        else if (!strcmp(argv[a], "counts"))
+            suite_counts();
+        else if (!strcmp(argv[a], "comms"))
+            suite_comms();
+        else if (!strcmp(argv[a], "many"))
+            suite_many();
+        else if (!strcmp(argv[a], "nonblocking"))
+            suite_nonblocking();
+        else if (!strcmp(argv[a], "fallback"))
+            suite_fallback();
+        else if (!strcmp(argv[a], "bits"))
+            suite_bits();
+        else if (!strcmp(argv[a], "info"))
+            suite_info();
+        else
+            tap_check(0, "unknown suite %s", argv[a]);
     }
     MPI_Finalize();
     return 0;

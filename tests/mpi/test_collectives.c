@@ -12,7 +12,7 @@
 
 #include "tap_mpi.h"
 
-#define N 5   /* elements per block */
+#define N 5 /* elements per block */
 
 typedef enum { BLOCKING, NONBLOCKING, PERSISTENT } mode_t_;
 static const char *const mode_names[] = { "blocking", "nonblocking", "persistent" };
@@ -43,9 +43,9 @@ static bool finish(mode_t_ mode, MPI_Request *req)
 }
 
 /* Call the blocking, nonblocking or persistent form of a collective. */
-#define CALL(mode, req, blocking, nonblocking, persistent)                        \
-    ((mode) == BLOCKING      ? (blocking) == MPI_SUCCESS                          \
-     : (mode) == NONBLOCKING ? (nonblocking) == MPI_SUCCESS && finish(mode, req)  \
+#define CALL(mode, req, blocking, nonblocking, persistent)                       \
+    ((mode) == BLOCKING      ? (blocking) == MPI_SUCCESS                         \
+     : (mode) == NONBLOCKING ? (nonblocking) == MPI_SUCCESS && finish(mode, req) \
                              : (persistent) == MPI_SUCCESS && finish(mode, req))
 
 static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
@@ -66,10 +66,10 @@ static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
     const char *m = mode_names[mode];
     bool ok;
 
-#define RESET()                                     \
-    for (int k = 0; k < N * n; k++) {               \
-        s[k] = val(r, k);                           \
-        d[k] = -1;                                  \
+#define RESET()                       \
+    for (int k = 0; k < N * n; k++) { \
+        s[k] = val(r, k);             \
+        d[k] = -1;                    \
     }
 
     ok = CALL(mode, &req, MPI_Barrier(comm), MPI_Ibarrier(comm, &req),
@@ -80,70 +80,80 @@ static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
     ok = CALL(mode, &req, MPI_Bcast(s, N, MPI_INT, n - 1, comm),
               MPI_Ibcast(s, N, MPI_INT, n - 1, comm, &req),
               MPIX_Bcast_init(s, N, MPI_INT, n - 1, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && s[i] == val(n - 1, i);
+    for (int i = 0; i < N; i++)
+        ok = ok && s[i] == val(n - 1, i);
     tap_check(ok, "%s %s bcast", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Reduce(s, d, N, MPI_INT, MPI_SUM, 0, comm),
               MPI_Ireduce(s, d, N, MPI_INT, MPI_SUM, 0, comm, &req),
               MPIX_Reduce_init(s, d, N, MPI_INT, MPI_SUM, 0, comm, info, &req));
-    for (int i = 0; r == 0 && i < N; i++) ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * i;
+    for (int i = 0; r == 0 && i < N; i++)
+        ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * i;
     tap_check(ok, "%s %s reduce", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Allreduce(s, d, N, MPI_INT, MPI_MAX, comm),
               MPI_Iallreduce(s, d, N, MPI_INT, MPI_MAX, comm, &req),
               MPIX_Allreduce_init(s, d, N, MPI_INT, MPI_MAX, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == val(n - 1, i);
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == val(n - 1, i);
     tap_check(ok, "%s %s allreduce", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Gather(s, N, MPI_INT, d, N, MPI_INT, 0, comm),
               MPI_Igather(s, N, MPI_INT, d, N, MPI_INT, 0, comm, &req),
               MPIX_Gather_init(s, N, MPI_INT, d, N, MPI_INT, 0, comm, info, &req));
-    for (int k = 0; r == 0 && k < N * n; k++) ok = ok && d[k] == val(k / N, k % N);
+    for (int k = 0; r == 0 && k < N * n; k++)
+        ok = ok && d[k] == val(k / N, k % N);
     tap_check(ok, "%s %s gather", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Gatherv(s, N, MPI_INT, d, counts, displs, MPI_INT, 0, comm),
               MPI_Igatherv(s, N, MPI_INT, d, counts, displs, MPI_INT, 0, comm, &req),
               MPIX_Gatherv_init(s, N, MPI_INT, d, counts, displs, MPI_INT, 0, comm, info, &req));
-    for (int k = 0; r == 0 && k < N * n; k++) ok = ok && d[k] == val(k / N, k % N);
+    for (int k = 0; r == 0 && k < N * n; k++)
+        ok = ok && d[k] == val(k / N, k % N);
     tap_check(ok, "%s %s gatherv", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Scatter(s, N, MPI_INT, d, N, MPI_INT, 0, comm),
               MPI_Iscatter(s, N, MPI_INT, d, N, MPI_INT, 0, comm, &req),
               MPIX_Scatter_init(s, N, MPI_INT, d, N, MPI_INT, 0, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == val(0, r * N + i);
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == val(0, r * N + i);
     tap_check(ok, "%s %s scatter", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Scatterv(s, counts, displs, MPI_INT, d, N, MPI_INT, 0, comm),
               MPI_Iscatterv(s, counts, displs, MPI_INT, d, N, MPI_INT, 0, comm, &req),
               MPIX_Scatterv_init(s, counts, displs, MPI_INT, d, N, MPI_INT, 0, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == val(0, r * N + i);
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == val(0, r * N + i);
     tap_check(ok, "%s %s scatterv", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Allgather(s, N, MPI_INT, d, N, MPI_INT, comm),
               MPI_Iallgather(s, N, MPI_INT, d, N, MPI_INT, comm, &req),
               MPIX_Allgather_init(s, N, MPI_INT, d, N, MPI_INT, comm, info, &req));
-    for (int k = 0; k < N * n; k++) ok = ok && d[k] == val(k / N, k % N);
+    for (int k = 0; k < N * n; k++)
+        ok = ok && d[k] == val(k / N, k % N);
     tap_check(ok, "%s %s allgather", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Allgatherv(s, N, MPI_INT, d, counts, displs, MPI_INT, comm),
               MPI_Iallgatherv(s, N, MPI_INT, d, counts, displs, MPI_INT, comm, &req),
               MPIX_Allgatherv_init(s, N, MPI_INT, d, counts, displs, MPI_INT, comm, info, &req));
-    for (int k = 0; k < N * n; k++) ok = ok && d[k] == val(k / N, k % N);
+    for (int k = 0; k < N * n; k++)
+        ok = ok && d[k] == val(k / N, k % N);
     tap_check(ok, "%s %s allgatherv", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Alltoall(s, N, MPI_INT, d, N, MPI_INT, comm),
               MPI_Ialltoall(s, N, MPI_INT, d, N, MPI_INT, comm, &req),
               MPIX_Alltoall_init(s, N, MPI_INT, d, N, MPI_INT, comm, info, &req));
-    for (int k = 0; k < N * n; k++) ok = ok && d[k] == val(k / N, r * N + k % N);
+    for (int k = 0; k < N * n; k++)
+        ok = ok && d[k] == val(k / N, r * N + k % N);
     tap_check(ok, "%s %s alltoall", name, m);
 
     RESET();
@@ -152,18 +162,20 @@ static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
               MPI_Ialltoallv(s, counts, displs, MPI_INT, d, counts, displs, MPI_INT, comm, &req),
               MPIX_Alltoallv_init(s, counts, displs, MPI_INT, d, counts, displs, MPI_INT, comm,
                                   info, &req));
-    for (int k = 0; k < N * n; k++) ok = ok && d[k] == val(k / N, r * N + k % N);
+    for (int k = 0; k < N * n; k++)
+        ok = ok && d[k] == val(k / N, r * N + k % N);
     tap_check(ok, "%s %s alltoallv", name, m);
 
     int *bdispls = malloc(sizeof(int) * n);
-    for (int p = 0; p < n; p++) bdispls[p] = p * N * (int)sizeof(int);
+    for (int p = 0; p < n; p++)
+        bdispls[p] = p * N * (int)sizeof(int);
     RESET();
-    ok = CALL(mode, &req,
-              MPI_Alltoallw(s, counts, bdispls, types, d, counts, bdispls, types, comm),
+    ok = CALL(mode, &req, MPI_Alltoallw(s, counts, bdispls, types, d, counts, bdispls, types, comm),
               MPI_Ialltoallw(s, counts, bdispls, types, d, counts, bdispls, types, comm, &req),
-              MPIX_Alltoallw_init(s, counts, bdispls, types, d, counts, bdispls, types, comm,
-                                  info, &req));
-    for (int k = 0; k < N * n; k++) ok = ok && d[k] == val(k / N, r * N + k % N);
+              MPIX_Alltoallw_init(s, counts, bdispls, types, d, counts, bdispls, types, comm, info,
+                                  &req));
+    for (int k = 0; k < N * n; k++)
+        ok = ok && d[k] == val(k / N, r * N + k % N);
     tap_check(ok, "%s %s alltoallw", name, m);
     free(bdispls);
 
@@ -171,31 +183,39 @@ static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
     ok = CALL(mode, &req, MPI_Reduce_scatter(s, d, counts, MPI_INT, MPI_SUM, comm),
               MPI_Ireduce_scatter(s, d, counts, MPI_INT, MPI_SUM, comm, &req),
               MPIX_Reduce_scatter_init(s, d, counts, MPI_INT, MPI_SUM, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * (r * N + i);
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * (r * N + i);
     tap_check(ok, "%s %s reduce_scatter", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Reduce_scatter_block(s, d, N, MPI_INT, MPI_SUM, comm),
               MPI_Ireduce_scatter_block(s, d, N, MPI_INT, MPI_SUM, comm, &req),
               MPIX_Reduce_scatter_block_init(s, d, N, MPI_INT, MPI_SUM, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * (r * N + i);
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == 100 * n * (n - 1) / 2 + n * (r * N + i);
     tap_check(ok, "%s %s reduce_scatter_block", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Scan(s, d, N, MPI_INT, MPI_SUM, comm),
               MPI_Iscan(s, d, N, MPI_INT, MPI_SUM, comm, &req),
               MPIX_Scan_init(s, d, N, MPI_INT, MPI_SUM, comm, info, &req));
-    for (int i = 0; i < N; i++) ok = ok && d[i] == 100 * r * (r + 1) / 2 + (r + 1) * i;
+    for (int i = 0; i < N; i++)
+        ok = ok && d[i] == 100 * r * (r + 1) / 2 + (r + 1) * i;
     tap_check(ok, "%s %s scan", name, m);
 
     RESET();
     ok = CALL(mode, &req, MPI_Exscan(s, d, N, MPI_INT, MPI_SUM, comm),
               MPI_Iexscan(s, d, N, MPI_INT, MPI_SUM, comm, &req),
               MPIX_Exscan_init(s, d, N, MPI_INT, MPI_SUM, comm, info, &req));
-    for (int i = 0; r > 0 && i < N; i++) ok = ok && d[i] == 100 * r * (r - 1) / 2 + r * i;
+    for (int i = 0; r > 0 && i < N; i++)
+        ok = ok && d[i] == 100 * r * (r - 1) / 2 + r * i;
     tap_check(ok, "%s %s exscan", name, m);
 #undef RESET
-    free(s); free(d); free(counts); free(displs); free(types);
+    free(s);
+    free(d);
+    free(counts);
+    free(displs);
+    free(types);
 }
 
 static void intercomm_suite(MPI_Comm inter, int local_rank, int remote_size, int low)
@@ -210,11 +230,12 @@ static void intercomm_suite(MPI_Comm inter, int local_rank, int remote_size, int
     tap_check(ok, "intercommunicator bcast");
 
     ok = MPI_Allreduce(&one, z, 1, MPI_INT, MPI_SUM, inter) == MPI_SUCCESS &&
-         z[0] == remote_size * (remote_size + 1) / 2;   /* sum over the remote group */
+         z[0] == remote_size * (remote_size + 1) / 2; /* sum over the remote group */
     tap_check(ok, "intercommunicator allreduce");
 
     ok = MPI_Allgather(&one, 1, MPI_INT, y, 1, MPI_INT, inter) == MPI_SUCCESS;
-    for (int i = 0; i < remote_size; i++) ok = ok && y[i] == i + 1;
+    for (int i = 0; i < remote_size; i++)
+        ok = ok && y[i] == i + 1;
     tap_check(ok, "intercommunicator allgather");
 
     MPI_Request req;

@@ -44,7 +44,7 @@ static void *dev_alloc(size_t bytes)
     return p_cuMemAlloc(&p, bytes) == CUDA_SUCCESS ? (void *)(uintptr_t)p : NULL;
 }
 
-static void copy(void *dst, const void *src, size_t bytes)   /* unified addressing */
+static void copy(void *dst, const void *src, size_t bytes) /* unified addressing */
 {
     p_cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes);
 }
@@ -122,8 +122,7 @@ int main(int argc, char **argv)
             tap_check(device_allreduce(MPI_MAX, counts[c], in_place, rank, size),
                       "device float max, %zu elements, %s", counts[c], place);
             tap_check(device_allreduce(user_sum, counts[c], in_place, rank, size),
-                      "device float user-defined sum (staged), %zu elements, %s", counts[c],
-                      place);
+                      "device float user-defined sum (staged), %zu elements, %s", counts[c], place);
         }
     }
     MPI_Op_free(&user_sum);

@@ -59,7 +59,7 @@ static bool allreduce_checked(MPI_Comm comm, float *buf, size_t n, int c)
 
 /* ---- kill ---------------------------------------------------------------- */
 
-static atomic_int in_call;   /* the call number the main thread is inside */
+static atomic_int in_call; /* the call number the main thread is inside */
 
 static void *killer(void *arg)
 {
@@ -67,7 +67,7 @@ static void *killer(void *arg)
     while (atomic_load(&in_call) < 3) {
         usleep(100);
     }
-    usleep(2000);   /* well inside the call: it moves MIB MiB */
+    usleep(2000); /* well inside the call: it moves MIB MiB */
     fprintf(stderr, "# rank %d: SIGKILL inside Allreduce 3\n", rank);
     raise(SIGKILL);
     return NULL;
@@ -100,16 +100,16 @@ static int do_kill(size_t mib)
 /* ---- commfree ------------------------------------------------------------ */
 
 typedef struct {
-    MPI_Comm         comm;
-    atomic_bool      stop;
-    long             calls;
-    bool             ok;
+    MPI_Comm comm;
+    atomic_bool stop;
+    long calls;
+    bool ok;
 } other_t;
 
 static void *other_thread(void *arg)
 {
     other_t *o = arg;
-    size_t n = (1 << 20) / sizeof(float);   /* 1 MiB: crux's */
+    size_t n = (1 << 20) / sizeof(float); /* 1 MiB: crux's */
     float *buf = malloc(n * sizeof(float));
     int go = 1;
     for (int c = 0; go; c++) {
@@ -136,13 +136,13 @@ static int do_commfree(int count)
     for (int i = 0; i < count; i++) {
         MPI_Comm comm;
         if (i % 2) {
-            MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm);   /* reordered */
+            MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm); /* reordered */
         } else {
             MPI_Comm_dup(MPI_COMM_WORLD, &comm);
         }
         MPI_Comm_set_name(comm, "faults-churn");
         ok &= allreduce_checked(comm, buf, n, i);
-        if (i % 3 == 0) {   /* sometimes freed right after its creation */
+        if (i % 3 == 0) { /* sometimes freed right after its creation */
             MPI_Comm_free(&comm);
             MPI_Comm_dup(MPI_COMM_WORLD, &comm);
         }
@@ -196,7 +196,7 @@ static int do_run(double seconds)
 
 static int do_comms(int count)
 {
-    size_t n = (64 << 10) / sizeof(float);   /* above allreduce_min_bytes */
+    size_t n = (64 << 10) / sizeof(float); /* above allreduce_min_bytes */
     float *buf = malloc(n * sizeof(float));
     bool ok = true;
     for (int i = 0; i < count; i++) {

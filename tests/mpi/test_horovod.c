@@ -31,13 +31,13 @@ static int steps;
 static float half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {                       /* inf, nan */
+    if (exp == 0x1f) { /* inf, nan */
         bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {                   /* normal */
+    } else if (exp != 0) { /* normal */
         bits = sign | ((exp + 112) << 23) | (man << 13);
-    } else if (man == 0) {                   /* zero */
+    } else if (man == 0) { /* zero */
         bits = sign;
-    } else {                                 /* subnormal: normalise */
+    } else { /* subnormal: normalise */
         exp = 113;
         while (!(man & 0x400)) {
             man <<= 1;
@@ -61,9 +61,9 @@ static uint16_t float_to_half(float f)
         return sign | 0x7c00 | (man ? 0x200 : 0);
     }
     if (exp >= 0x1f) {
-        return sign | 0x7c00;                /* overflow: inf */
+        return sign | 0x7c00; /* overflow: inf */
     }
-    if (exp <= 0) {                          /* subnormal or zero */
+    if (exp <= 0) { /* subnormal or zero */
         if (exp < -10) {
             return sign;
         }
@@ -74,7 +74,7 @@ static uint16_t float_to_half(float f)
         return sign | (uint16_t)half;
     }
     uint32_t half = ((uint32_t)exp << 10) | (man >> 13), rest = man & 0x1fff;
-    half += rest > 0x1000 || (rest == 0x1000 && (half & 1));   /* may carry into exp */
+    half += rest > 0x1000 || (rest == 0x1000 && (half & 1)); /* may carry into exp */
     return sign | (uint16_t)half;
 }
 
@@ -92,8 +92,8 @@ static void float16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 
 typedef struct {
     size_t count;
-    bool   half;     /* float16, else float32 */
-    void  *data;
+    bool half; /* float16, else float32 */
+    void *data;
 } tensor_t;
 
 /* Element i of tensor t on rank r: small multiples of 1/4, so every partial
@@ -170,10 +170,10 @@ static void scale_buffer(void *buf, size_t count, bool half, float scale)
 /* ---- the background thread --------------------------------------------- */
 
 typedef struct {
-    MPI_Comm     comm;           /* Horovod's duplicate of MPI_COMM_WORLD */
+    MPI_Comm comm; /* Horovod's duplicate of MPI_COMM_WORLD */
     MPI_Datatype float16;
-    MPI_Op       float16_sum;
-    bool         fused_ok, single_ok, half_ok, coord_ok;
+    MPI_Op float16_sum;
+    bool fused_ok, single_ok, half_ok, coord_ok;
 } background_t;
 
 /* Horovod's coordination: which tensors are ready everywhere (a bit vector
@@ -197,9 +197,10 @@ static bool fused_allreduce(background_t *bg, tensor_t *x, int first, int last, 
         offset += x[t].count * esize;
     }
     size_t count = offset / esize;
-    int rc = x[first].half
-        ? MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, bg->float16, bg->float16_sum, bg->comm)
-        : MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, bg->comm);
+    int rc =
+        x[first].half
+            ? MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, bg->float16, bg->float16_sum, bg->comm)
+            : MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, bg->comm);
     if (rc != MPI_SUCCESS) {
         tap_diag("rank %d: MPI_Allreduce of the fusion buffer failed (%d)", rank, rc);
         return false;
@@ -222,8 +223,9 @@ static bool fused_allreduce(background_t *bg, tensor_t *x, int first, int last, 
 static int make_tensors(tensor_t *x, bool half, size_t budget)
 {
     size_t esize = half ? 2 : 4, n = budget / esize;
-    const size_t counts[] = { n / 2 - 3, n / 4 + 5, n / 8 - 7, n / 16 + 1, 65539, 4099, 1000,
-                              3, 1 };
+    const size_t counts[] = {
+        n / 2 - 3, n / 4 + 5, n / 8 - 7, n / 16 + 1, 65539, 4099, 1000, 3, 1
+    };
     int k = 0;
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         if (counts[c] == 0 || counts[c] > n) {

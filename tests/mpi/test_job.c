@@ -37,7 +37,7 @@ int main(int argc, char **argv)
             calls++;
         }
         go = MPI_Wtime() - start < seconds;
-        MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);   /* stop together */
+        MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD); /* stop together */
     }
     tap_check(ok, "%ld Allreduces over %.0f s, all correct", calls, seconds);
     free(buf);

@@ -17,10 +17,10 @@ enum { THREADS = 4 };
 static int rank, size, rounds;
 
 typedef struct {
-    int      id;
+    int id;
     MPI_Comm comm;
-    long     calls, churned;
-    bool     ok;
+    long calls, churned;
+    bool ok;
 } worker_t;
 
 /* Element i of rank r in call c: small integers, exact in every type. */
@@ -29,8 +29,7 @@ static int input(int r, size_t i, int c)
     return (int)((r * 5 + i * 3 + (size_t)c) % 13);
 }
 
-static bool allreduce_checked(MPI_Comm comm, MPI_Datatype type, size_t count, bool in_place,
-                              int c)
+static bool allreduce_checked(MPI_Comm comm, MPI_Datatype type, size_t count, bool in_place, int c)
 {
     int n, me, esize;
     MPI_Comm_size(comm, &n);
@@ -38,17 +37,20 @@ static bool allreduce_checked(MPI_Comm comm, MPI_Datatype type, size_t count, bo
     MPI_Type_size(type, &esize);
     char *in = malloc(count * (size_t)esize), *out = malloc(count * (size_t)esize);
     if (in == NULL || out == NULL) {
-        abort();   /* the other ranks would wait for this one */
+        abort(); /* the other ranks would wait for this one */
     }
     bool ok = true;
     for (size_t i = 0; i < count; i++) {
         char *p = (in_place ? out : in) + i * (size_t)esize;
-        if (type == MPI_FLOAT) *(float *)p = (float)input(me, i, c);
-        else if (type == MPI_DOUBLE) *(double *)p = (double)input(me, i, c);
-        else *(int *)p = input(me, i, c);
+        if (type == MPI_FLOAT)
+            *(float *)p = (float)input(me, i, c);
+        else if (type == MPI_DOUBLE)
+            *(double *)p = (double)input(me, i, c);
+        else
+            *(int *)p = input(me, i, c);
     }
     ok = MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, (int)count, type, MPI_SUM, comm) ==
-                   MPI_SUCCESS;
+         MPI_SUCCESS;
     for (size_t i = 0; ok && i < count; i++) {
         int want = 0;
         for (int r = 0; r < n; r++) {
@@ -56,8 +58,8 @@ static bool allreduce_checked(MPI_Comm comm, MPI_Datatype type, size_t count, bo
         }
         const char *p = out + i * (size_t)esize;
         ok = type == MPI_FLOAT    ? *(const float *)p == (float)want
-           : type == MPI_DOUBLE ? *(const double *)p == (double)want
-                                : *(const int *)p == want;
+             : type == MPI_DOUBLE ? *(const double *)p == (double)want
+                                  : *(const int *)p == want;
         if (!ok) {
             tap_diag("rank %d: element %zu of %zu wrong", rank, i, count);
         }
@@ -77,7 +79,8 @@ static bool round_of(MPI_Comm comm, int id, int round)
     for (int k = 0; k < 4; k++) {
         size_t count = counts[(k + id + round) % 4];
         ok = allreduce_checked(comm, types[(k + round) % 3], count, (k + id) % 2 == 0,
-                               round * 4 + k) && ok;
+                               round * 4 + k) &&
+             ok;
     }
     return ok;
 }
@@ -87,7 +90,7 @@ static bool churn(worker_t *w, int round)
 {
     MPI_Comm tmp;
     int rc = round % 2 ? MPI_Comm_dup(w->comm, &tmp)
-                       : MPI_Comm_split(w->comm, 0, size - rank, &tmp);   /* reversed order */
+                       : MPI_Comm_split(w->comm, 0, size - rank, &tmp); /* reversed order */
     if (rc != MPI_SUCCESS) {
         return false;
     }

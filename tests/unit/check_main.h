@@ -17,7 +17,10 @@ static inline int crux_check_run(Suite *suite)
     return EXIT_SUCCESS;
 }
 
-#define CRUX_CHECK_MAIN(make_suite) \
-    int main(void) { return crux_check_run(make_suite()); }
+#define CRUX_CHECK_MAIN(make_suite)          \
+    int main(void)                           \
+    {                                        \
+        return crux_check_run(make_suite()); \
+    }
 
 #endif

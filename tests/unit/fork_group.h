@@ -14,18 +14,18 @@
 
 #include "ompi_coll/crux_coll.h"
 
-#define FORK_GROUP_MAX 16
+#define FORK_GROUP_MAX  16
 #define FORK_GROUP_SLOT 4096
 
 typedef struct {
     pthread_barrier_t barrier;
-    unsigned char     slots[FORK_GROUP_MAX][FORK_GROUP_SLOT];
+    unsigned char slots[FORK_GROUP_MAX][FORK_GROUP_SLOT];
 } fork_group_shared_t;
 
 typedef struct {
     fork_group_shared_t *shared;
-    int                  rank;
-    int                  size;
+    int rank;
+    int size;
 } fork_group_member_t;
 
 static inline int fork_group_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
@@ -48,10 +48,10 @@ static inline int fork_group_allgather(const void *sbuf, void *rbuf, size_t leng
  * by 'key'.  Built on the allgather over everyone. */
 typedef struct {
     fork_group_member_t *all;
-    int                  color;
-    int                  members[FORK_GROUP_MAX];   /* ranks in 'all', subgroup order */
-    int                  size;
-    int                  rank;
+    int color;
+    int members[FORK_GROUP_MAX]; /* ranks in 'all', subgroup order */
+    int size;
+    int rank;
 } fork_subgroup_t;
 
 static inline int fork_subgroup_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
@@ -71,7 +71,8 @@ static inline int fork_subgroup_allgather(const void *sbuf, void *rbuf, size_t l
 }
 
 /* Every member calls this at once with its color and key. */
-static inline int fork_subgroup_init(fork_subgroup_t *sub, fork_group_member_t *m, int color, int key)
+static inline int fork_subgroup_init(fork_subgroup_t *sub, fork_group_member_t *m, int color,
+                                     int key)
 {
     int mine[2] = { color, key }, all[2 * FORK_GROUP_MAX];
     if (fork_group_allgather(mine, all, sizeof(mine), m) != 0) {
@@ -80,7 +81,7 @@ static inline int fork_subgroup_init(fork_subgroup_t *sub, fork_group_member_t *
     sub->all = m;
     sub->color = color;
     sub->size = 0;
-    for (int k = 0; k <= 2 * FORK_GROUP_MAX; k++) {   /* members in key order */
+    for (int k = 0; k <= 2 * FORK_GROUP_MAX; k++) { /* members in key order */
         for (int p = 0; p < m->size; p++) {
             if (all[2 * p] == color && all[2 * p + 1] == k) {
                 if (p == m->rank) {
@@ -95,8 +96,9 @@ static inline int fork_subgroup_init(fork_subgroup_t *sub, fork_group_member_t *
 
 static inline crux_coll_oob_t fork_subgroup_oob(fork_subgroup_t *sub)
 {
-    return (crux_coll_oob_t){ .allgather = fork_subgroup_allgather, .arg = sub,
-                              .rank = sub->rank, .size = sub->size };
+    return (crux_coll_oob_t){
+        .allgather = fork_subgroup_allgather, .arg = sub, .rank = sub->rank, .size = sub->size
+    };
 }
 
 static inline void fork_group_barrier(fork_group_member_t *m)
@@ -106,16 +108,17 @@ static inline void fork_group_barrier(fork_group_member_t *m)
 
 static inline crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
 {
-    return (crux_coll_oob_t){ .allgather = fork_group_allgather, .arg = m, .rank = m->rank,
-                              .size = m->size };
+    return (crux_coll_oob_t){
+        .allgather = fork_group_allgather, .arg = m, .rank = m->rank, .size = m->size
+    };
 }
 
 /* Run body(member, arg) in 'size' processes; returns the number of members
  * that exited with a non-zero status or were killed. */
 static inline int fork_group_run(int size, int (*body)(fork_group_member_t *, void *), void *arg)
 {
-    fork_group_shared_t *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    fork_group_shared_t *shared =
+        mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED || size > FORK_GROUP_MAX) {
         return size;
     }

@@ -20,7 +20,7 @@ static inline crux_sched_cluster_t *sched_test_uplink_cluster(int tors)
     p.hosts_per_tor = 4;
     p.gpus_per_host = 8;
     p.gpus_per_nic = 8;
-    p.uplink_gbps = 8;           /* 1e9 bytes/s */
+    p.uplink_gbps = 8; /* 1e9 bytes/s */
     p.nic_gbps = 80;
     crux_sched_cluster_t *c = NULL;
     ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);

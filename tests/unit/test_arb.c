@@ -18,7 +18,7 @@ static void setup(void)
     int fd = mkstemp(path);
     ck_assert(fd >= 0);
     close(fd);
-    unlink(path);                /* crux_arb_open creates it */
+    unlink(path); /* crux_arb_open creates it */
 }
 
 static void teardown(void)
@@ -94,9 +94,9 @@ START_TEST(lower_waits_while_higher_holds)
     ck_assert_int_eq(state_of(a, getpid()), CRUX_ARB_ACTIVE);
     pid_t kid = child_acquire(2, 60ULL * 1000000000ULL);
     ck_assert_msg(wait_state(a, kid, CRUX_ARB_WAITING), "the lower job never waited");
-    ck_assert_int_eq(state_of(a, kid), CRUX_ARB_WAITING);     /* still waiting */
+    ck_assert_int_eq(state_of(a, kid), CRUX_ARB_WAITING); /* still waiting */
     crux_arb_release(a, &t);
-    ck_assert_int_eq(child_result(kid), 1);                   /* waited, not timed out */
+    ck_assert_int_eq(child_result(kid), 1); /* waited, not timed out */
     ck_assert_int_eq(state_of(a, kid), 0);
     crux_arb_close(a);
 }
@@ -125,7 +125,7 @@ START_TEST(bounded_wait_expires)
     crux_arb_t *a = open_arb(&res);
     crux_arb_ticket_t t;
     ck_assert_int_eq(crux_arb_acquire(a, res, 7, "high", 0, &t), CRUX_OK);
-    ck_assert_int_eq(child_result(child_acquire(1, 50ULL * 1000000)), 3);   /* waited, expired */
+    ck_assert_int_eq(child_result(child_acquire(1, 50ULL * 1000000)), 3); /* waited, expired */
     crux_arb_release(a, &t);
     crux_arb_close(a);
 }
@@ -156,7 +156,7 @@ static void killed_holder(int reap)
     if (reap) {
         ck_assert_int_eq(waitpid(kid, NULL, 0), kid);
     } else {
-        for (int i = 0; i < 10000 && state_of(a, kid) != 0; i++)   /* until it is a zombie */
+        for (int i = 0; i < 10000 && state_of(a, kid) != 0; i++) /* until it is a zombie */
             usleep(1000);
     }
     crux_arb_ticket_t t;
@@ -199,8 +199,7 @@ START_TEST(table_checks)
     }
     ck_assert_int_eq(crux_arb_resource(a, "one-more", &id), CRUX_ERR_NO_RESOURCE);
     crux_arb_ticket_t t;
-    ck_assert_int_eq(crux_arb_acquire(a, CRUX_ARB_MAX_RESOURCES, 0, NULL, 0, &t),
-                     CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_arb_acquire(a, CRUX_ARB_MAX_RESOURCES, 0, NULL, 0, &t), CRUX_ERR_INVALID);
     crux_arb_close(a);
     /* a file that is not a table is refused */
     FILE *f = fopen(path, "w");

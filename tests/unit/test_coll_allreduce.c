@@ -11,14 +11,14 @@
 #include <time.h>
 
 #include "check_main.h"
-#include "ompi_coll/crux_group_internal.h"   /* crux_far */
+#include "ompi_coll/crux_group_internal.h" /* crux_far */
 #include "tests/unit/fork_group.h"
 
 typedef struct {
     crux_allreduce_alg_t alg;
-    size_t               count;
-    int                  in_place;
-    crux_coll_config_t   config;
+    size_t count;
+    int in_place;
+    crux_coll_config_t config;
 } case_t;
 
 static float value(int rank, size_t i)
@@ -35,7 +35,7 @@ static int run_case(fork_group_member_t *m, void *arg)
         return 2;
     }
     float *s = malloc((c->count + 1) * sizeof(float)), *r = malloc((c->count + 1) * sizeof(float));
-    for (int round = 0; round < 3; round++) {   /* repeated calls reuse the group */
+    for (int round = 0; round < 3; round++) { /* repeated calls reuse the group */
         for (size_t i = 0; i <= c->count; i++) {
             s[i] = value(m->rank + round, i);
             r[i] = c->in_place ? s[i] : -99.0f;
@@ -55,7 +55,7 @@ static int run_case(fork_group_member_t *m, void *arg)
             }
         }
         if (r[c->count] != (c->in_place ? s[c->count] : -99.0f)) {
-            return 5;   /* wrote past the count */
+            return 5; /* wrote past the count */
         }
     }
     free(s);
@@ -81,10 +81,10 @@ START_TEST(test_allreduce_every_algorithm)
                 c.config.chunk_size = 4000;
                 c.config.cma_chunk_size = 8192;
                 c.config.cma_min_bytes = 100000;
-                c.config.stream_min_bytes = 50000;   /* larger counts stream their results */
-                ck_assert_msg(fork_group_run(size, run_case, &c) == 0,
-                              "size %d %s count %zu %s", size, crux_allreduce_alg_name(algs[a]),
-                              counts[k], in_place ? "in place" : "");
+                c.config.stream_min_bytes = 50000; /* larger counts stream their results */
+                ck_assert_msg(fork_group_run(size, run_case, &c) == 0, "size %d %s count %zu %s",
+                              size, crux_allreduce_alg_name(algs[a]), counts[k],
+                              in_place ? "in place" : "");
             }
         }
     }
@@ -93,7 +93,7 @@ END_TEST
 
 typedef struct {
     size_t count;
-    uint64_t *hashes;   /* shared */
+    uint64_t *hashes; /* shared */
 } bits_t;
 
 static int run_bits(fork_group_member_t *m, void *arg)
@@ -149,10 +149,10 @@ static int run_types(fork_group_member_t *m, void *arg)
         v[i] = (int64_t)1 << ((m->rank * 5 + i) % 60);
         d[i] = m->rank == 1 ? -(double)i : (double)(i % 17);
     }
-    if (crux_coll_allreduce(g, NULL, v, 777, CRUX_DT_INT64, CRUX_OP_BOR,
-                            CRUX_ALLREDUCE_AUTO) != CRUX_OK ||
-        crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_MIN,
-                            CRUX_ALLREDUCE_CMA) != CRUX_OK) {
+    if (crux_coll_allreduce(g, NULL, v, 777, CRUX_DT_INT64, CRUX_OP_BOR, CRUX_ALLREDUCE_AUTO) !=
+            CRUX_OK ||
+        crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_MIN, CRUX_ALLREDUCE_CMA) !=
+            CRUX_OK) {
         return 3;
     }
     for (int i = 0; i < 777; i++) {
@@ -168,8 +168,8 @@ static int run_types(fork_group_member_t *m, void *arg)
         }
     }
     /* no kernel: nothing done, same answer on every member */
-    if (crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_BXOR,
-                            CRUX_ALLREDUCE_AUTO) != CRUX_ERR_UNSUPPORTED) {
+    if (crux_coll_allreduce(g, NULL, d, 777, CRUX_DT_DOUBLE, CRUX_OP_BXOR, CRUX_ALLREDUCE_AUTO) !=
+        CRUX_ERR_UNSUPPORTED) {
         return 5;
     }
     crux_coll_group_destroy(g);
@@ -244,7 +244,9 @@ static int run_far(fork_group_member_t *m, void *arg)
     for (size_t calls = 100; rc == 0; calls += 100) {
         for (int i = 0; i < 100 && rc == 0; i++) {
             rc = crux_coll_allreduce(g, s, r, 20000, CRUX_DT_FLOAT, CRUX_OP_SUM,
-                                     CRUX_ALLREDUCE_STAGED) != CRUX_OK ? 3 : 0;
+                                     CRUX_ALLREDUCE_STAGED) != CRUX_OK
+                     ? 3
+                     : 0;
         }
         int judged = rc != 0 || calls < 1000 ? 0 : all_judged(m, g, want_far);
         if (judged != 0 || rc != 0) {
@@ -283,8 +285,8 @@ START_TEST(test_far_peers_get_a_streamed_stage)
     double latencies[] = { 1e-12, 10.0 };
     for (int size = 2; size <= 4; size++) {
         for (int l = 0; l < 2; l++) {
-            ck_assert_msg(fork_group_run(size, run_far, &latencies[l]) == 0, "size %d far_latency %g",
-                          size, latencies[l]);
+            ck_assert_msg(fork_group_run(size, run_far, &latencies[l]) == 0,
+                          "size %d far_latency %g", size, latencies[l]);
         }
     }
 }
@@ -327,14 +329,14 @@ START_TEST(test_looks_alone_judge_a_peer)
         ck_assert(crux_look(&g, 1, flag, v));
     }
     ck_assert_msg(crux_far(&g, 1), "never judged far from %llu looks", (unsigned long long)(v - 6));
-    g.config.far_latency = 10.0;   /* no look takes ten seconds */
+    g.config.far_latency = 10.0; /* no look takes ten seconds */
     for (; crux_far(&g, 1) && seconds() < deadline; v++) {
         ck_assert(!crux_look(&g, 1, flag, v));
         ctrl[1].reduced = v;
         ck_assert(crux_look(&g, 1, flag, v));
     }
     ck_assert(!crux_far(&g, 1));
-    ck_assert(!crux_far(&g, 0));   /* no look at ourselves */
+    ck_assert(!crux_far(&g, 0)); /* no look at ourselves */
 }
 END_TEST
 
@@ -352,11 +354,11 @@ static int run_without_cma(fork_group_member_t *m, void *arg)
     for (size_t i = 0; i < 6000000; i++) {
         x[i] = (float)(i % 3);
     }
-    if (crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM,
-                            CRUX_ALLREDUCE_CMA) != CRUX_ERR_UNSUPPORTED ||
+    if (crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM, CRUX_ALLREDUCE_CMA) !=
+            CRUX_ERR_UNSUPPORTED ||
         crux_coll_allreduce_choice(g, 64u << 20) != CRUX_ALLREDUCE_STAGED ||
-        crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM,
-                            CRUX_ALLREDUCE_AUTO) != CRUX_OK) {
+        crux_coll_allreduce(g, NULL, x, 6000000, CRUX_DT_FLOAT, CRUX_OP_SUM, CRUX_ALLREDUCE_AUTO) !=
+            CRUX_OK) {
         return 2;
     }
     for (size_t i = 0; i < 6000000; i++) {

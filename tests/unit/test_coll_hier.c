@@ -13,19 +13,19 @@
 #include "tests/unit/fork_group.h"
 
 typedef struct {
-    int      groups, per_group;
+    int groups, per_group;
     unsigned depth;
-    size_t   count;
-    int      in_place;
-    int      fail_inter;     /* the inter-group step of member 0 fails */
-    uint64_t *hashes;        /* shared, one per member, or NULL */
-    int      lanes;          /* within groups over libcrux_dev's lanes */
+    size_t count;
+    int in_place;
+    int fail_inter;   /* the inter-group step of member 0 fails */
+    uint64_t *hashes; /* shared, one per member, or NULL */
+    int lanes;        /* within groups over libcrux_dev's lanes */
 } hier_case_t;
 
 typedef struct {
     crux_coll_group_t *cross;
-    int                fail;
-    int                pending;   /* a started step not yet tested */
+    int fail;
+    int pending; /* a started step not yet tested */
 } inter_state_t;
 
 static crux_status_t inter_start(void *arg, void *buf, size_t count, void **request)
@@ -64,13 +64,13 @@ static int run_hier(fork_group_member_t *m, void *arg)
         return 2;
     }
     crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
-    config.stage_size = 128u << 10;   /* several rounds */
-    config.chunk_size = 8192;         /* several chunks per shard */
+    config.stage_size = 128u << 10; /* several rounds */
+    config.chunk_size = 8192;       /* several chunks per shard */
     crux_coll_oob_t local_oob = fork_subgroup_oob(&local_sub);
     crux_coll_group_t *g = NULL, *cross;
     crux_dev_group_t *dg = NULL;
     crux_dev_config_t dev_config = CRUX_DEV_CONFIG_DEFAULT;
-    dev_config.host_chunk_size = 8192;   /* several chunks per shard */
+    dev_config.host_chunk_size = 8192; /* several chunks per shard */
     dev_config.calibrate = 0;
     dev_config.engine.kinds = CRUX_TL_KINDS_HOST;
     dev_config.engine.calib_path = "";
@@ -91,10 +91,10 @@ static int run_hier(fork_group_member_t *m, void *arg)
         r[i] = c->in_place ? s[i] : -77.0f;
     }
     crux_status_t status =
-        c->lanes ? crux_dev_allreduce_hier(dg, &inter, c->depth, c->in_place ? NULL : s, r, c->count,
-                                           CRUX_DT_FLOAT, CRUX_OP_SUM)
-                 : crux_coll_allreduce_hier(g, &inter, c->depth, c->in_place ? NULL : s,
-                                            r, c->count, CRUX_DT_FLOAT, CRUX_OP_SUM);
+        c->lanes ? crux_dev_allreduce_hier(dg, &inter, c->depth, c->in_place ? NULL : s, r,
+                                           c->count, CRUX_DT_FLOAT, CRUX_OP_SUM)
+                 : crux_coll_allreduce_hier(g, &inter, c->depth, c->in_place ? NULL : s, r,
+                                            c->count, CRUX_DT_FLOAT, CRUX_OP_SUM);
     if (c->lanes && c->per_group == 1) {
         /* a group of one has no lanes: refused, nothing done */
         return status == CRUX_ERR_UNSUPPORTED && r[0] == (c->in_place ? s[0] : -77.0f) ? 0 : 9;
@@ -146,8 +146,14 @@ START_TEST(test_hier_every_layout)
     for (size_t d = 0; d < 3; d++) {
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             for (int in_place = 0; in_place < 2; in_place++) {
-                hier_case_t c = { layouts[layout][0], layouts[layout][1], depths[d], counts[k],
-                                  in_place, 0, NULL, lanes };
+                hier_case_t c = { layouts[layout][0],
+                                  layouts[layout][1],
+                                  depths[d],
+                                  counts[k],
+                                  in_place,
+                                  0,
+                                  NULL,
+                                  lanes };
                 ck_assert_msg(fork_group_run(c.groups * c.per_group, run_hier, &c) == 0,
                               "%d x %d depth %u count %zu %s%s", c.groups, c.per_group, c.depth,
                               c.count, in_place ? "in place" : "", lanes ? " over lanes" : "");

@@ -31,8 +31,8 @@ START_TEST(test_streamed_copies_land_exactly)
                 memset(dst, 0xee, n + d + 1);
                 crux_copy_to(dst + d, src + from, n, far);
                 crux_copy_fence();
-                ck_assert_msg(memcmp(dst + d, src + from, n) == 0, "offset %zu length %zu far %d", d, n,
-                              far);
+                ck_assert_msg(memcmp(dst + d, src + from, n) == 0, "offset %zu length %zu far %d",
+                              d, n, far);
                 ck_assert_msg(dst[d + n] == 0xee && (d == 0 || dst[d - 1] == 0xee),
                               "offset %zu length %zu: written outside", d, n);
             }
@@ -60,20 +60,20 @@ static void window(crux_reach_t *r, unsigned slow, uint64_t slow_ticks, double f
 START_TEST(test_a_window_decides_by_its_median)
 {
     crux_reach_t r = { 0 };
-    const uint64_t slow = 1000000000;   /* a billion ticks: far past any threshold */
+    const uint64_t slow = 1000000000; /* a billion ticks: far past any threshold */
     window(&r, CRUX_REACH_SAMPLES, slow, 0);
-    ck_assert_int_eq(r.far, 0);   /* the first window came too soon to know the rate */
+    ck_assert_int_eq(r.far, 0); /* the first window came too soon to know the rate */
     usleep(2000);
     window(&r, CRUX_REACH_SAMPLES / 2 + 1, slow, 0);
-    ck_assert_int_eq(r.far, 1);   /* most samples slow: the median is */
+    ck_assert_int_eq(r.far, 1); /* most samples slow: the median is */
     window(&r, CRUX_REACH_SAMPLES / 2, slow, 0);
-    ck_assert_int_eq(r.far, 0);   /* most fast: near again, the window decides anew */
+    ck_assert_int_eq(r.far, 0); /* most fast: near again, the window decides anew */
     crux_reach_sample(&r, slow, 0);
-    ck_assert_int_eq(r.far, 0);   /* a sample alone decides nothing */
+    ck_assert_int_eq(r.far, 0); /* a sample alone decides nothing */
     r = (crux_reach_t){ 0 };
-    window(&r, 0, 0, 1e-15);      /* a threshold below one tick: every sample is far */
+    window(&r, 0, 0, 1e-15); /* a threshold below one tick: every sample is far */
     ck_assert_int_eq(r.far, 1);
-    window(&r, CRUX_REACH_SAMPLES, slow, 1e6);   /* one of a million seconds: none is */
+    window(&r, CRUX_REACH_SAMPLES, slow, 1e6); /* one of a million seconds: none is */
     ck_assert_int_eq(r.far, 0);
 }
 END_TEST
@@ -89,7 +89,8 @@ START_TEST(test_about_one_turn_in_every_is_timed)
         longest = run > longest ? run : longest;
     }
     double share = (double)timed / draws;
-    ck_assert_msg(share > 0.8 / CRUX_REACH_EVERY && share < 1.2 / CRUX_REACH_EVERY, "share %f", share);
+    ck_assert_msg(share > 0.8 / CRUX_REACH_EVERY && share < 1.2 / CRUX_REACH_EVERY, "share %f",
+                  share);
     ck_assert_msg(longest < 30 * CRUX_REACH_EVERY, "%u turns in a row untimed", longest);
 }
 END_TEST

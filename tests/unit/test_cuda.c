@@ -18,7 +18,11 @@
 #include "ompi_coll/crux_dev_internal.h"
 #include "tests/unit/fork_group.h"
 
-#define FAIL(code) do { fprintf(stderr, "# %s:%d: failed\n", __FILE__, __LINE__); return (code); } while (0)
+#define FAIL(code)                                                \
+    do {                                                          \
+        fprintf(stderr, "# %s:%d: failed\n", __FILE__, __LINE__); \
+        return (code);                                            \
+    } while (0)
 
 static unsigned char pattern(size_t i, unsigned salt)
 {
@@ -58,9 +62,12 @@ static int t_detection(void)
 {
     void *d;
     double h = 0;
-    if (crux_dev_alloc(0, 4096, &d) != CRUX_OK) FAIL(1);
+    if (crux_dev_alloc(0, 4096, &d) != CRUX_OK)
+        FAIL(1);
     crux_tl_mem_t m = crux_tl_mem_query((char *)d + 100);
-    if (!crux_dev_is_device(d) || crux_dev_is_device(&h) || m.type != CRUX_TL_MEM_CUDA || m.device != 0) FAIL(2);
+    if (!crux_dev_is_device(d) || crux_dev_is_device(&h) || m.type != CRUX_TL_MEM_CUDA ||
+        m.device != 0)
+        FAIL(2);
     crux_dev_free(0, d);
     return 0;
 }
@@ -103,12 +110,14 @@ static int t_kernels(void)
             if (!crux_dev_reduce_supported((crux_dtype_t)t, (crux_op_t)o)) {
                 continue;
             }
-            unsigned char *a = malloc(bytes), *b = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+            unsigned char *a = malloc(bytes), *b = malloc(bytes), *want = malloc(bytes),
+                          *got = malloc(bytes);
             void *da, *db;
             random_values((crux_dtype_t)t, a, n, (unsigned)(t * 31 + o));
             random_values((crux_dtype_t)t, b, n, (unsigned)(t * 37 + o + 1));
             crux_reduce_lookup((crux_dtype_t)t, (crux_op_t)o)(want, a, b, n);
-            if (crux_dev_alloc(0, bytes, &da) != CRUX_OK || crux_dev_alloc(0, bytes, &db) != CRUX_OK ||
+            if (crux_dev_alloc(0, bytes, &da) != CRUX_OK ||
+                crux_dev_alloc(0, bytes, &db) != CRUX_OK ||
                 crux_dev_copy(da, a, bytes) != CRUX_OK || crux_dev_copy(db, b, bytes) != CRUX_OK ||
                 crux_dev_reduce(da, da, db, n, (crux_dtype_t)t, (crux_op_t)o) != CRUX_OK ||
                 crux_dev_copy(got, da, bytes) != CRUX_OK) {
@@ -116,12 +125,16 @@ static int t_kernels(void)
                 return 1;
             }
             if (memcmp(got, want, bytes) != 0) {
-                fprintf(stderr, "# %s %s: differs from the CPU kernel\n", crux_dtype_name(t), crux_op_name(o));
+                fprintf(stderr, "# %s %s: differs from the CPU kernel\n", crux_dtype_name(t),
+                        crux_op_name(o));
                 return 2;
             }
             crux_dev_free(0, da);
             crux_dev_free(0, db);
-            free(a); free(b); free(want); free(got);
+            free(a);
+            free(b);
+            free(want);
+            free(got);
         }
     }
     return 0;
@@ -132,10 +145,14 @@ static int t_staging(void)
     const size_t bytes = (8u << 20) + 5;
     crux_dev_stage_t *stage;
     void *src = device_pattern(0, bytes, 3), *dst;
-    if (src == NULL || crux_dev_alloc(0, bytes, &dst) != CRUX_OK || crux_dev_stage_create(&stage) != CRUX_OK) FAIL(1);
+    if (src == NULL || crux_dev_alloc(0, bytes, &dst) != CRUX_OK ||
+        crux_dev_stage_create(&stage) != CRUX_OK)
+        FAIL(1);
     unsigned char *h = crux_dev_stage_buffer(stage, 0, bytes);
-    if (h == NULL || crux_dev_copy(h, src, bytes) != CRUX_OK || h[bytes - 1] != pattern(bytes - 1, 3) ||
-        crux_dev_copy(dst, h, bytes) != CRUX_OK || !device_holds(dst, bytes, 3)) FAIL(2);
+    if (h == NULL || crux_dev_copy(h, src, bytes) != CRUX_OK ||
+        h[bytes - 1] != pattern(bytes - 1, 3) || crux_dev_copy(dst, h, bytes) != CRUX_OK ||
+        !device_holds(dst, bytes, 3))
+        FAIL(2);
     crux_dev_stage_destroy(stage);
     return 0;
 }
@@ -148,7 +165,8 @@ static crux_tl_engine_t *cuda_engine_kinds(crux_tl_context_t **ctx, const char *
     cfg.kinds = kinds;
     cfg.max_peers = peers;
     cfg.calib_path = calib_path;
-    if (crux_tl_context_open(NULL, ctx) != CRUX_OK || crux_tl_engine_create(*ctx, &cfg, &e) != CRUX_OK) {
+    if (crux_tl_context_open(NULL, ctx) != CRUX_OK ||
+        crux_tl_engine_create(*ctx, &cfg, &e) != CRUX_OK) {
         return NULL;
     }
     return e;
@@ -183,7 +201,8 @@ static int device_transfers(crux_tl_pair_t *pair, int sends, int receives, int d
             }
             if (y != NULL && c == nchan && sizes[s] > (16u << 20)) {
                 fprintf(stderr, "# %zu bytes: %u stripes, %.2f GB/s\n", sizes[s],
-                        crux_tl_xfer_stats(y)->nstripes, sizes[s] / crux_tl_xfer_stats(y)->elapsed / 1e9);
+                        crux_tl_xfer_stats(y)->nstripes,
+                        sizes[s] / crux_tl_xfer_stats(y)->elapsed / 1e9);
             }
             crux_tl_xfer_release(x);
             crux_tl_xfer_release(y);
@@ -199,7 +218,8 @@ static int t_engine_loopback(void)
     crux_tl_context_t *ctx;
     crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
     crux_tl_pair_t *pair;
-    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) FAIL(1);
+    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(1);
     int rc = device_transfers(pair, 1, 1, 0, 2);
     crux_tl_pair_disconnect(pair);
     crux_tl_engine_destroy(e);
@@ -216,13 +236,18 @@ static int t_engine_kinds(void)
     crux_tl_pair_t *pair;
     void *src = device_pattern(0, bytes, 9), *dst = device_pattern(0, bytes, 0);
     crux_tl_xfer_t *x, *y;
-    if (e == NULL || src == NULL || dst == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK ||
-        crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK || crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK ||
-        crux_tl_xfer_wait(y) != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK) FAIL(1);
+    if (e == NULL || src == NULL || dst == NULL ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK ||
+        crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK)
+        FAIL(1);
     crux_tl_chan_attr_t attrs[4];
     const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(y);
-    if (!device_holds(dst, bytes, 9) || st->nstripes != 1 || crux_tl_pair_channels(pair, attrs, 4) < 1 ||
-        attrs[st->stripe[0].channel].kind != CRUX_TL_CHAN_CUDA_HOST) FAIL(2);
+    if (!device_holds(dst, bytes, 9) || st->nstripes != 1 ||
+        crux_tl_pair_channels(pair, attrs, 4) < 1 ||
+        attrs[st->stripe[0].channel].kind != CRUX_TL_CHAN_CUDA_HOST)
+        FAIL(2);
     crux_tl_xfer_release(x);
     crux_tl_xfer_release(y);
     crux_dev_free(0, src);
@@ -247,10 +272,12 @@ static int t_engine_relay(void)
     };
     crux_tl_pair_t *pair;
     if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
-        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0) FAIL(1);
+        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0)
+        FAIL(1);
     memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
     if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
-        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) FAIL(2);
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(2);
     int rc = device_transfers(pair, 1, 1, 0, 3);
     crux_tl_chan_attr_t attrs[4];
     if (rc == 0 && (crux_tl_pair_channels(pair, attrs, 4) != 3 || attrs[1].hops != 2 ||
@@ -266,7 +293,7 @@ static int t_engine_relay(void)
     crux_tl_context_close(ctx);
     return rc;
 #else
-    return 1;   /* a build without CUDA sees no GPU: never run */
+    return 1; /* a build without CUDA sees no GPU: never run */
 #endif
 }
 
@@ -309,14 +336,15 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
     if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
         return 10;
     }
-    float *in = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    float *in = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)),
+          *got = malloc(n * sizeof(float));
     for (int p = 0; p < procs; p++) {
         for (size_t i = 0; i < n; i++) {
             float v = (float)((i * 7 + (size_t)p * 13) % 1000) / 8.0f;
             if (p == m->rank) {
                 in[i] = v;
             }
-            want[i] = p == 0 ? v : want[i] + v;   /* rank order, as the owners reduce */
+            want[i] = p == 0 ? v : want[i] + v; /* rank order, as the owners reduce */
         }
     }
     void *d;
@@ -336,7 +364,9 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
         crux_dev_free(device, s);
     }
     crux_dev_group_destroy(g);
-    free(in); free(want); free(got);
+    free(in);
+    free(want);
+    free(got);
     return rc;
 }
 
@@ -355,11 +385,13 @@ static int t_calibration(void)
 {
     char path[64] = "/tmp/crux-cuda-calib-XXXXXX", line[256];
     int fd = mkstemp(path);
-    if (fd < 0) FAIL(1);
+    if (fd < 0)
+        FAIL(1);
     close(fd);
     crux_tl_context_t *ctx;
     crux_tl_engine_t *e = cuda_engine(&ctx, path, 2);
-    if (e == NULL || crux_tl_engine_calibrate_cuda(e, 0, 0, 1) != CRUX_OK) FAIL(2);
+    if (e == NULL || crux_tl_engine_calibrate_cuda(e, 0, 0, 1) != CRUX_OK)
+        FAIL(2);
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
     FILE *f = fopen(path, "r");
@@ -368,7 +400,9 @@ static int t_calibration(void)
         double bw;
         char sig[128];
         if (sscanf(line, "%127s %lf", sig, &bw) == 2 && bw > 0) {
-            found |= strncmp(sig, "cuda-ipc:", 9) == 0 ? 1 : strncmp(sig, "cuda-host:", 10) == 0 ? 2 : 0;
+            found |= strncmp(sig, "cuda-ipc:", 9) == 0     ? 1
+                     : strncmp(sig, "cuda-host:", 10) == 0 ? 2
+                                                           : 0;
             fprintf(stderr, "# %s", line);
         }
     }
@@ -376,7 +410,7 @@ static int t_calibration(void)
         fclose(f);
     }
     unlink(path);
-    strcat(path, ".lock");   /* the cache's lock file (path has room: mkstemp's name + 5) */
+    strcat(path, ".lock"); /* the cache's lock file (path has room: mkstemp's name + 5) */
     unlink(path);
     return found == 3 ? 0 : 3;
 }
@@ -388,14 +422,16 @@ static int t_no_driver(void)
     double h = 1;
     return crux_tl_cuda_devices() == 0 && crux_dev_count() == 0 && !crux_dev_is_device(&h) &&
                    crux_tl_mem_query(&h).type == CRUX_TL_MEM_HOST &&
-                   crux_dev_reduce(&h, &h, &h, 1, CRUX_DT_DOUBLE, CRUX_OP_SUM) == CRUX_ERR_UNSUPPORTED
-               ? 0 : 1;
+                   crux_dev_reduce(&h, &h, &h, 1, CRUX_DT_DOUBLE, CRUX_OP_SUM) ==
+                       CRUX_ERR_UNSUPPORTED
+               ? 0
+               : 1;
 }
 
 static const struct {
     const char *name;
     int (*fn)(void);
-    int gpus;   /* needed */
+    int gpus; /* needed */
 } tests[] = {
     { "device pointers are detected", t_detection, 1 },
     { "every device kernel matches the CPU kernel bit for bit", t_kernels, 1 },
@@ -418,7 +454,8 @@ static int in_child(int (*fn)(void))
         _exit(fn());
     }
     int status;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                           : 1;
 }
 
 static int count_gpus(void)
@@ -436,7 +473,8 @@ int main(void)
             printf("ok %d - %s # SKIP %s\n", i + 1, tests[i].name,
                    gpus == 0 ? "no GPU" : "needs 2 GPUs");
         } else {
-            printf("%sok %d - %s\n", in_child(tests[i].fn) == 0 ? "" : "not ", i + 1, tests[i].name);
+            printf("%sok %d - %s\n", in_child(tests[i].fn) == 0 ? "" : "not ", i + 1,
+                   tests[i].name);
         }
     }
     return 0;

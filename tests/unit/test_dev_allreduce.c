@@ -10,7 +10,7 @@
 
 #include "check_main.h"
 #include "ompi_coll/crux_dev.h"
-#include "ompi_coll/crux_dev_group.h"   /* the pairs, to see them found far */
+#include "ompi_coll/crux_dev_group.h" /* the pairs, to see them found far */
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)
@@ -24,13 +24,13 @@ static const crux_tl_model_t models[3] = {
 typedef enum { ALLREDUCE, REDUCE_SCATTER, ALLGATHER } step_t;
 
 typedef struct {
-    uint8_t     *region;     /* shared: per rank, input then result */
-    step_t       step;
+    uint8_t *region; /* shared: per rank, input then result */
+    step_t step;
     crux_dtype_t dtype;
-    crux_op_t    op;
-    size_t       count;
-    int          in_place;
-    unsigned     kinds;      /* host channel kinds instead of model channels (0: models) */
+    crux_op_t op;
+    size_t count;
+    int in_place;
+    unsigned kinds; /* host channel kinds instead of model channels (0: models) */
 } case_t;
 
 static uint8_t *input_of(const case_t *c, int rank)
@@ -52,11 +52,22 @@ static void make_input(const case_t *c, int rank, uint8_t *out)
         uint32_t v = (uint32_t)(i * 2654435761u + (uint32_t)rank * 40503u) >> 7;
         uint8_t *e = out + i * esize;
         switch (c->dtype) {
-        case CRUX_DT_FLOAT: { float f = (float)(v % 2001) / 1000.0f - 1.0f; memcpy(e, &f, 4); break; }
-        case CRUX_DT_FLOAT16:   /* 0x3c00 + small: 1.0 .. 1.5 */
-        case CRUX_DT_BFLOAT16: { uint16_t h = (uint16_t)((c->dtype == CRUX_DT_FLOAT16 ? 0x3c00 : 0x3f80) + v % 64);
-                                 memcpy(e, &h, 2); break; }
-        default: for (size_t b = 0; b < esize; b++) { e[b] = (uint8_t)(v >> (b * 3)); } break;
+        case CRUX_DT_FLOAT: {
+            float f = (float)(v % 2001) / 1000.0f - 1.0f;
+            memcpy(e, &f, 4);
+            break;
+        }
+        case CRUX_DT_FLOAT16: /* 0x3c00 + small: 1.0 .. 1.5 */
+        case CRUX_DT_BFLOAT16: {
+            uint16_t h = (uint16_t)((c->dtype == CRUX_DT_FLOAT16 ? 0x3c00 : 0x3f80) + v % 64);
+            memcpy(e, &h, 2);
+            break;
+        }
+        default:
+            for (size_t b = 0; b < esize; b++) {
+                e[b] = (uint8_t)(v >> (b * 3));
+            }
+            break;
         }
     }
 }
@@ -65,15 +76,15 @@ static int body(fork_group_member_t *m, void *arg)
 {
     const case_t *c = arg;
     crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
-    cfg.chunk_size = 48u << 10;   /* many chunks ... */
+    cfg.chunk_size = 48u << 10; /* many chunks ... */
     cfg.host_chunk_size = 48u << 10;
-    cfg.window = 2;               /* ... through few scratch slots */
+    cfg.window = 2; /* ... through few scratch slots */
     cfg.calibrate = 0;
     cfg.engine.kinds = c->kinds;
     cfg.engine.models = c->kinds != 0 ? NULL : models;
     cfg.engine.nmodels = c->kinds != 0 ? 0 : 3;
     cfg.engine.calib_path = "";
-    cfg.stream_min_bytes = 1u << 20;   /* the larger cases land gathered chunks streamed */
+    cfg.stream_min_bytes = 1u << 20; /* the larger cases land gathered chunks streamed */
     crux_coll_oob_t oob = fork_group_oob(m);
     crux_dev_group_t *g;
     if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
@@ -93,9 +104,11 @@ static int body(fork_group_member_t *m, void *arg)
     crux_status_t st;
     const void *sbuf = c->in_place ? NULL : in;
     switch (c->step) {
-    case ALLREDUCE:      st = crux_dev_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
-    case REDUCE_SCATTER: st = crux_dev_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op); break;
-    default:             st = crux_dev_allgather(g, out, c->count, c->dtype); break;
+    case ALLREDUCE: st = crux_dev_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
+    case REDUCE_SCATTER:
+        st = crux_dev_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op);
+        break;
+    default: st = crux_dev_allgather(g, out, c->count, c->dtype); break;
     }
     fork_group_barrier(m);
     if (st != CRUX_OK) {
@@ -111,7 +124,7 @@ static int body(fork_group_member_t *m, void *arg)
             fn(want, want, x, c->count);
         }
     }
-    if (c->step == ALLGATHER) {   /* shard p comes from member p's input */
+    if (c->step == ALLGATHER) { /* shard p comes from member p's input */
         for (int p = 0; p < m->size; p++) {
             size_t f, l;
             crux_dev_shard(g, c->count, p, &f, &l);
@@ -144,8 +157,9 @@ static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, cr
                    size_t count, int in_place)
 {
     size_t region = (size_t)size * 2 * MAX_BYTES;
-    case_t c = { .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place,
-                 .kinds = kinds };
+    case_t c = {
+        .step = step, .dtype = dtype, .op = op, .count = count, .in_place = in_place, .kinds = kinds
+    };
     c.region = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(c.region != MAP_FAILED);
     ck_assert_uint_le(count * crux_dtype_size(dtype), MAX_BYTES);
@@ -249,7 +263,7 @@ static int successive(fork_group_member_t *m, void *arg)
     int32_t *in = malloc(1000003 * sizeof(int32_t)), *out = malloc(1000003 * sizeof(int32_t));
     int rc = 0;
     for (size_t i = 0; i < warm_up + ncounts && rc == 0; i++) {
-        size_t n = i < warm_up ? 2001 : counts[i - warm_up];   /* warm-up: 8 KiB, whole calls */
+        size_t n = i < warm_up ? 2001 : counts[i - warm_up]; /* warm-up: 8 KiB, whole calls */
         for (int q = 0; i == warm_up && q < m->size; q++) {
             rc |= q != m->rank && crux_tl_pair_far(g->rs[q]) != (far_latency < 1e-9) ? 13 : 0;
         }
@@ -258,7 +272,8 @@ static int successive(fork_group_member_t *m, void *arg)
             in[j] = (int32_t)((size_t)m->rank * 1000 + (j + i) % 97);
             out[j] = in_place ? in[j] : -1;
         }
-        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) != CRUX_OK) {
+        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
+            CRUX_OK) {
             rc = 11;
         }
         int32_t ranks = (int32_t)(1000 * m->size * (m->size - 1) / 2);
@@ -303,7 +318,7 @@ static int rows_reused(fork_group_member_t *m, void *arg)
     if (g == NULL) {
         return 10;
     }
-    const size_t n = 64 * 1024 + 3;   /* 13 chunks of 1024 per shard, at 5 members */
+    const size_t n = 64 * 1024 + 3; /* 13 chunks of 1024 per shard, at 5 members */
     int32_t *in = malloc(n * sizeof(int32_t)), *out = malloc(n * sizeof(int32_t));
     int rc = 0;
     for (int i = 0; i < 60 && rc == 0; i++) {
@@ -312,7 +327,8 @@ static int rows_reused(fork_group_member_t *m, void *arg)
             in[j] = (int32_t)((size_t)m->rank * 7 + (j * 31 + (size_t)i) % 1009);
             out[j] = in_place ? in[j] : -1;
         }
-        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) != CRUX_OK) {
+        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
+            CRUX_OK) {
             rc = 11;
         }
         for (size_t j = 0; rc == 0 && j < n; j++) {
@@ -383,7 +399,7 @@ START_TEST(test_device_pieces_without_a_gpu)
     ck_assert_int_eq(crux_dev_is_device(host), 0);
     ck_assert_int_eq(crux_dev_is_device(NULL), 0);
     if (crux_dev_count() > 0) {
-        return;   /* a GPU machine: tests/unit/test_cuda covers the rest */
+        return; /* a GPU machine: tests/unit/test_cuda covers the rest */
     }
     ck_assert_int_eq(crux_dev_reduce(back, host, host, 4, CRUX_DT_DOUBLE, CRUX_OP_SUM),
                      CRUX_ERR_UNSUPPORTED);
@@ -397,7 +413,7 @@ START_TEST(test_device_pieces_without_a_gpu)
     ck_assert(a != NULL && b != NULL && (void *)a != (void *)b);
     ck_assert_ptr_null(crux_dev_stage_buffer(stage, 2, 8));
     ck_assert_int_eq(crux_dev_copy(a, host, sizeof(host)), CRUX_OK);
-    ck_assert(crux_dev_stage_buffer(stage, 0, 8) == a);   /* big enough: kept */
+    ck_assert(crux_dev_stage_buffer(stage, 0, 8) == a); /* big enough: kept */
     ck_assert_double_eq(a[3], 4.0);
     crux_dev_stage_destroy(stage);
 }

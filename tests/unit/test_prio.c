@@ -84,7 +84,7 @@ START_TEST(writer_refuses_what_readers_would)
     crux_prio_kv_t kv[] = { { "note", value } };
     int n = (int)(CRUX_PRIO_MAX_FILE_BYTES / sizeof(value)) + 2;
     crux_prio_entry_t *e = calloc((size_t)n, sizeof(*e));
-    char (*ids)[16] = calloc((size_t)n, sizeof(*ids));
+    char(*ids)[16] = calloc((size_t)n, sizeof(*ids));
     ck_assert(e != NULL && ids != NULL);
     for (int i = 0; i < n; i++) {
         snprintf(ids[i], sizeof(ids[i]), "job%d", i);
@@ -131,7 +131,7 @@ START_TEST(malformed_files)
         { "crux-priorities 1\nlevels 8\njob a level x\n", "t:3:" },
         { "crux-priorities 1\nlevels 8\njob a level 1\nbogus\n", "t:4:" },
         { "crux-priorities 1\nlevels 8\njob a level 1\njob a level 2\n", "job a" },
-        { "crux-priorities 1\nlevels 8\njob a level 1", "t:3:" },      /* truncated */
+        { "crux-priorities 1\nlevels 8\njob a level 1", "t:3:" }, /* truncated */
         { "crux-priorities 1\n", "levels" },
         /* found by fuzz_prio: a job id the writer would refuse (control
          * character) was accepted */
@@ -141,8 +141,9 @@ START_TEST(malformed_files)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_prio_file_t *f = NULL;
         char err[256] = "";
-        ck_assert_int_eq(crux_prio_parse(bad[i].text, strlen(bad[i].text), "t", &f, err,
-                                         sizeof(err)), CRUX_ERR_INVALID);
+        ck_assert_int_eq(
+            crux_prio_parse(bad[i].text, strlen(bad[i].text), "t", &f, err, sizeof(err)),
+            CRUX_ERR_INVALID);
         ck_assert_msg(strstr(err, bad[i].where) != NULL, "case %zu: %s", i, err);
     }
 }
@@ -173,7 +174,7 @@ START_TEST(reader_follows_the_file)
     ck_assert_int_eq(crux_prio_reader_level(r), 6);
     ck_assert_int_eq(crux_prio_reader_levels(r), 8);
     ck_assert_str_eq(crux_prio_reader_get(r, "tc"), "192");
-    ck_assert_int_eq(crux_prio_reader_poll(r), 0);        /* nothing new */
+    ck_assert_int_eq(crux_prio_reader_poll(r), 0); /* nothing new */
     /* a malformed file: last good state kept, said once */
     put("prio", "crux-priorities 1\nlevels 8\njob j7 level 99\n");
     ck_assert_int_eq(crux_prio_reader_poll(r), 0);
@@ -230,7 +231,7 @@ START_TEST(reader_refuses_huge_and_special_files)
     ck_assert_int_eq(logged, 1);
     ck_assert_msg(strstr(last_log, "read at most") != NULL, "%s", last_log);
     crux_prio_reader_poll(r);
-    ck_assert_int_eq(logged, 1);                        /* said once */
+    ck_assert_int_eq(logged, 1); /* said once */
     /* just over the limit, and just at it (a malformed one then) */
     fd = open(in_dir("prio"), O_WRONLY | O_TRUNC);
     ck_assert_int_eq(ftruncate(fd, (off_t)CRUX_PRIO_MAX_FILE_BYTES + 1), 0);
@@ -243,7 +244,7 @@ START_TEST(reader_refuses_huge_and_special_files)
     /* a FIFO: must not block */
     ck_assert_int_eq(unlink(in_dir("prio")), 0);
     ck_assert_int_eq(mkfifo(in_dir("prio"), 0600), 0);
-    alarm(10);                                          /* a hang fails the test */
+    alarm(10); /* a hang fails the test */
     ck_assert_int_eq(crux_prio_reader_poll(r), 0);
     alarm(0);
     ck_assert_int_eq(crux_prio_reader_level(r), 5);
@@ -273,7 +274,7 @@ START_TEST(reader_checks_at_most_every_interval)
     uint64_t loads = crux_prio_reader_loads(r);
     put("prio", "crux-priorities 1\nlevels 8\njob j level 5\n");
     for (int i = 0; i < 100000; i++)
-        ck_assert_int_eq(crux_prio_reader_poll(r), 0);    /* within the hour: no look */
+        ck_assert_int_eq(crux_prio_reader_poll(r), 0); /* within the hour: no look */
     ck_assert_int_eq(crux_prio_reader_level(r), 4);
     ck_assert_uint_eq(crux_prio_reader_loads(r), loads);
     crux_prio_reader_close(r);
@@ -339,8 +340,7 @@ START_TEST(no_torn_reads_while_replaced)
     for (int i = 0; i < 4; i++) {
         int status;
         ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader %d saw a bad file",
-                      i);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader %d saw a bad file", i);
     }
     /* and a reader handle sees whole versions too */
     crux_prio_reader_t *r;
@@ -352,8 +352,10 @@ END_TEST
 
 START_TEST(job_id_resolution)
 {
-    static const char *const vars[] = { "CRUX_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID",
-                                        "JOB_ID", "FLUX_JOB_ID", "OMPI_MCA_orte_ess_jobid" };
+    static const char *const vars[] = {
+        "CRUX_JOB_ID", "SLURM_JOB_ID",           "PBS_JOBID", "LSB_JOBID", "JOB_ID",
+        "FLUX_JOB_ID", "OMPI_MCA_orte_ess_jobid"
+    };
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     const char *src;
@@ -365,7 +367,7 @@ START_TEST(job_id_resolution)
     setenv("SLURM_JOB_ID", "4242", 1);
     ck_assert_str_eq(crux_prio_job_id(NULL, &src), "4242");
     ck_assert_str_eq(src, "SLURM_JOB_ID");
-    setenv("CRUX_JOB_ID", "not a token", 1);      /* skipped */
+    setenv("CRUX_JOB_ID", "not a token", 1); /* skipped */
     ck_assert_str_eq(crux_prio_job_id(NULL, NULL), "4242");
     setenv("CRUX_JOB_ID", "train-7", 1);
     ck_assert_str_eq(crux_prio_job_id(NULL, &src), "train-7");
@@ -378,9 +380,17 @@ START_TEST(profile_round_trip)
 {
     char *hosts[] = { "hostA", "hostB" };
     int ranks[] = { 8, 4 };
-    crux_profile_t p = { .job = "job-9", .ranks = 12, .nhosts = 2, .hosts = hosts,
-                         .host_ranks = ranks, .window_s = 30, .bytes = 6e10, .coll_s = 6,
-                         .gap_s = 27, .period_s = 0.5, .collectives = 600 };
+    crux_profile_t p = { .job = "job-9",
+                         .ranks = 12,
+                         .nhosts = 2,
+                         .hosts = hosts,
+                         .host_ranks = ranks,
+                         .window_s = 30,
+                         .bytes = 6e10,
+                         .coll_s = 6,
+                         .gap_s = 27,
+                         .period_s = 0.5,
+                         .collectives = 600 };
     char err[256];
     ck_assert_int_eq(crux_profile_write(in_dir("job-9.profile"), &p, err, sizeof(err)), CRUX_OK);
     crux_profile_t q;
@@ -398,7 +408,7 @@ START_TEST(profile_round_trip)
     ck_assert_double_eq_tol(it.bytes, 1e9, 1e-3);
     ck_assert_double_eq_tol(it.compute_s, 0.45, 1e-12);
     ck_assert_double_eq_tol(it.comm_s, 0.1, 1e-12);
-    ck_assert_double_eq_tol(it.overlap, 0.05 / 0.45, 1e-12);   /* 0.55 s of work in 0.5 s */
+    ck_assert_double_eq_tol(it.overlap, 0.05 / 0.45, 1e-12); /* 0.55 s of work in 0.5 s */
     ck_assert_double_eq_tol(it.bytes_per_collective, 1e8, 1e-3);
     crux_profile_clear(&q);
 }
@@ -409,11 +419,11 @@ START_TEST(profile_malformed)
     static const char *const bad[] = {
         "crux-profile 2\n",
         "crux-profile 1\njob a\nranks 2\nhosts h:1,g:1\nwindow_s 1\ncollectives 1\nbytes 1\n"
-        "coll_s 1\ngap_s 1\n",                                              /* no period_s */
+        "coll_s 1\ngap_s 1\n", /* no period_s */
         "crux-profile 1\njob a\nranks 3\nhosts h:1,g:1\nwindow_s 1\ncollectives 1\nbytes 1\n"
-        "coll_s 1\ngap_s 1\nperiod_s 1\n",                                  /* ranks != sum */
+        "coll_s 1\ngap_s 1\nperiod_s 1\n", /* ranks != sum */
         "crux-profile 1\njob a\nranks 2\nhosts h:1,h:1\nwindow_s 1\ncollectives 1\nbytes 1\n"
-        "coll_s 1\ngap_s 1\nperiod_s 1\n",                                  /* host twice */
+        "coll_s 1\ngap_s 1\nperiod_s 1\n", /* host twice */
         "crux-profile 1\njob a\nranks 2\nhosts h:1,g:1\nwindow_s -1\ncollectives 1\nbytes 1\n"
         "coll_s 1\ngap_s 1\nperiod_s 1\n",
         "crux-profile 1\njob a b\n",

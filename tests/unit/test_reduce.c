@@ -11,15 +11,15 @@
 #include "check_main.h"
 #include "ompi_coll/crux_reduce.h"
 
-#define MAXLEN 1031   /* prime: not a multiple of any vector width */
+#define MAXLEN 1031 /* prime: not a multiple of any vector width */
 
 static long double ref_arith(crux_op_t op, long double a, long double b)
 {
     switch (op) {
-    case CRUX_OP_SUM:  return a + b;
+    case CRUX_OP_SUM: return a + b;
     case CRUX_OP_PROD: return a * b;
-    case CRUX_OP_MAX:  return a > b ? a : b;
-    default:           return a < b ? a : b;
+    case CRUX_OP_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
     }
 }
 
@@ -27,15 +27,15 @@ static int64_t ref_int(crux_op_t op, int64_t a, int64_t b)
 {
     switch (op) {
     case CRUX_OP_LAND: return a && b;
-    case CRUX_OP_LOR:  return a || b;
+    case CRUX_OP_LOR: return a || b;
     case CRUX_OP_LXOR: return !a != !b;
     case CRUX_OP_BAND: return a & b;
-    case CRUX_OP_BOR:  return a | b;
+    case CRUX_OP_BOR: return a | b;
     case CRUX_OP_BXOR: return a ^ b;
-    case CRUX_OP_SUM:  return (int64_t)((uint64_t)a + (uint64_t)b);
+    case CRUX_OP_SUM: return (int64_t)((uint64_t)a + (uint64_t)b);
     case CRUX_OP_PROD: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case CRUX_OP_MAX:  return a > b ? a : b;
-    default:           return a < b ? a : b;
+    case CRUX_OP_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
     }
 }
 
@@ -74,38 +74,40 @@ static void fill(crux_dtype_t type, crux_op_t op, void *buf, size_t n, unsigned 
         long small = op == CRUX_OP_PROD ? r % 5 - 2 : r % 201 - 100;
         bool logic = op == CRUX_OP_LAND || op == CRUX_OP_LOR || op == CRUX_OP_LXOR;
         if (logic) {
-            small = r % 3 == 0 ? 0 : r % 7 + 1;   /* any non-zero is true */
+            small = r % 3 == 0 ? 0 : r % 7 + 1; /* any non-zero is true */
         }
         switch (type) {
-        case CRUX_DT_INT8:   ((int8_t *)buf)[i] = (int8_t)r; break;
-        case CRUX_DT_UINT8:  ((uint8_t *)buf)[i] = (uint8_t)r; break;
-        case CRUX_DT_INT16:  ((int16_t *)buf)[i] = (int16_t)r; break;
+        case CRUX_DT_INT8: ((int8_t *)buf)[i] = (int8_t)r; break;
+        case CRUX_DT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)r; break;
+        case CRUX_DT_INT16: ((int16_t *)buf)[i] = (int16_t)r; break;
         case CRUX_DT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)r; break;
-        case CRUX_DT_INT32:  ((int32_t *)buf)[i] = r - RAND_MAX / 2; break;
+        case CRUX_DT_INT32: ((int32_t *)buf)[i] = r - RAND_MAX / 2; break;
         case CRUX_DT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)r * 2654435761u; break;
-        case CRUX_DT_INT64:  ((int64_t *)buf)[i] = ((int64_t)r << 31) - r; break;
+        case CRUX_DT_INT64: ((int64_t *)buf)[i] = ((int64_t)r << 31) - r; break;
         case CRUX_DT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)r * 0x9e3779b97f4a7c15ull; break;
         case CRUX_DT_FLOAT16: {
             _Float16 h = (_Float16)((float)small / 8.0f);
             memcpy((uint16_t *)buf + i, &h, 2);
             break;
         }
-        case CRUX_DT_BFLOAT16:  ((uint16_t *)buf)[i] = ref_to_bf16((float)small / 3.0f); break;
-        case CRUX_DT_FLOAT:     ((float *)buf)[i] = (float)small / 3.0f; break;
-        case CRUX_DT_DOUBLE:    ((double *)buf)[i] = (double)small / 3.0; break;
+        case CRUX_DT_BFLOAT16: ((uint16_t *)buf)[i] = ref_to_bf16((float)small / 3.0f); break;
+        case CRUX_DT_FLOAT: ((float *)buf)[i] = (float)small / 3.0f; break;
+        case CRUX_DT_DOUBLE: ((double *)buf)[i] = (double)small / 3.0; break;
         case CRUX_DT_LONG_DOUBLE: ((long double *)buf)[i] = (long double)small / 3.0L; break;
         case CRUX_DT_COMPLEX_FLOAT:
-            ((float _Complex *)buf)[i] = (float)small / 4 + I * (float)(r % 9); break;
+            ((float _Complex *)buf)[i] = (float)small / 4 + I * (float)(r % 9);
+            break;
         case CRUX_DT_COMPLEX_DOUBLE:
-            ((double _Complex *)buf)[i] = (double)small / 4 + I * (double)(r % 9); break;
+            ((double _Complex *)buf)[i] = (double)small / 4 + I * (double)(r % 9);
+            break;
         case CRUX_DT_COMPLEX_LONG_DOUBLE:
             ((long double _Complex *)buf)[i] = (long double)small / 4 + I * (long double)(r % 9);
             break;
-        case CRUX_DT_BOOL:      ((bool *)buf)[i] = r % 2; break;
+        case CRUX_DT_BOOL: ((bool *)buf)[i] = r % 2; break;
         case CRUX_DT_LOGICAL32: ((int32_t *)buf)[i] = (int32_t)small; break;
         default: break;
         }
-        if (logic && type <= CRUX_DT_UINT64) {   /* integers: zero or not */
+        if (logic && type <= CRUX_DT_UINT64) { /* integers: zero or not */
             memset((char *)buf + i * crux_dtype_size(type), 0, crux_dtype_size(type));
             if (small != 0) {
                 *((char *)buf + i * crux_dtype_size(type)) = (char)small;
@@ -117,27 +119,26 @@ static void fill(crux_dtype_t type, crux_op_t op, void *buf, size_t n, unsigned 
 static int64_t int_at(crux_dtype_t t, const void *p, size_t i)
 {
     switch (t) {
-    case CRUX_DT_INT8:   return ((const int8_t *)p)[i];
-    case CRUX_DT_UINT8:  return ((const uint8_t *)p)[i];
-    case CRUX_DT_INT16:  return ((const int16_t *)p)[i];
+    case CRUX_DT_INT8: return ((const int8_t *)p)[i];
+    case CRUX_DT_UINT8: return ((const uint8_t *)p)[i];
+    case CRUX_DT_INT16: return ((const int16_t *)p)[i];
     case CRUX_DT_UINT16: return ((const uint16_t *)p)[i];
-    case CRUX_DT_INT32:  return ((const int32_t *)p)[i];
+    case CRUX_DT_INT32: return ((const int32_t *)p)[i];
     case CRUX_DT_UINT32: return ((const uint32_t *)p)[i];
     case CRUX_DT_LOGICAL32: return ((const int32_t *)p)[i];
-    case CRUX_DT_BOOL:   return ((const bool *)p)[i];
-    default:             return ((const int64_t *)p)[i];
+    case CRUX_DT_BOOL: return ((const bool *)p)[i];
+    default: return ((const int64_t *)p)[i];
     }
 }
 
 static bool is_unsigned(crux_dtype_t t)
 {
-    return t == CRUX_DT_UINT8 || t == CRUX_DT_UINT16 || t == CRUX_DT_UINT32 ||
-           t == CRUX_DT_UINT64;
+    return t == CRUX_DT_UINT8 || t == CRUX_DT_UINT16 || t == CRUX_DT_UINT32 || t == CRUX_DT_UINT64;
 }
 
 /* Check element i of out = a op b against the reference. */
-static bool element_ok(crux_dtype_t t, crux_op_t op, const void *a, const void *b,
-                       const void *out, size_t i)
+static bool element_ok(crux_dtype_t t, crux_op_t op, const void *a, const void *b, const void *out,
+                       size_t i)
 {
     switch (t) {
     case CRUX_DT_FLOAT:
@@ -145,8 +146,9 @@ static bool element_ok(crux_dtype_t t, crux_op_t op, const void *a, const void *
                (float)ref_arith(op, ((const float *)a)[i], ((const float *)b)[i]);
     case CRUX_DT_DOUBLE: {
         double x = ((const double *)a)[i], y = ((const double *)b)[i];
-        double e = op == CRUX_OP_SUM ? x + y : op == CRUX_OP_PROD ? x * y
-                 : (double)ref_arith(op, x, y);
+        double e = op == CRUX_OP_SUM    ? x + y
+                   : op == CRUX_OP_PROD ? x * y
+                                        : (double)ref_arith(op, x, y);
         return ((const double *)out)[i] == e;
     }
     case CRUX_DT_LONG_DOUBLE:
@@ -187,7 +189,7 @@ static bool element_ok(crux_dtype_t t, crux_op_t op, const void *a, const void *
         }
         int64_t e = ref_int(op, x, y);
         size_t bits = 8 * crux_dtype_size(t);
-        if (bits < 64) {   /* wrap the reference to the type's width */
+        if (bits < 64) { /* wrap the reference to the type's width */
             e = is_unsigned(t) ? (int64_t)((uint64_t)e & ((1ull << bits) - 1))
                                : (int64_t)((uint64_t)e << (64 - bits)) >> (64 - bits);
         }
@@ -219,9 +221,12 @@ static bool expect_kernel(crux_dtype_t t, crux_op_t op)
     bool logical = t == CRUX_DT_BOOL || t == CRUX_DT_LOGICAL32;
     bool is_complex = t >= CRUX_DT_COMPLEX_FLOAT && t <= CRUX_DT_COMPLEX_LONG_DOUBLE;
     bool arith = op <= CRUX_OP_MIN, logic = op >= CRUX_OP_LAND && op <= CRUX_OP_LXOR;
-    if (integer) return true;
-    if (logical) return logic;
-    if (is_complex) return op == CRUX_OP_SUM || op == CRUX_OP_PROD;
+    if (integer)
+        return true;
+    if (logical)
+        return logic;
+    if (is_complex)
+        return op == CRUX_OP_SUM || op == CRUX_OP_PROD;
     return arith;
 }
 
@@ -233,8 +238,8 @@ START_TEST(test_kernels_match_reference)
     for (int o = 0; o < CRUX_OP_COUNT; o++) {
         crux_op_t op = (crux_op_t)o;
         crux_reduce_fn_t fn = crux_reduce_lookup(t, op);
-        ck_assert_msg((fn != NULL) == expect_kernel(t, op), "%s %s: kernel %s",
-                      crux_dtype_name(t), crux_op_name(op), fn ? "present" : "missing");
+        ck_assert_msg((fn != NULL) == expect_kernel(t, op), "%s %s: kernel %s", crux_dtype_name(t),
+                      crux_op_name(op), fn ? "present" : "missing");
         if (fn == NULL) {
             continue;
         }
@@ -291,16 +296,19 @@ START_TEST(test_half_rounding_and_specials)
     /* 2049 is not representable in binary16: 1024 + 1025 rounds to even 2048 */
     crux_reduce_fn_t sum = crux_reduce_lookup(CRUX_DT_FLOAT16, CRUX_OP_SUM);
     _Float16 x[4] = { 1024, (_Float16)65504.0f, (_Float16)1e-7f, 0 }, y[4], o[4];
-    y[0] = 1025; y[1] = (_Float16)65504.0f; y[2] = (_Float16)1e-7f; y[3] = (_Float16)-0.0f;
+    y[0] = 1025;
+    y[1] = (_Float16)65504.0f;
+    y[2] = (_Float16)1e-7f;
+    y[3] = (_Float16)-0.0f;
     sum(o, x, y, 4);
     ck_assert(o[0] == (_Float16)2048);
-    ck_assert(__builtin_isinf((float)o[1]));              /* overflow to infinity */
+    ck_assert(__builtin_isinf((float)o[1]));                  /* overflow to infinity */
     ck_assert(o[2] == (_Float16)((float)x[2] + (float)y[2])); /* subnormals */
-    ck_assert(!__builtin_signbit((float)o[3]));            /* 0 + -0 = +0 */
+    ck_assert(!__builtin_signbit((float)o[3]));               /* 0 + -0 = +0 */
 
     crux_reduce_fn_t bmax = crux_reduce_lookup(CRUX_DT_BFLOAT16, CRUX_OP_SUM);
     uint16_t bx[1] = { ref_to_bf16(1.0f) }, by[1] = { ref_to_bf16(1.0f / 256) }, bo[1];
-    bmax(bo, bx, by, 1);   /* 1 + 2^-8 is a tie between 1 and 1 + 2^-7: rounds to even (1) */
+    bmax(bo, bx, by, 1); /* 1 + 2^-8 is a tie between 1 and 1 + 2^-7: rounds to even (1) */
     ck_assert_uint_eq(bo[0], ref_to_bf16(1.0f));
 }
 END_TEST

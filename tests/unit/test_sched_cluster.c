@@ -47,8 +47,7 @@ static int agg_of(const crux_sched_cluster_t *c, int t)
 
 /* Every index of a path set expands to a connected path from the source
  * NIC to the destination NIC, and indices name distinct paths. */
-static void check_paths(const crux_sched_cluster_t *c, int a, int na, int b, int nb,
-                        uint64_t count)
+static void check_paths(const crux_sched_cluster_t *c, int a, int na, int b, int nb, uint64_t count)
 {
     int links[3][32], len[3];
     uint64_t idx[3] = { 0, count / 2, count - 1 };
@@ -146,7 +145,7 @@ START_TEST(clos2_builder)
     ck_assert_uint_eq(crux_sched_path_count(c, 0, 0, h4, 2), 2 * 2 * 2);
     check_paths(c, 0, 0, h4, 2, 8);
     ck_assert_uint_eq(crux_sched_path_count(c, 0, 0, 1, 0), 1);
-    ck_assert_uint_eq(crux_sched_path_count(c, 0, 0, 0, 0), 0);   /* a NIC to itself */
+    ck_assert_uint_eq(crux_sched_path_count(c, 0, 0, 0, 0), 0); /* a NIC to itself */
     crux_sched_cluster_free(c);
     p.tors = 0;
     ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_ERR_INVALID);
@@ -256,9 +255,12 @@ static crux_sched_plan_t *random_case(crux_sched_cluster_t **cp)
         }
         char id[16];
         snprintf(id, sizeof(id), "j%d", j);
-        crux_sched_job_t job = { .id = id, .placement = pl, .nplacement = n,
+        crux_sched_job_t job = { .id = id,
+                                 .placement = pl,
+                                 .nplacement = n,
                                  .compute_s = 0.05 + (double)(xorshift() % 100) / 100,
-                                 .overlap = 0, .allreduce_bytes = 1e8 * (1 + xorshift() % 20) };
+                                 .overlap = 0,
+                                 .allreduce_bytes = 1e8 * (1 + xorshift() % 20) };
         ck_assert_int_eq(crux_sched_plan_add_job(plan, &job, NULL, NULL, 0), CRUX_OK);
     }
     return plan;
@@ -273,12 +275,13 @@ START_TEST(path_selection_not_worse_than_random)
         double crux = crux_sched_plan_path_cost(plan), sum = 0;
         int runs = 20;
         for (int r = 0; r < runs; r++) {
-            ck_assert_int_eq(crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_RANDOM,
-                                                          (uint64_t)r + 1), CRUX_OK);
+            ck_assert_int_eq(
+                crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_RANDOM, (uint64_t)r + 1),
+                CRUX_OK);
             sum += crux_sched_plan_path_cost(plan);
         }
-        ck_assert_msg(crux <= sum / runs * (1 + 1e-12), "trial %d: crux %g, random mean %g",
-                      trial, crux, sum / runs);
+        ck_assert_msg(crux <= sum / runs * (1 + 1e-12), "trial %d: crux %g, random mean %g", trial,
+                      crux, sum / runs);
         crux_sched_plan_free(plan);
         crux_sched_cluster_free(c);
     }
@@ -352,8 +355,11 @@ START_TEST(ordered_selection)
     for (int j = 0; j < 2; j++) {
         crux_sched_place_t pl[2] = { { crux_sched_cluster_find_host(c, ends[j][0]), 0 },
                                      { crux_sched_cluster_find_host(c, ends[j][1]), 0 } };
-        crux_sched_job_t job = { .id = j ? "b" : "a", .placement = pl, .nplacement = 2,
-                                 .compute_s = 1, .allreduce_bytes = 1e9 };
+        crux_sched_job_t job = { .id = j ? "b" : "a",
+                                 .placement = pl,
+                                 .nplacement = 2,
+                                 .compute_s = 1,
+                                 .allreduce_bytes = 1e9 };
         ck_assert_int_eq(crux_sched_plan_add_job(plan, &job, NULL, NULL, 0), CRUX_OK);
     }
     int ab[2] = { 0, 1 }, ba[2] = { 1, 0 };
@@ -361,7 +367,7 @@ START_TEST(ordered_selection)
     int a_first = flow0_uplink(plan, c, 0), b_second = flow0_uplink(plan, c, 1);
     ck_assert(a_first >= 0 && b_second >= 0 && a_first != b_second);
     ck_assert_int_eq(crux_sched_plan_select_paths_ordered(plan, ba, 2), CRUX_OK);
-    ck_assert_int_eq(flow0_uplink(plan, c, 1), a_first);    /* b now first: b gets it */
+    ck_assert_int_eq(flow0_uplink(plan, c, 1), a_first); /* b now first: b gets it */
     ck_assert_int_eq(flow0_uplink(plan, c, 0), b_second);
     /* not a permutation of the jobs: refused, the last selection stays */
     int dup[2] = { 1, 1 }, out[2] = { 0, 2 };

@@ -64,8 +64,8 @@ START_TEST(against_brute_force)
     int cases = 0;
     double ratio_sum = 0;
     for (int trial = 0; trial < 600; trial++) {
-        int n = 2 + (int)(xorshift() % 7);            /* 2..8 jobs */
-        int K = 2 + (int)(xorshift() % 2);            /* 2 or 3 levels */
+        int n = 2 + (int)(xorshift() % 7); /* 2..8 jobs */
+        int K = 2 + (int)(xorshift() % 2); /* 2 or 3 levels */
         double p = 0.2 + 0.6 * (double)(xorshift() % 100) / 100;
         int m = random_dag(n, p, e), level[8];
         double cut;
@@ -75,7 +75,7 @@ START_TEST(against_brute_force)
         ck_assert_msg(mine >= 0, "trial %d: an edge points to a higher level", trial);
         for (int i = 0; i < n; i++)
             ck_assert(level[i] >= 0 && level[i] < K);
-        ck_assert_double_eq_tol(mine, cut, 1e-6);     /* the reported cut is the real one */
+        ck_assert_double_eq_tol(mine, cut, 1e-6); /* the reported cut is the real one */
         double opt = brute_force(n, K, e, m);
         ck_assert(mine <= opt + 1e-9);
         if (opt > 0) {

@@ -25,8 +25,7 @@ START_TEST(example1_figure11)
     /* job 2 first: 6 s for job 2, 4 s for job 1, utilisation 41.7% */
     ck_assert_double_eq_tol(b.sent_s[0], 6, 1e-9);
     ck_assert_double_eq_tol(b.sent_s[1], 4, 1e-9);
-    ck_assert_double_eq_tol((10 * b.busy_s[0] + 10 * b.busy_s[1]) / (20 * 12), 10.0 / 24,
-                            1e-9);
+    ck_assert_double_eq_tol((10 * b.busy_s[0] + 10 * b.busy_s[1]) / (20 * 12), 10.0 / 24, 1e-9);
 }
 END_TEST
 
@@ -60,9 +59,9 @@ START_TEST(example2_job2_prioritized)
      * job is the reference */
     double i1 = ex2_job1.work / ex2_job1.comm_s, i2 = ex2_job2.work / ex2_job2.comm_s;
     ck_assert_double_eq(i1, i2);
-    double k1 = crux_sched_correction(&ex2_job2, &ex2_job1, 3);   /* job 2 reference */
+    double k1 = crux_sched_correction(&ex2_job2, &ex2_job1, 3); /* job 2 reference */
     ck_assert(k1 * i1 < 1.0 * i2);
-    double k2 = crux_sched_correction(&ex2_job1, &ex2_job2, 3);   /* job 1 reference */
+    double k2 = crux_sched_correction(&ex2_job1, &ex2_job2, 3); /* job 1 reference */
     ck_assert(k2 * i2 > 1.0 * i1);
 }
 END_TEST
@@ -91,11 +90,16 @@ static int add_flow_job(crux_sched_plan_t *plan, const crux_sched_cluster_t *c, 
     int ha = crux_sched_cluster_find_host(c, a), hb = crux_sched_cluster_find_host(c, b), idx;
     crux_sched_place_t pl[2] = { { ha, 0 }, { hb, 0 } };
     crux_sched_flow_spec_t f = { ha, 0, hb, 0, bytes };
-    crux_sched_job_t j = { .id = id, .placement = pl, .nplacement = 2, .compute_s = compute,
-                           .work = work, .overlap = overlap, .flows = &f, .nflows = 1 };
+    crux_sched_job_t j = { .id = id,
+                           .placement = pl,
+                           .nplacement = 2,
+                           .compute_s = compute,
+                           .work = work,
+                           .overlap = overlap,
+                           .flows = &f,
+                           .nflows = 1 };
     char err[256];
-    ck_assert_msg(crux_sched_plan_add_job(plan, &j, &idx, err, sizeof(err)) == CRUX_OK, "%s",
-                  err);
+    ck_assert_msg(crux_sched_plan_add_job(plan, &j, &idx, err, sizeof(err)) == CRUX_OK, "%s", err);
     return idx;
 }
 
@@ -116,7 +120,7 @@ START_TEST(example1_through_a_plan)
     ck_assert_int_eq(crux_sched_plan_reference(plan), j1);
     ck_assert_double_eq(r1.correction, 1);
     ck_assert_double_eq_tol(r2.correction, 1.5, 1e-9);
-    ck_assert(r2.level > r1.level);           /* they share tor0 -> agg0 */
+    ck_assert(r2.level > r1.level); /* they share tor0 -> agg0 */
     ck_assert_int_eq(crux_sched_plan_check_levels(plan), CRUX_OK);
     crux_sched_plan_free(plan);
     crux_sched_cluster_free(c);
@@ -185,7 +189,7 @@ START_TEST(figure13_through_a_plan)
     ck_assert_int_eq(lv[3], 0);
     double cut, total;
     crux_sched_plan_cut(plan, &cut, &total);
-    ck_assert_double_eq(cut, total);           /* every contention is separated */
+    ck_assert_double_eq(cut, total); /* every contention is separated */
     crux_sched_plan_free(plan);
     crux_sched_cluster_free(c);
 }

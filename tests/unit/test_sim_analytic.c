@@ -25,10 +25,17 @@ static void add_job(crux_sim_workload_t *w, const crux_sched_cluster_t *c, const
     crux_sched_place_t pl[2] = { { crux_sched_cluster_find_host(c, a), (1ULL << g) - 1 },
                                  { crux_sched_cluster_find_host(c, b), (1ULL << g) - 1 } };
     int G = 2 * g;
-    crux_sim_job_t j = { .id = id, .arrival_s = arrival, .gpus = G, .compute_s = compute,
-                         .overlap = overlap, .bytes = t * 1e9 * G / (2.0 * (G - 1)),
-                         .work = work, .iterations = iters, .level = level,
-                         .placement = pl, .nplacement = 2 };
+    crux_sim_job_t j = { .id = id,
+                         .arrival_s = arrival,
+                         .gpus = G,
+                         .compute_s = compute,
+                         .overlap = overlap,
+                         .bytes = t * 1e9 * G / (2.0 * (G - 1)),
+                         .work = work,
+                         .iterations = iters,
+                         .level = level,
+                         .placement = pl,
+                         .nplacement = 2 };
     char err[256];
     ck_assert_msg(crux_sim_workload_add(w, c, &j, err, sizeof(err)) == CRUX_OK, "%s", err);
 }
@@ -87,7 +94,7 @@ START_TEST(one_job_alone)
             ck_assert_double_eq_tol(job(r, 0).jct_s, 200 * period, 1e-7);
             ck_assert_double_eq_tol(job(r, 0).alone_period_s, period, 1e-12);
             ck_assert_double_eq_tol(job(r, 0).slowdown, 1, 1e-9);
-            if (ff)              /* periodic at once: nearly all skipped */
+            if (ff) /* periodic at once: nearly all skipped */
                 ck_assert(m.iterations_skipped > 190);
             crux_sim_result_free(r);
             crux_sim_workload_free(w);
@@ -185,7 +192,7 @@ START_TEST(paper_example2)
     ck_assert_double_eq_tol(example2_idle(CRUX_SIM_FIXED, 1, &l2), 7, 1e-9);
     ck_assert_double_eq_tol(example2_idle(CRUX_SIM_FIXED, 0, &l2), 6, 1e-9);
     ck_assert_double_eq_tol(example2_idle(CRUX_SIM_CRUX_FULL, 0, &l2), 6, 1e-9);
-    ck_assert(l2);              /* Crux prioritizes job 2 */
+    ck_assert(l2); /* Crux prioritizes job 2 */
 }
 END_TEST
 

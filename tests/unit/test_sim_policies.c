@@ -14,7 +14,7 @@
 static crux_sched_cluster_t *cluster(void)
 {
     crux_sched_clos2_t p;
-    crux_sched_clos2_defaults(&p);         /* 4 ToRs x 4 hosts, 2 aggregation switches */
+    crux_sched_clos2_defaults(&p); /* 4 ToRs x 4 hosts, 2 aggregation switches */
     p.uplink_gbps = 400;
     crux_sched_cluster_t *c = NULL;
     ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
@@ -32,8 +32,8 @@ static const struct {
     { "gpt", { "h1", "h5", "h9", "h13" }, 4, 0.8, 0.3, 2.6e9, 12 },
     { "ctr", { "h2", "h8" }, 2, 0.08, 0.2, 1.2e9, 0 },
     { "nmt", { "h3", "h12" }, 2, 0.18, 0.5, 8.52e8, 5 },
-    { "local", { "h6", "h7" }, 2, 0.1, 0.6, 1.02e8, 1 },     /* one ToR: 2 hops */
-    { "single", { "h10" }, 1, 0.1, 0.6, 1.02e8, 2 },         /* no network */
+    { "local", { "h6", "h7" }, 2, 0.1, 0.6, 1.02e8, 1 }, /* one ToR: 2 hops */
+    { "single", { "h10" }, 1, 0.1, 0.6, 1.02e8, 2 },     /* no network */
     { "llama", { "h11", "h15", "h14" }, 3, 1.1, 0.7, 21e9, 7 },
 };
 #define NJOBS ((int)(sizeof(jobs) / sizeof(jobs[0])))
@@ -45,10 +45,15 @@ static crux_sim_workload_t *workload(const crux_sched_cluster_t *c)
         crux_sched_place_t pl[4];
         for (int k = 0; k < jobs[i].nhosts; k++)
             pl[k] = (crux_sched_place_t){ crux_sched_cluster_find_host(c, jobs[i].hosts[k]), 0 };
-        crux_sim_job_t j = { .id = jobs[i].id, .gpus = 8 * jobs[i].nhosts,
-                             .compute_s = jobs[i].compute, .overlap = jobs[i].overlap,
-                             .bytes = jobs[i].bytes, .iterations = 100, .level = jobs[i].level,
-                             .placement = pl, .nplacement = jobs[i].nhosts };
+        crux_sim_job_t j = { .id = jobs[i].id,
+                             .gpus = 8 * jobs[i].nhosts,
+                             .compute_s = jobs[i].compute,
+                             .overlap = jobs[i].overlap,
+                             .bytes = jobs[i].bytes,
+                             .iterations = 100,
+                             .level = jobs[i].level,
+                             .placement = pl,
+                             .nplacement = jobs[i].nhosts };
         char err[256];
         ck_assert_msg(crux_sim_workload_add(w, c, &j, err, sizeof(err)) == CRUX_OK, "%s", err);
     }
@@ -83,8 +88,11 @@ static crux_sched_plan_t *plan_of(const crux_sched_cluster_t *c)
         crux_sched_place_t pl[4];
         for (int k = 0; k < jobs[i].nhosts; k++)
             pl[k] = (crux_sched_place_t){ crux_sched_cluster_find_host(c, jobs[i].hosts[k]), 0 };
-        crux_sched_job_t j = { .id = jobs[i].id, .placement = pl, .nplacement = jobs[i].nhosts,
-                               .compute_s = jobs[i].compute, .overlap = jobs[i].overlap,
+        crux_sched_job_t j = { .id = jobs[i].id,
+                               .placement = pl,
+                               .nplacement = jobs[i].nhosts,
+                               .compute_s = jobs[i].compute,
+                               .overlap = jobs[i].overlap,
                                .allreduce_bytes = jobs[i].bytes };
         ck_assert_int_eq(crux_sched_plan_add_job(plan, &j, NULL, NULL, 0), CRUX_OK);
     }
@@ -143,14 +151,14 @@ START_TEST(sincronia_top_job_per_group)
             continue;
         sizes[find(uf, i)]++;
         tops[find(uf, i)] += level[i] == K - 1;
-        ck_assert(level[i] == K - 1 || level[i] == 0);   /* its compression: high or low */
+        ck_assert(level[i] == K - 1 || level[i] == 0); /* its compression: high or low */
     }
     for (int g = 0; g < NJOBS; g++) {
         if (sizes[g] > 0)
             ck_assert_int_eq(tops[g], 1);
         shared |= sizes[g] > 1;
     }
-    ck_assert(shared);           /* the case does exercise a group */
+    ck_assert(shared); /* the case does exercise a group */
     free(owner);
     crux_sched_plan_free(plan);
     crux_sched_cluster_free(c);
@@ -165,9 +173,9 @@ START_TEST(taccl_longer_distance_higher)
         if (level[i] < 0)
             continue;
         if (strcmp(jobs[i].id, "local") == 0)
-            ck_assert_int_eq(level[i], K - 2);          /* 2 hops */
+            ck_assert_int_eq(level[i], K - 2); /* 2 hops */
         else
-            ck_assert_int_eq(level[i], K - 1);          /* across ToRs: 4 hops */
+            ck_assert_int_eq(level[i], K - 1); /* across ToRs: 4 hops */
     }
 }
 END_TEST
@@ -257,12 +265,12 @@ START_TEST(every_policy_runs)
         crux_sim_summary(r, &m);
         ck_assert_int_eq(m.jobs_done, 30);
         ck_assert(m.utilization > 0.3 && m.utilization <= 1 + 1e-12);
-        ck_assert(m.replans >= 30);       /* on every arrival and departure */
+        ck_assert(m.replans >= 30); /* on every arrival and departure */
         for (int i = 0; i < 30; i++) {
             crux_sim_job_result_t j;
             crux_sim_result_job(r, i, &j);
             ck_assert(j.level >= 0 && j.level < cfg.levels);
-            ck_assert(j.slowdown > 0.99);     /* never much faster than alone */
+            ck_assert(j.slowdown > 0.99); /* never much faster than alone */
         }
         crux_sim_result_free(r);
     }

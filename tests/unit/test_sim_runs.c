@@ -125,7 +125,7 @@ START_TEST(determinism)
     crux_sim_config_t cfg = config(CRUX_SIM_CRUX_FULL, 1);
     crux_sim_result_t *a = sim_test_run(c, w, &cfg), *b = sim_test_run(c, w, &cfg);
     ck_assert(same_results(a, b));
-    cfg.seed = 2;                /* another random placement */
+    cfg.seed = 2; /* another random placement */
     crux_sim_result_t *d = sim_test_run(c, w, &cfg);
     ck_assert(!same_results(a, d));
     crux_sim_result_free(a);
@@ -153,14 +153,21 @@ START_TEST(fast_forward_periodic_is_exact)
         const char *id, *a, *b;
         double compute, bytes;
         int level;
-    } jobs[] = { { "a", "h0", "h4", 0.2, 4e9, 2 }, { "b", "h1", "h5", 0.1, 2e9, 1 },
+    } jobs[] = { { "a", "h0", "h4", 0.2, 4e9, 2 },
+                 { "b", "h1", "h5", 0.1, 2e9, 1 },
                  { "c", "h2", "h6", 0.4, 3e9, 0 } };
     for (int k = 0; k < 3; k++) {
         crux_sched_place_t pl[2] = { { crux_sched_cluster_find_host(c, jobs[k].a), 0 },
                                      { crux_sched_cluster_find_host(c, jobs[k].b), 0 } };
-        crux_sim_job_t j = { .id = jobs[k].id, .gpus = 16, .compute_s = jobs[k].compute,
-                             .overlap = 0.3, .bytes = jobs[k].bytes, .iterations = 20000,
-                             .level = jobs[k].level, .placement = pl, .nplacement = 2 };
+        crux_sim_job_t j = { .id = jobs[k].id,
+                             .gpus = 16,
+                             .compute_s = jobs[k].compute,
+                             .overlap = 0.3,
+                             .bytes = jobs[k].bytes,
+                             .iterations = 20000,
+                             .level = jobs[k].level,
+                             .placement = pl,
+                             .nplacement = 2 };
         ck_assert_int_eq(crux_sim_workload_add(w, c, &j, NULL, 0), CRUX_OK);
     }
     crux_sim_config_t step = config(CRUX_SIM_FIXED, 0), ff = config(CRUX_SIM_FIXED, 1);
@@ -174,12 +181,12 @@ START_TEST(fast_forward_periodic_is_exact)
         crux_sim_job_result_t x, y;
         crux_sim_result_job(a, k, &x);
         crux_sim_result_job(b, k, &y);
-        ck_assert_msg(fabs(x.end_s - y.end_s) < 1e-9 * x.end_s, "%s: %.12g vs %.12g", x.id,
-                      x.end_s, y.end_s);
+        ck_assert_msg(fabs(x.end_s - y.end_s) < 1e-9 * x.end_s, "%s: %.12g vs %.12g", x.id, x.end_s,
+                      y.end_s);
     }
     crux_sim_job_result_t low;
     crux_sim_result_job(a, 2, &low);
-    ck_assert(low.slowdown > 1.01);            /* they do slow each other down */
+    ck_assert(low.slowdown > 1.01); /* they do slow each other down */
     ck_assert_double_eq_tol(sa.utilization, sb.utilization, 1e-9);
     crux_sim_result_free(a);
     crux_sim_result_free(b);
@@ -205,8 +212,8 @@ START_TEST(fast_forward_close_to_stepping)
             ck_assert(sb.events < sa.events / 3);
             ck_assert_msg(fabs(sa.utilization - sb.utilization) < 0.005,
                           "seed %llu %s: utilisation %.4f stepped, %.4f skipped",
-                          (unsigned long long)seed, crux_sim_policy_name(policy),
-                          sa.utilization, sb.utilization);
+                          (unsigned long long)seed, crux_sim_policy_name(policy), sa.utilization,
+                          sb.utilization);
             crux_sim_result_free(a);
             crux_sim_result_free(b);
         }

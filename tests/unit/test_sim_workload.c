@@ -12,7 +12,7 @@
 static crux_sched_cluster_t *small_clos(void)
 {
     crux_sched_clos2_t p;
-    crux_sched_clos2_defaults(&p);         /* 4 ToRs x 4 hosts of 8 GPUs */
+    crux_sched_clos2_defaults(&p); /* 4 ToRs x 4 hosts of 8 GPUs */
     crux_sched_cluster_t *c = NULL;
     ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
     return c;
@@ -66,10 +66,10 @@ START_TEST(csv_round_trip)
         crux_sim_workload_job(w, i, &a);
         crux_sim_workload_job(w2, i, &b);
         ck_assert_str_eq(a.id, b.id);
-        ck_assert(a.arrival_s == b.arrival_s && a.compute_s == b.compute_s &&
-                  a.bytes == b.bytes && a.overlap == b.overlap && a.work == b.work &&
-                  a.iterations == b.iterations && a.duration_s == b.duration_s &&
-                  a.level == b.level && a.gpus == b.gpus && a.nplacement == b.nplacement);
+        ck_assert(a.arrival_s == b.arrival_s && a.compute_s == b.compute_s && a.bytes == b.bytes &&
+                  a.overlap == b.overlap && a.work == b.work && a.iterations == b.iterations &&
+                  a.duration_s == b.duration_s && a.level == b.level && a.gpus == b.gpus &&
+                  a.nplacement == b.nplacement);
         ck_assert((a.model == NULL) == (b.model == NULL));
         for (int k = 0; k < a.nplacement; k++)
             ck_assert(a.placement[k].host == b.placement[k].host &&
@@ -170,13 +170,13 @@ START_TEST(generator)
         crux_sim_workload_job(a, i, &x);
         crux_sim_workload_job(b, i, &y);
         crux_sim_workload_job(d, i, &z);
-        ck_assert(x.arrival_s == y.arrival_s && x.gpus == y.gpus &&
-                  x.iterations == y.iterations && x.compute_s == y.compute_s);
+        ck_assert(x.arrival_s == y.arrival_s && x.gpus == y.gpus && x.iterations == y.iterations &&
+                  x.compute_s == y.compute_s);
         ck_assert_str_eq(x.model, y.model);
         differ |= x.arrival_s != z.arrival_s;
         ck_assert(x.arrival_s >= prev && x.arrival_s < g.span_s);
         prev = x.arrival_s;
-        ck_assert(x.gpus <= 8 || x.gpus % 8 == 0);      /* placeable */
+        ck_assert(x.gpus <= 8 || x.gpus % 8 == 0); /* placeable */
         ck_assert(x.gpus <= 128 && x.iterations >= 1 && x.placement == NULL);
         gpu_s += x.gpus * x.iterations * x.compute_s;
     }
@@ -221,11 +221,11 @@ START_TEST(placement_policies)
     /* 8 idle hosts left: 9 do not fit now, 8 do */
     ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_RANDOM, 72, out), 0);
     ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_RANDOM, 64, out), 8);
-    for (int i = 1; i < 8; i++)     /* ring order: by ToR, then host */
-        ck_assert(tor_of(&a, &out[i - 1]) < tor_of(&a, &out[i]) ||
-                  (tor_of(&a, &out[i - 1]) == tor_of(&a, &out[i]) &&
-                   out[i - 1].host < out[i].host));
-    ck_assert_int_eq(sim_alloc_take(&a, out, 1), 0);            /* already taken */
+    for (int i = 1; i < 8; i++) /* ring order: by ToR, then host */
+        ck_assert(
+            tor_of(&a, &out[i - 1]) < tor_of(&a, &out[i]) ||
+            (tor_of(&a, &out[i - 1]) == tor_of(&a, &out[i]) && out[i - 1].host < out[i].host));
+    ck_assert_int_eq(sim_alloc_take(&a, out, 1), 0); /* already taken */
     sim_alloc_release(&a, out, 8);
     ck_assert_int_eq(sim_alloc_take(&a, out, 8), 1);
     ck_assert(sim_alloc_fits_ever(&a, 128) && !sim_alloc_fits_ever(&a, 136) &&

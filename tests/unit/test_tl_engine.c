@@ -14,7 +14,10 @@
 static const crux_tl_model_t models[3] = {
     { .bandwidth = 40e9, .latency = 4e-6, .chunk_cost = 1e-6 },
     { .bandwidth = 20e9, .latency = 6e-6, .chunk_cost = 1e-6 },
-    { .bandwidth = 10e9, .latency = 2e-6, .chunk_cost = 0.5e-6, .max_depth = 2,
+    { .bandwidth = 10e9,
+      .latency = 2e-6,
+      .chunk_cost = 0.5e-6,
+      .max_depth = 2,
       .max_chunk = 256u << 10 },
 };
 
@@ -40,15 +43,16 @@ START_TEST(test_sizes_from_one_byte_to_256_mib)
     ck_assert_int_eq(tl_engine_open(&t, 0, models, 3, ""), 0);
     crux_tl_pair_t *pair;
     ck_assert_int_eq(crux_tl_pair_connect(t.engine, 1, 1, NULL, &pair), CRUX_OK);
-    const size_t sizes[] = { 1, 2, 63, 64, 65, 1000, 4095, 4097, 65537, (1u << 20) + 13,
-                             (16u << 20) + 7, 256u << 20 };
+    const size_t sizes[] = {
+        1, 2, 63, 64, 65, 1000, 4095, 4097, 65537, (1u << 20) + 13, (16u << 20) + 7, 256u << 20
+    };
     const size_t largest = 256u << 20;
     unsigned char *src = malloc(largest + 16), *dst = malloc(largest + 16);
     ck_assert(src != NULL && dst != NULL);
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         size_t n = sizes[s];
         unsigned salt = (unsigned)s * 31 + 7;
-        unsigned char *from = src + 3, *to = dst + 5;   /* unaligned both */
+        unsigned char *from = src + 3, *to = dst + 5; /* unaligned both */
         tl_fill(from, n, salt);
         tl_prepare_dst(to, n, salt);
         to[-1] = 0xab;
@@ -59,7 +63,7 @@ START_TEST(test_sizes_from_one_byte_to_256_mib)
         ck_assert_msg(to[-1] == 0xab && to[n] == 0xcd, "wrote outside [%zu bytes]", n);
         const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(recv);
         if (n >= (16u << 20)) {
-            ck_assert_uint_eq(st->nstripes, 3);   /* large: every channel */
+            ck_assert_uint_eq(st->nstripes, 3); /* large: every channel */
         }
         for (unsigned i = 0; i < st->nstripes; i++) {
             /* chunks never exceed the planned chunk (the third channel's limit) */
@@ -105,11 +109,13 @@ START_TEST(test_many_concurrent_transfers)
     while (posted_s < N || posted_r < N) {
         if (posted_r < N && (posted_s == N || rand() % 2)) {
             ck_assert_int_eq(crux_tl_recv(pair, dst + at[posted_r], at[posted_r + 1] - at[posted_r],
-                                          NULL, &recvs[posted_r]), CRUX_OK);
+                                          NULL, &recvs[posted_r]),
+                             CRUX_OK);
             posted_r++;
         } else {
             ck_assert_int_eq(crux_tl_send(pair, src + at[posted_s], at[posted_s + 1] - at[posted_s],
-                                          NULL, &sends[posted_s]), CRUX_OK);
+                                          NULL, &sends[posted_s]),
+                             CRUX_OK);
             posted_s++;
         }
         crux_tl_engine_progress(t.engine);
@@ -192,8 +198,8 @@ END_TEST
 /* Two processes: model channels copy from the sender's buffer, so buffers
  * live in a mapping both inherited from the parent (same addresses). */
 typedef struct {
-    unsigned char *buf[2];   /* each member's source, then its landing area */
-    size_t         half;
+    unsigned char *buf[2]; /* each member's source, then its landing area */
+    size_t half;
 } shared_t;
 
 static int both_ways(fork_group_member_t *m, void *arg)
@@ -238,7 +244,7 @@ static int both_ways(fork_group_member_t *m, void *arg)
         crux_tl_xfer_release(s[i]);
         crux_tl_xfer_release(r[i]);
     }
-    fork_group_barrier(m);   /* the peer may still be reading our source */
+    fork_group_barrier(m); /* the peer may still be reading our source */
     crux_tl_pair_disconnect(pair);
     tl_engine_close(&t);
     return 0;
@@ -248,7 +254,8 @@ START_TEST(test_two_processes_both_ways)
 {
     shared_t sh = { .half = (8u << 20) + 333 };
     for (int i = 0; i < 2; i++) {
-        sh.buf[i] = mmap(NULL, 2 * sh.half, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        sh.buf[i] =
+            mmap(NULL, 2 * sh.half, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         ck_assert(sh.buf[i] != MAP_FAILED);
     }
     ck_assert_int_eq(fork_group_run(2, both_ways, &sh), 0);
@@ -295,7 +302,7 @@ START_TEST(test_reducing_receive)
                   *local = malloc(largest + 8);
     ck_assert(src != NULL && dst != NULL && local != NULL);
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-        for (int variant = 0; variant < 3; variant++) {   /* local first, incoming first, in place */
+        for (int variant = 0; variant < 3; variant++) { /* local first, incoming first, in place */
             size_t n = counts[c] * 4;
             unsigned char *from = src + 1, *to = dst + 3;
             const unsigned char *with = variant == 2 ? to : local + 2;
@@ -304,9 +311,10 @@ START_TEST(test_reducing_receive)
             tl_fill(local + 2, n, (unsigned)c + 90);
             to[-1] = 0xab;
             to[n] = 0xcd;
-            crux_tl_reduce_t red = { .fn = three_a_plus_b, .esize = 4, .local = with,
-                                     .incoming_first = variant == 1 };
-            crux_tl_xfer_params_t odd_chunk = { .chunk = 1000 };   /* rounded up to 1024 */
+            crux_tl_reduce_t red = {
+                .fn = three_a_plus_b, .esize = 4, .local = with, .incoming_first = variant == 1
+            };
+            crux_tl_xfer_params_t odd_chunk = { .chunk = 1000 }; /* rounded up to 1024 */
             crux_tl_xfer_t *r, *s;
             ck_assert_int_eq(crux_tl_recv_reduce(pair, to, n, &red, c == 4 ? &odd_chunk : NULL, &r),
                              CRUX_OK);
@@ -339,7 +347,7 @@ START_TEST(test_reducing_receive)
     crux_tl_reduce_t red = { .fn = three_a_plus_b, .esize = 4, .local = local };
     crux_tl_xfer_t *r;
     crux_tl_reduce_t bad = red;
-    bad.esize = 3;    /* does not divide 64 */
+    bad.esize = 3; /* does not divide 64 */
     ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 12, &bad, NULL, &r), CRUX_ERR_INVALID);
     ck_assert_int_eq(crux_tl_recv_reduce(pair, dst, 10, &red, NULL, &r), CRUX_ERR_INVALID);
     bad = red;
@@ -381,7 +389,7 @@ START_TEST(test_chained_reductions_land_in_order)
     ck_assert_int_eq(crux_tl_recv_reduce(second, acc, 4 * N, &red, NULL, &rb), CRUX_OK);
     ck_assert_int_eq(crux_tl_send(second, b, 4 * N, NULL, &sb), CRUX_OK);
     for (int polls = 0; polls < 100000; polls++) {
-        crux_tl_engine_progress(t.engine);   /* b's pieces are there, a's are not */
+        crux_tl_engine_progress(t.engine); /* b's pieces are there, a's are not */
     }
     ck_assert(!crux_tl_xfer_done(rb));
     for (uint32_t i = 0; i < N; i++) {

@@ -21,8 +21,8 @@
 typedef struct {
     unsigned char address[256];
     unsigned char key[512];
-    uint64_t      buffer;       /* a private (not shared) buffer, for cma */
-    uint64_t      seg;          /* segment address, for cma into a segment */
+    uint64_t buffer; /* a private (not shared) buffer, for cma */
+    uint64_t seg;    /* segment address, for cma into a segment */
 } card_t;
 
 static unsigned char pattern(size_t i, int who)
@@ -42,7 +42,7 @@ static int exchange_cards(fork_group_member_t *m, crux_tl_context_t *ctx, crux_t
         return -1;
     }
     mine.buffer = (uintptr_t)buffer;
-    mine.seg    = (uintptr_t)crux_tl_seg_ptr(seg);
+    mine.seg = (uintptr_t)crux_tl_seg_ptr(seg);
     return fork_group_allgather(&mine, cards, sizeof(mine), m);
 }
 
@@ -84,7 +84,7 @@ static int cma_and_segments(fork_group_member_t *m, void *arg)
             }
         }
         if (landing[0] != 0 || landing[len + 1] != 0) {
-            return 22;   /* wrote outside the range */
+            return 22; /* wrote outside the range */
         }
     }
 
@@ -127,14 +127,14 @@ static int cma_and_segments(fork_group_member_t *m, void *arg)
         return 51;
     }
     fork_group_barrier(m);
-    p1[100 + m->rank] = 0xc0 + (unsigned char)m->rank;   /* write into the peer's segment */
+    p1[100 + m->rank] = 0xc0 + (unsigned char)m->rank; /* write into the peer's segment */
     fork_group_barrier(m);
     if (((unsigned char *)crux_tl_seg_ptr(seg))[100 + peer] != 0xc0 + peer) {
         return 52;
     }
     crux_tl_rseg_detach(r1);
     if (p2[100 + m->rank] != 0xc0 + m->rank) {
-        return 53;   /* the second mapping outlives the first */
+        return 53; /* the second mapping outlives the first */
     }
     crux_tl_rseg_detach(r2);
 
@@ -177,7 +177,7 @@ START_TEST(test_unknown_memory_domain_is_no_resource)
     config.shm_mds = "no-such-md";
     crux_tl_context_t *ctx = NULL;
     ck_assert_int_eq(crux_tl_context_open(&config, &ctx), CRUX_ERR_NO_RESOURCE);
-    config.shm_mds = "no-such-md,sysv";   /* falls through to the next one */
+    config.shm_mds = "no-such-md,sysv"; /* falls through to the next one */
     ck_assert_int_eq(crux_tl_context_open(&config, &ctx), CRUX_OK);
     ck_assert_str_eq(crux_tl_context_shm_name(ctx), "sysv");
     crux_tl_context_close(ctx);
@@ -193,7 +193,7 @@ START_TEST(test_get_from_a_dead_peer_fails)
     ck_assert_int_eq(pipe(to_child), 0);
     static char buf[16];
     pid_t child = fork();
-    if (child == 0) {   /* publish an address, wait until connected to, then die */
+    if (child == 0) { /* publish an address, wait until connected to, then die */
         crux_tl_context_t *cctx;
         unsigned char address[256];
         char go;

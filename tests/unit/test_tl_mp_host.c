@@ -81,7 +81,7 @@ static int every_channel(fork_group_member_t *m, void *argp)
     crux_tl_config_t tl = CRUX_TL_CONFIG_DEFAULT;
     tl.use_cma = arg->use_cma;
     cfg.max_peers = 2;
-    cfg.calib_path = "";   /* nominal figures: the split below is deterministic */
+    cfg.calib_path = ""; /* nominal figures: the split below is deterministic */
     if (crux_tl_context_open(&tl, &t.ctx) != CRUX_OK ||
         crux_tl_engine_create(t.ctx, &cfg, &t.engine) != CRUX_OK) {
         return 10;
@@ -115,7 +115,8 @@ static int every_channel(fork_group_member_t *m, void *argp)
     }
     /* Nominal figures give cma get (the receiver's CPU) and cma put (the
      * sender's) the same rate: a large message goes over both. */
-    if (exchange(m, pair, out, in + 8, BIG, 0, &stripes) != 0 || stripes < (arg->use_cma ? 2u : 1u)) {
+    if (exchange(m, pair, out, in + 8, BIG, 0, &stripes) != 0 ||
+        stripes < (arg->use_cma ? 2u : 1u)) {
         return 30;
     }
     /* without cma, a cma channel forced is refused on both sides; so is
@@ -160,7 +161,7 @@ static int calibrate(fork_group_member_t *m, void *argp)
         return 11;
     }
     crux_tl_chan_attr_t mine[3], theirs[2][3];
-    if (crux_tl_pair_channels(pair, mine, 3) != 4) {   /* shm-direct is not measured */
+    if (crux_tl_pair_channels(pair, mine, 3) != 4) { /* shm-direct is not measured */
         return 12;
     }
     for (int i = 0; i < 3; i++) {
@@ -171,7 +172,7 @@ static int calibrate(fork_group_member_t *m, void *argp)
     }
     if (fork_group_allgather(mine, theirs, sizeof(mine), m) != 0 ||
         memcmp(theirs[0], theirs[1], sizeof(mine)) != 0) {
-        return 14;   /* the sender took the measurer's figures */
+        return 14; /* the sender took the measurer's figures */
     }
     /* a transfer planned from measured figures still lands */
     /* exchange() puts guards before and after 'in' (AddressSanitizer found
@@ -218,7 +219,7 @@ START_TEST(test_calibration_and_its_cache)
 {
     char dir[] = "/tmp/crux-calib-test-XXXXXX", path[128], line[256];
     ck_assert(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof(path), "%s/sub/cache", dir);   /* directories are made */
+    snprintf(path, sizeof(path), "%s/sub/cache", dir); /* directories are made */
     host_arg_t arg = { .calib_path = path };
     ck_assert_int_eq(fork_group_run(2, calibrate, &arg), 0);
     FILE *f = fopen(path, "r");
@@ -230,8 +231,10 @@ START_TEST(test_calibration_and_its_cache)
         double bw, lat, cost;
         char sig[96];
         if (line[0] != '#' && sscanf(line, "%95s %lf %lf %lf", sig, &bw, &lat, &cost) == 4) {
-            found |= strcmp(sig, "cma-get") == 0 ? 1 : strcmp(sig, "cma-put") == 0 ? 2
-                   : strncmp(sig, "shm:", 4) == 0 ? 4 : 0;
+            found |= strcmp(sig, "cma-get") == 0    ? 1
+                     : strcmp(sig, "cma-put") == 0  ? 2
+                     : strncmp(sig, "shm:", 4) == 0 ? 4
+                                                    : 0;
             ck_assert(bw > 0);
         }
     }
@@ -272,7 +275,7 @@ static int sleepy_sender(fork_group_member_t *m, void *argp)
     unsigned char *buf = malloc(n + 1);
     crux_tl_xfer_t *x;
     int rc = 0;
-    for (int round = 0; round < 2; round++) {   /* both rounds whatever happens: barriers */
+    for (int round = 0; round < 2; round++) { /* both rounds whatever happens: barriers */
         int sleepy = round == 0;
         if (m->rank == 0) {
             tl_fill(buf, n, (unsigned)round);
@@ -280,24 +283,25 @@ static int sleepy_sender(fork_group_member_t *m, void *argp)
             if (crux_tl_send(pair, buf, n, NULL, &x) != CRUX_OK) {
                 return 12;
             }
-            crux_tl_engine_progress(t.engine);    /* published ... */
+            crux_tl_engine_progress(t.engine); /* published ... */
             if (sleepy) {
-                usleep(300000);                    /* ... then away */
+                usleep(300000); /* ... then away */
                 times->sender_back = now_s();
             }
             rc = crux_tl_xfer_wait(x) == CRUX_OK ? rc : 13;
         } else {
             tl_prepare_dst(buf, n, (unsigned)round);
             fork_group_barrier(m);
-            if (crux_tl_recv(pair, buf, n, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK) {
+            if (crux_tl_recv(pair, buf, n, NULL, &x) != CRUX_OK ||
+                crux_tl_xfer_wait(x) != CRUX_OK) {
                 return 14;
             }
             const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(x);
             int pulled_all = 1;
             for (unsigned i = 0; i < st->nstripes; i++) {
-                pulled_all &= st->stripe[i].channel == 0;   /* cma-get */
+                pulled_all &= st->stripe[i].channel == 0; /* cma-get */
             }
-            if (sleepy) {   /* striped, and all of it taken over while the sender slept */
+            if (sleepy) { /* striped, and all of it taken over while the sender slept */
                 times->received = now_s();
                 rc = st->nstripes >= 2 && pulled_all ? rc : 15;
             }
@@ -316,8 +320,8 @@ static int sleepy_sender(fork_group_member_t *m, void *argp)
 
 START_TEST(test_receiver_takes_over_from_a_sleeping_sender)
 {
-    steal_times_t *times = mmap(NULL, sizeof(*times), PROT_READ | PROT_WRITE,
-                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    steal_times_t *times =
+        mmap(NULL, sizeof(*times), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(times != MAP_FAILED);
     ck_assert_int_eq(fork_group_run(2, sleepy_sender, times), 0);
     ck_assert(times->received > 0 && times->received < times->sender_back);
@@ -338,7 +342,7 @@ static int dies(fork_group_member_t *m, void *argp)
         return 11;
     }
     if (m->rank == 1) {
-        _exit(0);   /* gone without a word: never posts its send */
+        _exit(0); /* gone without a word: never posts its send */
     }
     static unsigned char in[1 << 16];
     crux_tl_xfer_t *r;
@@ -397,15 +401,16 @@ static int folds(fork_group_member_t *m, void *argp)
             return 12;
         }
         crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
-        if (e == 1) {   /* cma only */
-            rc = crux_tl_pair_reduces(pair) != 0 ? 13
-               : rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 14 : 0;
+        if (e == 1) { /* cma only */
+            rc = crux_tl_pair_reduces(pair) != 0                            ? 13
+                 : rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 14
+                                                                            : 0;
         } else if (rs != CRUX_OK || ss != CRUX_OK || memcmp(in, want, n) != 0 || in[n] != 0x5a) {
             rc = 15;
         } else {
             const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
             for (unsigned i = 0; i < st->nstripes; i++) {
-                rc |= st->stripe[i].channel != 2 ? 16 : 0;   /* shm */
+                rc |= st->stripe[i].channel != 2 ? 16 : 0; /* shm */
             }
         }
         crux_tl_xfer_release(s);
@@ -476,12 +481,12 @@ static int eager(fork_group_member_t *m, void *argp)
                 return 12;
             }
             for (int polls = 0; polls < 1000; polls++) {
-                crux_tl_engine_progress(t.engine);   /* stages what it may */
+                crux_tl_engine_progress(t.engine); /* stages what it may */
             }
             fork_group_barrier(m);
             rc = crux_tl_xfer_wait(x) != want_st ? 13 : 0;
         } else {
-            fork_group_barrier(m);   /* the sender has staged before we post */
+            fork_group_barrier(m); /* the sender has staged before we post */
             crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
             crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = want };
             tl_prepare_dst(buf, takes[i], (unsigned)i);
@@ -493,10 +498,11 @@ static int eager(fork_group_member_t *m, void *argp)
             }
             st = crux_tl_xfer_wait(x);
             const crux_tl_xfer_stats_t *stats = crux_tl_xfer_stats(x);
-            unsigned want_channel = sizes[i] <= cfg.eager_max ? 2 : 0;   /* shm, else cma-get */
+            unsigned want_channel = sizes[i] <= cfg.eager_max ? 2 : 0; /* shm, else cma-get */
             if (st != want_st || stats->nstripes != 1 || stats->stripe[0].channel != want_channel) {
                 rc = 15;
-            } else if (st == CRUX_OK && i != 6 && tl_landed_once(buf, takes[i], (unsigned)i, x) != 0) {
+            } else if (st == CRUX_OK && i != 6 &&
+                       tl_landed_once(buf, takes[i], (unsigned)i, x) != 0) {
                 rc = 16;
             }
             for (size_t b = 0; i == 6 && rc == 0 && b < takes[i]; b++) {
@@ -600,7 +606,7 @@ static int shared_plain(fork_group_member_t *m, crux_tl_pair_t *pair, tl_engine_
         crux_tl_xfer_wait(shs) != CRUX_OK || crux_tl_xfer_wait(prs) != CRUX_OK) {
         rc = rc != 0 ? rc : 29;
     } else if (rc == 0 && (!crux_tl_xfer_left_to_peer(prs) || check_direct(r1, 3))) {
-        rc = 30;   /* done is up to the peer too; the shared one went over shm-direct */
+        rc = 30; /* done is up to the peer too; the shared one went over shm-direct */
     }
     crux_tl_xfer_release(shs);
     crux_tl_xfer_release(prs);
@@ -668,14 +674,14 @@ static int shared_reduce(fork_group_member_t *m)
         tl_prepare_dst(acc, 4000, i);
         crux_tl_xfer_t *s, *r;
         if (crux_tl_send(pair, b, 4000, NULL, &s) != CRUX_OK ||
-            crux_tl_recv(pair, acc, 4000, NULL, &r) != CRUX_OK ||
-            crux_tl_xfer_wait(r) != CRUX_OK || crux_tl_xfer_wait(s) != CRUX_OK ||
-            tl_landed_once(acc, 4000, i, r) != 0 || check_direct(r, 2) != 0) {
+            crux_tl_recv(pair, acc, 4000, NULL, &r) != CRUX_OK || crux_tl_xfer_wait(r) != CRUX_OK ||
+            crux_tl_xfer_wait(s) != CRUX_OK || tl_landed_once(acc, 4000, i, r) != 0 ||
+            check_direct(r, 2) != 0) {
             rc = 37;
         }
         crux_tl_xfer_release(s);
         crux_tl_xfer_release(r);
-        fork_group_barrier(m);   /* the peer is done with it before it is freed */
+        fork_group_barrier(m); /* the peer is done with it before it is freed */
         crux_tl_shared_free(t.engine, b);
     }
     crux_tl_pair_disconnect(pair);
@@ -715,8 +721,8 @@ START_TEST(test_shared_buffers_go_in_one_copy)
     ck_assert_int_eq(tl_engine_open(&t, CRUX_TL_KINDS_HOST, NULL, 0, ""), 0);
     ck_assert_int_eq(crux_tl_shared_alloc(t.engine, 0, &p), CRUX_ERR_INVALID);
     ck_assert_int_eq(crux_tl_shared_alloc(t.engine, 100, &p), CRUX_OK);
-    crux_tl_shared_free(t.engine, (char *)p + 1);   /* not one: ignored */
-    tl_engine_close(&t);                              /* frees it */
+    crux_tl_shared_free(t.engine, (char *)p + 1); /* not one: ignored */
+    tl_engine_close(&t);                          /* frees it */
 }
 END_TEST
 
@@ -742,7 +748,7 @@ static int reach(fork_group_member_t *m, void *argp)
     int rc = crux_tl_pair_far(pair) != 0 ? 12 : 0;
     static unsigned char out[4096 + 1], in[4096 + 2];
     unsigned stripes;
-    for (int i = 0; i < 400 && rc == 0; i++) {   /* 400 receives: 50 timed, three windows */
+    for (int i = 0; i < 400 && rc == 0; i++) { /* 400 receives: 50 timed, three windows */
         if (exchange(m, pair, out, in + 1, 4096, 0, &stripes) != 0) {
             rc = 13;
             break;
@@ -788,7 +794,7 @@ START_TEST(test_bad_cards_and_configurations)
     ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 7, card, &pair), CRUX_ERR_INVALID);
     ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 0, NULL, &pair), CRUX_OK);
     ck_assert_int_eq(crux_tl_pair_connect(t.engine, 0, 0, NULL, &pair), CRUX_ERR_INVALID);
-    tl_engine_close(&t);   /* disconnects the pair */
+    tl_engine_close(&t); /* disconnects the pair */
 
     crux_tl_model_t bad = { .bandwidth = 0 };
     ck_assert_int_ne(tl_engine_open(&t, 0, &bad, 1, ""), 0);
@@ -812,7 +818,7 @@ END_TEST
 static int lane_round(crux_tl_pair_t *pair, unsigned char *const *buf, uint64_t first,
                       uint64_t count, unsigned salt)
 {
-    for (uint64_t i = first; i < first + count; i++) {   /* place i: 100 + i % 900 bytes */
+    for (uint64_t i = first; i < first + count; i++) { /* place i: 100 + i % 900 bytes */
         unsigned char *at = buf[i % 2] + (i % CRUX_TL_LANE_DEPTH) * 1024;
         tl_fill(at, 100 + i % 900, salt + (unsigned)i);
         if (crux_tl_lane_post(pair, at, 100 + i % 900) != CRUX_OK) {
@@ -857,7 +863,7 @@ static int lanes(fork_group_member_t *m, void *argp)
         crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
         rc = 12;
     }
-    fork_group_barrier(m);   /* both looked at an empty lane */
+    fork_group_barrier(m); /* both looked at an empty lane */
     /* a full lane, then drained */
     unsigned salt = (unsigned)m->rank;
     if (rc == 0) {
@@ -869,8 +875,10 @@ static int lanes(fork_group_member_t *m, void *argp)
     }
     while (rc == 0 && !crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH)) {
     }
-    rc |= rc == 0 && (!crux_tl_lane_ready(pair, 0) || crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH + 1))
-        ? 21 : 0;   /* a full lane is there; more than a lane holds never is */
+    rc |= rc == 0 &&
+                  (!crux_tl_lane_ready(pair, 0) || crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH + 1))
+              ? 21
+              : 0; /* a full lane is there; more than a lane holds never is */
     for (uint64_t i = 0; rc == 0 && i < CRUX_TL_LANE_DEPTH; i++) {
         crux_status_t st;
         while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
@@ -882,12 +890,14 @@ static int lanes(fork_group_member_t *m, void *argp)
     rc |= rc == 0 && crux_tl_lane_ready(pair, 1) ? 22 : 0;
     fork_group_barrier(m);
     rc |= rc == 0 && (!crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH) ||
-                       crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH + 1)) ? 17 : 0;
+                      crux_tl_lane_consumed(pair, CRUX_TL_LANE_DEPTH + 1))
+              ? 17
+              : 0;
     /* rounds from both buffers, written anew each round */
     for (uint64_t round = 0; round < 20 && rc == 0; round++) {
         uint64_t first = CRUX_TL_LANE_DEPTH * (round + 1) + 7 * round;
         rc = lane_round(pair, buf, first, 1 + round * 3 % CRUX_TL_LANE_DEPTH, salt) ? 18 : 0;
-        fork_group_barrier(m);   /* the peer read our places before we rewrite them */
+        fork_group_barrier(m); /* the peer read our places before we rewrite them */
     }
     rc |= rc == 0 && crux_tl_lane_check(pair) != CRUX_OK ? 19 : 0;
     fork_group_barrier(m);
@@ -934,7 +944,7 @@ static int lane_peer_dies(fork_group_member_t *m, void *argp)
     double deadline = now_s() + 20;
     while (crux_tl_lane_check(pair) == CRUX_OK && now_s() < deadline) {
         if (crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
-            return 12;   /* nothing was posted */
+            return 12; /* nothing was posted */
         }
     }
     int rc = crux_tl_lane_check(pair) != CRUX_ERR_PEER ? 13 : 0;
@@ -969,18 +979,19 @@ static int doorbell(fork_group_member_t *m, void *argp)
     for (int round = 0; round < 3 && rc == 0; round++) {
         if (m->rank == 0) {
             uint32_t ticket = crux_tl_engine_doze(t.engine);
-            fork_group_barrier(m);   /* dozing before the peer posts */
+            fork_group_barrier(m); /* dozing before the peer posts */
             double start = now_s();
-            while (crux_tl_lane_peek(pair, &got, &bytes) == CRUX_INPROGRESS && now_s() < start + 30) {
+            while (crux_tl_lane_peek(pair, &got, &bytes) == CRUX_INPROGRESS &&
+                   now_s() < start + 30) {
                 crux_tl_engine_sleep(t.engine, ticket, 10.0);
                 ticket = crux_tl_engine_doze(t.engine);
             }
             crux_tl_engine_sleep(t.engine, ticket, 0);
-            rc = now_s() - start > 5.0 || bytes != 64 ? 12 : 0;   /* woken, not timed out */
+            rc = now_s() - start > 5.0 || bytes != 64 ? 12 : 0; /* woken, not timed out */
             crux_tl_lane_consume(pair);
         } else {
             fork_group_barrier(m);
-            usleep(20000);   /* the peer is asleep by now */
+            usleep(20000); /* the peer is asleep by now */
             rc = crux_tl_lane_post(pair, buf, 64) != CRUX_OK ? 13 : 0;
         }
         fork_group_barrier(m);

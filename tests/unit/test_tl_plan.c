@@ -26,12 +26,12 @@ static double uniform(double lo, double hi)
 static crux_tl_path_model_t random_path(void)
 {
     crux_tl_path_model_t p = {
-        .bandwidth  = pow(10, uniform(8.5, 10.5)),
-        .latency    = uniform(0, 20e-6),
+        .bandwidth = pow(10, uniform(8.5, 10.5)),
+        .latency = uniform(0, 20e-6),
         .chunk_cost = uniform(0, 5e-6),
-        .hops       = uniform(0, 1) < 0.6 ? 1 : 2,
-        .max_depth  = (unsigned)uniform(1, 9),
-        .max_chunk  = uniform(0, 1) < 0.5 ? 0 : (size_t)1 << (int)uniform(12, 23),
+        .hops = uniform(0, 1) < 0.6 ? 1 : 2,
+        .max_depth = (unsigned)uniform(1, 9),
+        .max_chunk = uniform(0, 1) < 0.5 ? 0 : (size_t)1 << (int)uniform(12, 23),
     };
     return p;
 }
@@ -45,9 +45,10 @@ static void random_input(crux_tl_plan_input_t *in, unsigned npaths)
     for (unsigned i = 0; i < npaths; i++) {
         in->path[i] = random_path();
     }
-    if (uniform(0, 1) < 0.4) {   /* the first two paths share a resource */
+    if (uniform(0, 1) < 0.4) { /* the first two paths share a resource */
         in->path[0].resources = in->path[1].resources = 1u << 3;
-        in->resource_rate[3] = uniform(0.6, 1.2) * fmax(in->path[0].bandwidth, in->path[1].bandwidth);
+        in->resource_rate[3] =
+            uniform(0.6, 1.2) * fmax(in->path[0].bandwidth, in->path[1].bandwidth);
     }
 }
 
@@ -110,11 +111,11 @@ static void against_brute_force(unsigned npaths, unsigned cases, unsigned steps)
         double best = brute_force(&in, bytes, steps);
         double ratio = plan.makespan / best;
         worst = fmax(worst, ratio);
-        ck_assert_msg(ratio <= 1.02, "case %u: %zu bytes, planner %.9g s, brute force %.9g s",
-                      c, bytes, plan.makespan, best);
+        ck_assert_msg(ratio <= 1.02, "case %u: %zu bytes, planner %.9g s, brute force %.9g s", c,
+                      bytes, plan.makespan, best);
     }
-    fprintf(stderr, "# %u paths, %u cases: worst planner/brute-force ratio %.4f\n",
-            npaths, cases, worst);
+    fprintf(stderr, "# %u paths, %u cases: worst planner/brute-force ratio %.4f\n", npaths, cases,
+            worst);
 }
 
 START_TEST(test_two_paths_within_two_percent)
@@ -159,14 +160,18 @@ END_TEST
 START_TEST(test_one_path_takes_everything)
 {
     crux_tl_plan_input_t in = { .npaths = 1, .granule = 64, .path_cost = 1e-6 };
-    in.path[0] = (crux_tl_path_model_t){ .bandwidth = 5e9, .latency = 2e-6, .chunk_cost = 1e-6,
-                                         .hops = 2, .max_depth = 4, .max_chunk = 1 << 20 };
+    in.path[0] = (crux_tl_path_model_t){ .bandwidth = 5e9,
+                                         .latency = 2e-6,
+                                         .chunk_cost = 1e-6,
+                                         .hops = 2,
+                                         .max_depth = 4,
+                                         .max_chunk = 1 << 20 };
     crux_tl_plan_t plan;
     ck_assert_int_eq(crux_tl_plan(&in, 10000001, &plan), CRUX_OK);
     ck_assert_uint_eq(plan.stripe[0].bytes, 10000001);
     ck_assert_uint_eq(plan.used, 1);
-    ck_assert_double_eq_tol(plan.makespan,
-                            1e-6 + crux_tl_path_time(&in.path[0], 10000001, NULL), 1e-15);
+    ck_assert_double_eq_tol(plan.makespan, 1e-6 + crux_tl_path_time(&in.path[0], 10000001, NULL),
+                            1e-15);
     /* staged: more than one chunk so the two hops overlap */
     ck_assert_uint_gt(10000001 / plan.stripe[0].chunk, 4);
 }
@@ -176,7 +181,8 @@ START_TEST(test_zero_bandwidth_paths_are_never_used)
 {
     crux_tl_plan_input_t in = { .npaths = 3, .granule = 1 };
     in.path[0] = (crux_tl_path_model_t){ .bandwidth = 0, .hops = 1, .max_depth = 4 };
-    in.path[1] = (crux_tl_path_model_t){ .bandwidth = 1e9, .latency = 1e-6, .hops = 1, .max_depth = 4 };
+    in.path[1] =
+        (crux_tl_path_model_t){ .bandwidth = 1e9, .latency = 1e-6, .hops = 1, .max_depth = 4 };
     in.path[2] = (crux_tl_path_model_t){ .bandwidth = 0, .latency = 0, .hops = 1, .max_depth = 4 };
     crux_tl_plan_t plan;
     for (size_t bytes = 1; bytes < (1u << 26); bytes *= 7) {
@@ -196,8 +202,11 @@ START_TEST(test_small_messages_use_one_path)
 {
     crux_tl_plan_input_t in = { .npaths = 3, .granule = 64, .path_cost = 0.5e-6 };
     for (unsigned i = 0; i < 3; i++) {
-        in.path[i] = (crux_tl_path_model_t){ .bandwidth = 10e9 / (1 << i), .latency = 2e-6,
-                                             .chunk_cost = 1e-6, .hops = 1, .max_depth = 8,
+        in.path[i] = (crux_tl_path_model_t){ .bandwidth = 10e9 / (1 << i),
+                                             .latency = 2e-6,
+                                             .chunk_cost = 1e-6,
+                                             .hops = 1,
+                                             .max_depth = 8,
                                              .max_chunk = 1 << 20 };
     }
     crux_tl_plan_t plan;
@@ -205,7 +214,7 @@ START_TEST(test_small_messages_use_one_path)
     for (size_t bytes = 1; bytes <= 4096; bytes *= 4) {
         ck_assert_int_eq(crux_tl_plan(&in, bytes, &plan), CRUX_OK);
         ck_assert_uint_eq(plan.used, 1);
-        ck_assert_uint_eq(plan.stripe[0].bytes, bytes);   /* the fastest */
+        ck_assert_uint_eq(plan.stripe[0].bytes, bytes); /* the fastest */
         ck_assert_uint_ge(plan.stripe[0].chunk, bytes);
     }
     ck_assert_int_eq(crux_tl_plan(&in, 0, &plan), CRUX_OK);
@@ -235,15 +244,17 @@ START_TEST(test_shared_resource_caps_its_paths)
 {
     crux_tl_plan_input_t in = { .npaths = 3, .granule = 1 };
     for (unsigned i = 0; i < 3; i++) {
-        in.path[i] = (crux_tl_path_model_t){ .bandwidth = 4e9, .hops = 1, .max_depth = 4,
-                                             .max_chunk = 1 << 20 };
+        in.path[i] = (crux_tl_path_model_t){
+            .bandwidth = 4e9, .hops = 1, .max_depth = 4, .max_chunk = 1 << 20
+        };
     }
     in.path[0].resources = in.path[1].resources = 1u << 0;
     in.resource_rate[0] = 4e9;
     crux_tl_plan_t plan;
     const size_t bytes = 64u << 20;
     ck_assert_int_eq(crux_tl_plan(&in, bytes, &plan), CRUX_OK);
-    ck_assert_double_eq_tol((double)(plan.stripe[0].bytes + plan.stripe[1].bytes) / bytes, 0.5, 0.01);
+    ck_assert_double_eq_tol((double)(plan.stripe[0].bytes + plan.stripe[1].bytes) / bytes, 0.5,
+                            0.01);
     ck_assert_double_eq_tol((double)plan.stripe[2].bytes / bytes, 0.5, 0.01);
     ck_assert_double_eq_tol(plan.makespan, bytes / 2 / 4e9, 0.01 * bytes / 2 / 4e9);
 }

@@ -14,7 +14,7 @@ static void expect_failure(const char *path, crux_status_t status, const char *r
 {
     static char sentinel;
     crux_topo_options_t opts;
-    crux_topo_t *topo = (crux_topo_t *)&sentinel;  /* crux_topo_load must reset it to NULL */
+    crux_topo_t *topo = (crux_topo_t *)&sentinel; /* crux_topo_load must reset it to NULL */
     char err[512];
     crux_topo_options_init(&opts);
     opts.xml_path = path;
@@ -26,7 +26,8 @@ static void expect_failure(const char *path, crux_status_t status, const char *r
     ck_assert_ptr_null(strchr(err, '\n'));
 }
 
-static void expect_text_failure(const char *text, size_t len, crux_status_t status, const char *reason)
+static void expect_text_failure(const char *text, size_t len, crux_status_t status,
+                                const char *reason)
 {
     char path[512];
     topo_write_temp(text, len, path, sizeof(path));
@@ -36,7 +37,8 @@ static void expect_text_failure(const char *text, size_t len, crux_status_t stat
 
 START_TEST(test_missing_file)
 {
-    expect_failure("/nonexistent/crux/topology.xml", CRUX_ERR_NOT_FOUND, "No such file or directory");
+    expect_failure("/nonexistent/crux/topology.xml", CRUX_ERR_NOT_FOUND,
+                   "No such file or directory");
 }
 END_TEST
 
@@ -54,7 +56,8 @@ END_TEST
 
 START_TEST(test_garbage_and_empty)
 {
-    static const char garbage[] = "\x7f" "ELF\x02\x01\x01 this is not a topology\n";
+    static const char garbage[] = "\x7f"
+                                  "ELF\x02\x01\x01 this is not a topology\n";
     expect_text_failure(garbage, sizeof(garbage) - 1, CRUX_ERR_INVALID, "not an XML file");
     expect_text_failure("", 0, CRUX_ERR_INVALID, "empty file");
     static const char html[] = "<!DOCTYPE html>\n<html><body>hello</body></html>\n";
@@ -236,7 +239,7 @@ START_TEST(test_smp_setting)
     ck_assert_gbps(topo_gpu_path(t, 0, 4)->gbps, 12.5);
     crux_topo_free(t);
 
-    opts.smp_gbps = 30;     /* the option wins over the environment */
+    opts.smp_gbps = 30; /* the option wins over the environment */
     ck_assert_int_eq(crux_topo_load(&opts, &t, err, sizeof(err)), CRUX_OK);
     ck_assert_gbps(crux_topo_smp_gbps(t), 30);
     crux_topo_free(t);

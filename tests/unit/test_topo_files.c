@@ -13,9 +13,9 @@
 #include "tests/unit/topo_test_util.h"
 
 static const char *const all_files[] = {
-    "dgx2-v100-nvswitch.xml",       "power8-minsky-p100-nvlink.xml",
-    "ac922-lassen-v100.xml",        "aws-g4dn-metal-t4-pcie.xml",
-    "cts1-p100-pcie.xml",           "synthetic-dgx1-hybrid-cube-mesh.xml",
+    "dgx2-v100-nvswitch.xml",     "power8-minsky-p100-nvlink.xml",
+    "ac922-lassen-v100.xml",      "aws-g4dn-metal-t4-pcie.xml",
+    "cts1-p100-pcie.xml",         "synthetic-dgx1-hybrid-cube-mesh.xml",
     "synthetic-ac922-nvlink.xml",
 };
 static const int all_gpus[] = { 16, 4, 4, 8, 2, 8, 4 };
@@ -70,7 +70,7 @@ START_TEST(test_dgx1_cube_mesh)
     int nvlinks = 0;
     for (int l = 0; l < crux_topo_num_links(t); l++)
         nvlinks += crux_topo_link(t, l)->type == CRUX_TOPO_LINK_NVLINK;
-    ck_assert_int_eq(nvlinks, 16);      /* 8 GPUs with 4 NVLink neighbours each */
+    ck_assert_int_eq(nvlinks, 16); /* 8 GPUs with 4 NVLink neighbours each */
 
     const crux_topo_path_t *p = topo_gpu_path(t, 0, 1);
     ck_assert_int_eq(p->kind, CRUX_TOPO_PATH_NVLINK);
@@ -174,14 +174,15 @@ START_TEST(test_minsky_nvlink_through_cpu)
     ck_assert_int_eq(crux_topo_link_between(t, topo_gpu_id(t, 0), topo_gpu_id(t, 1))->nvlinks, 2);
     ck_assert_gbps(topo_nvlink_gbps(t, 2, 3), 40);
     ck_assert_gbps(topo_nvlink_gbps(t, 1, 2), 0);
-    const crux_topo_link_t *cpu = crux_topo_link_between(t, topo_gpu_id(t, 0),
-                                                         topo_id(t, CRUX_TOPO_DEV_PACKAGE, 0));
+    const crux_topo_link_t *cpu =
+        crux_topo_link_between(t, topo_gpu_id(t, 0), topo_id(t, CRUX_TOPO_DEV_PACKAGE, 0));
     ck_assert_ptr_nonnull(cpu);
     ck_assert_int_eq(cpu->type, CRUX_TOPO_LINK_NVLINK);
     ck_assert_gbps(cpu->gbps, 40);
 
     /* host memory is reached over the CPU NVLink, in one hop */
-    const crux_topo_path_t *p = crux_topo_path(t, topo_gpu_id(t, 0), topo_id(t, CRUX_TOPO_DEV_NUMA, 0));
+    const crux_topo_path_t *p =
+        crux_topo_path(t, topo_gpu_id(t, 0), topo_id(t, CRUX_TOPO_DEV_NUMA, 0));
     ck_assert_int_eq(p->kind, CRUX_TOPO_PATH_HOST);
     ck_assert_int_eq(p->hops, 1);
     ck_assert_gbps(p->gbps, 40);
@@ -226,7 +227,7 @@ START_TEST(test_ac922_pcie_and_nics)
     p = topo_gpu_path(t, 1, 2);
     ck_assert_int_eq(p->kind, CRUX_TOPO_PATH_HOST);
     ck_assert(p->cross_socket);
-    ck_assert_gbps(p->gbps, 3.94);     /* the switch's PCIe 3.0 x4 uplink */
+    ck_assert_gbps(p->gbps, 3.94); /* the switch's PCIe 3.0 x4 uplink */
     ck_assert_int_eq(crux_topo_num_islands(t), 4);
 
     ck_assert_int_eq(crux_topo_count(t, CRUX_TOPO_DEV_NIC), 6);
@@ -336,7 +337,7 @@ START_TEST(test_cts1_pcie_switch)
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "20"), 1);
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "18-20,54"), 1);
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "0-3"), 0);
-    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "17-18"), -1);   /* spans both */
+    ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "17-18"), -1); /* spans both */
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "not a list"), -1);
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, ""), -1);
     crux_topo_free(t);
@@ -430,10 +431,11 @@ START_TEST(test_invariants)
         ck_assert_int_eq(g->type, CRUX_TOPO_DEV_GPU);
         ck_assert_int_eq(crux_topo_device(t, g->package)->type, CRUX_TOPO_DEV_PACKAGE);
         ck_assert_int_eq(crux_topo_device(t, g->numa)->package, g->package);
-        if (a > 0)      /* CUDA/NVML order: PCI bus order */
+        if (a > 0) /* CUDA/NVML order: PCI bus order */
             ck_assert_int_lt(strcmp(crux_topo_gpu(t, a - 1)->pci, g->pci), 0);
         for (int n = 0; n < crux_topo_count(t, CRUX_TOPO_DEV_NUMA); n++) {
-            const crux_topo_path_t *p = crux_topo_path(t, g->id, crux_topo_find(t, CRUX_TOPO_DEV_NUMA, n)->id);
+            const crux_topo_path_t *p =
+                crux_topo_path(t, g->id, crux_topo_find(t, CRUX_TOPO_DEV_NUMA, n)->id);
             ck_assert_ptr_nonnull(p);
             ck_assert_int_eq(p->kind, CRUX_TOPO_PATH_HOST);
             ck_assert(p->gbps >= 1.0);

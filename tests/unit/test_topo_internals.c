@@ -1,7 +1,7 @@
 /* libcrux_topo's building blocks that the XML files cannot reach: link
  * rates by generation, GPU model names, the pre-import XML facts, and the
  * sysfs reader (on a fake sysfs tree). */
-#define _GNU_SOURCE     /* nftw */
+#define _GNU_SOURCE /* nftw */
 #include "tests/unit/check_main.h"
 #include "tests/unit/topo_test_util.h"
 
@@ -12,9 +12,9 @@
 
 START_TEST(test_pcie_rates)
 {
-    ck_assert_gbps(crux_topo_pcie_gbps(1, 16), 4.0);       /* 2.5 GT/s, 8b/10b */
+    ck_assert_gbps(crux_topo_pcie_gbps(1, 16), 4.0); /* 2.5 GT/s, 8b/10b */
     ck_assert_gbps(crux_topo_pcie_gbps(2, 8), 4.0);
-    ck_assert_gbps(crux_topo_pcie_gbps(3, 16), 15.75);     /* 8 GT/s, 128b/130b: hwloc's figure */
+    ck_assert_gbps(crux_topo_pcie_gbps(3, 16), 15.75); /* 8 GT/s, 128b/130b: hwloc's figure */
     ck_assert_gbps(crux_topo_pcie_gbps(4, 16), 31.51);
     ck_assert_gbps(crux_topo_pcie_gbps(5, 16), 63.02);
     ck_assert_gbps(crux_topo_pcie_gbps(3, 4), 3.94);
@@ -51,12 +51,14 @@ START_TEST(test_xml_facts)
 {
     struct crux_topo_xml_facts facts;
     char err[256];
-    ck_assert_int_eq(crux_topo_xml_check(topo_data("dgx2-v100-nvswitch.xml"), &facts, err, sizeof(err)),
-                     CRUX_OK);
+    ck_assert_int_eq(
+        crux_topo_xml_check(topo_data("dgx2-v100-nvswitch.xml"), &facts, err, sizeof(err)),
+        CRUX_OK);
     ck_assert_int_eq(facts.nmatrices, 1);
     ck_assert_uint_eq(facts.matrix_nbobjs[0], 28);
-    ck_assert_int_eq(crux_topo_xml_check(topo_data("synthetic-dgx1-hybrid-cube-mesh.xml"), &facts, err,
-                                         sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(crux_topo_xml_check(topo_data("synthetic-dgx1-hybrid-cube-mesh.xml"), &facts,
+                                         err, sizeof(err)),
+                     CRUX_OK);
     ck_assert_int_eq(facts.nmatrices, 1);
     ck_assert_uint_eq(facts.matrix_nbobjs[0], 8);
     /* the NUMALatency matrix is not an NVLink one */
@@ -129,17 +131,17 @@ START_TEST(test_sysfs_reader)
     int down = add_nic(&t, "0000:5e:00.0", "", "eth8", "");
     crux_topo_sysfs_discover(&t, root);
 
-    ck_assert_int_eq(t.devs[ib].pcie_gen, 3);      /* the port's lower generation */
+    ck_assert_int_eq(t.devs[ib].pcie_gen, 3); /* the port's lower generation */
     ck_assert_int_eq(t.devs[ib].pcie_width, 16);
     ck_assert_gbps(t.pcie_raw[ib].cap_gbps, 15.75);
     ck_assert_gbps(t.devs[ib].port_gbit, 100);
     ck_assert_int_eq(t.devs[eth].pcie_gen, 3);
-    ck_assert_int_eq(t.devs[eth].pcie_width, 8);   /* the device's narrower width */
+    ck_assert_int_eq(t.devs[eth].pcie_width, 8); /* the device's narrower width */
     ck_assert_gbps(t.pcie_raw[eth].cap_gbps, 7.88);
     ck_assert_gbps(t.devs[eth].port_gbit, 25);
-    ck_assert_int_eq(t.devs[down].pcie_gen, 0);    /* nothing in sysfs for it */
+    ck_assert_int_eq(t.devs[down].pcie_gen, 0); /* nothing in sysfs for it */
     ck_assert_gbps(t.pcie_raw[down].cap_gbps, 0);
-    ck_assert_gbps(t.devs[down].port_gbit, 0);     /* link down */
+    ck_assert_gbps(t.devs[down].port_gbit, 0); /* link down */
     free(t.devs);
     free(t.pcie_raw);
     ck_assert_int_eq(nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);

@@ -39,7 +39,7 @@ static int sysfs_numa_nodes(void)
     struct dirent *e;
     int n = 0;
     if (!dir)
-        return 1;   /* a kernel without NUMA: one node */
+        return 1; /* a kernel without NUMA: one node */
     while ((e = readdir(dir)))
         n += !strncmp(e->d_name, "node", 4) && e->d_name[4] >= '0' && e->d_name[4] <= '9';
     closedir(dir);

@@ -3,7 +3,7 @@
  * export: NVLink between GPUs, to NVSwitches hwloc does not show, to POWER
  * CPUs; per-link rates by architecture and NVLink version; P2P refusal;
  * links to devices that are not there; no NVML at all. */
-#include "config.h"     /* LT_OBJDIR: where libtool puts the mock library */
+#include "config.h" /* LT_OBJDIR: where libtool puts the mock library */
 
 #include "tests/unit/check_main.h"
 #include "tests/unit/topo_test_util.h"
@@ -71,7 +71,8 @@ static void link_to(struct mock_nvml_gpu *g, int count, unsigned domain, unsigne
                     unsigned pci_device_id, int type, unsigned version)
 {
     for (int i = 0; i < count; i++)
-        g->links[g->nlinks++] = (struct mock_nvml_link){ domain, bus, 0, pci_device_id, type, version };
+        g->links[g->nlinks++] =
+            (struct mock_nvml_link){ domain, bus, 0, pci_device_id, type, version };
 }
 
 #define REMOTE_GPU    0
@@ -84,7 +85,8 @@ static void link_to(struct mock_nvml_gpu *g, int count, unsigned domain, unsigne
 START_TEST(test_cube_mesh_from_nvml)
 {
     static const unsigned bus[8] = { 0x18, 0x19, 0x35, 0x36, 0xe7, 0xe8, 0xf4, 0xf5 };
-    static const int mesh[16][3] = {   /* GPU, GPU, links */
+    static const int mesh[16][3] = {
+        /* GPU, GPU, links */
         { 0, 1, 2 }, { 0, 2, 1 }, { 0, 3, 1 }, { 0, 4, 2 }, { 1, 2, 1 }, { 1, 3, 2 },
         { 1, 5, 1 }, { 2, 3, 2 }, { 2, 6, 2 }, { 3, 7, 1 }, { 4, 5, 2 }, { 4, 6, 1 },
         { 4, 7, 1 }, { 5, 6, 1 }, { 5, 7, 2 }, { 6, 7, 2 },
@@ -116,7 +118,7 @@ START_TEST(test_cube_mesh_from_nvml)
     int nvlinks = 0;
     for (int l = 0; l < crux_topo_num_links(t); l++)
         nvlinks += crux_topo_link(t, l)->type == CRUX_TOPO_LINK_NVLINK;
-    ck_assert_int_eq(nvlinks, 16);     /* each link counted once, not from both ends */
+    ck_assert_int_eq(nvlinks, 16); /* each link counted once, not from both ends */
     ck_assert_int_eq(crux_topo_num_islands(t), 2);
     ck_assert_gbps(crux_topo_multipath(t, 0, 1)->gbps, 140.75);
     crux_topo_free(t);
@@ -165,7 +167,7 @@ START_TEST(test_nvswitch_from_nvml)
         g[i].architecture = 0;
         g[i].name = "NVIDIA Graphics Device";
         for (int k = 0; k < g[i].nlinks; k++)
-            g[i].links[k].version = 4;  /* NVML's code for NVLink 3.0 */
+            g[i].links[k].version = 4; /* NVML's code for NVLink 3.0 */
     }
     configure(2, g, NULL);
     t = discover("cts1-p100-pcie.xml", &w);
@@ -192,12 +194,13 @@ START_TEST(test_cpu_nvlink_from_nvml)
     ck_assert_int_eq(w.count, 0);
     ck_assert_gbps(topo_nvlink_gbps(t, 0, 1), 40);
     ck_assert_gbps(topo_nvlink_gbps(t, 2, 3), 40);
-    const crux_topo_link_t *cpu = crux_topo_link_between(t, topo_gpu_id(t, 2),
-                                                         topo_id(t, CRUX_TOPO_DEV_PACKAGE, 1));
+    const crux_topo_link_t *cpu =
+        crux_topo_link_between(t, topo_gpu_id(t, 2), topo_id(t, CRUX_TOPO_DEV_PACKAGE, 1));
     ck_assert_ptr_nonnull(cpu);
     ck_assert_int_eq(cpu->type, CRUX_TOPO_LINK_NVLINK);
     ck_assert_gbps(cpu->gbps, 40);
-    const crux_topo_path_t *p = crux_topo_path(t, topo_gpu_id(t, 2), topo_id(t, CRUX_TOPO_DEV_NUMA, 1));
+    const crux_topo_path_t *p =
+        crux_topo_path(t, topo_gpu_id(t, 2), topo_id(t, CRUX_TOPO_DEV_NUMA, 1));
     ck_assert_int_eq(p->hops, 1);
     ck_assert_gbps(p->gbps, 40);
     ck_assert_gbps(crux_topo_multipath(t, 0, 1)->gbps, 80);
@@ -237,7 +240,7 @@ START_TEST(test_unknown_devices)
     link_to(&g[0], 2, 0, 0x99, 0x1db410de, REMOTE_GPU, 2);
     configure(3, g, NULL);
     crux_topo_t *t = discover("cts1-p100-pcie.xml", &w);
-    ck_assert_int_eq(w.count, 3);   /* the GPU at 98:00, and both links to 99:00 */
+    ck_assert_int_eq(w.count, 3); /* the GPU at 98:00, and both links to 99:00 */
     ck_assert_ptr_nonnull(strstr(w.last, "not in the topology"));
     ck_assert_int_eq(crux_topo_count(t, CRUX_TOPO_DEV_GPU), 2);
     for (int l = 0; l < crux_topo_num_links(t); l++)
@@ -250,8 +253,9 @@ START_TEST(test_no_nvml)
 {
     struct crux_topo t;
     memset(&t, 0, sizeof(t));
-    ck_assert_int_eq(crux_topo_nvml_discover(&t, "/nonexistent/libnvidia-ml.so.1"), CRUX_ERR_UNSUPPORTED);
-    configure(0, NULL, NULL);      /* a driver that sees no GPU */
+    ck_assert_int_eq(crux_topo_nvml_discover(&t, "/nonexistent/libnvidia-ml.so.1"),
+                     CRUX_ERR_UNSUPPORTED);
+    configure(0, NULL, NULL); /* a driver that sees no GPU */
     ck_assert_int_eq(crux_topo_nvml_discover(&t, mock_library()), CRUX_ERR_UNSUPPORTED);
     ck_assert_int_eq(t.nreports, 0);
 }

@@ -12,7 +12,7 @@
 
 typedef struct {
     crux_tl_context_t *ctx;
-    crux_tl_engine_t  *engine;
+    crux_tl_engine_t *engine;
 } tl_engine_t;
 
 static int tl_engine_open(tl_engine_t *t, unsigned kinds, const crux_tl_model_t *models,
@@ -48,10 +48,11 @@ static crux_tl_pair_t *tl_connect(fork_group_member_t *m, tl_engine_t *t)
     crux_tl_pair_t *pair = NULL;
     if (size > FORK_GROUP_SLOT || crux_tl_engine_card_pack(t->engine, card) != CRUX_OK ||
         fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
-        crux_tl_pair_connect(t->engine, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        crux_tl_pair_connect(t->engine, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) !=
+            CRUX_OK) {
         return NULL;
     }
-    fork_group_barrier(m);   /* both connected before either sends */
+    fork_group_barrier(m); /* both connected before either sends */
     return pair;
 }
 

@@ -98,7 +98,7 @@ static inline char *topo_replace(const char *text, const char *from, const char 
         n++;
     char *out = malloc(strlen(text) + n * (tl > fl ? tl - fl : 0) + 1), *o = out;
     ck_assert_ptr_nonnull(out);
-    for (const char *p = text, *q; ; p = q + fl) {
+    for (const char *p = text, *q;; p = q + fl) {
         q = strstr(p, from);
         size_t chunk = q ? (size_t)(q - p) : strlen(p);
         memcpy(o, p, chunk);
@@ -135,8 +135,8 @@ static inline int topo_gpu_id(const crux_topo_t *topo, int gpu)
 /* The NVLink link between two GPUs' bandwidth, 0 if none. */
 static inline double topo_nvlink_gbps(const crux_topo_t *topo, int gpu_a, int gpu_b)
 {
-    const crux_topo_link_t *l = crux_topo_link_between(topo, topo_gpu_id(topo, gpu_a),
-                                                       topo_gpu_id(topo, gpu_b));
+    const crux_topo_link_t *l =
+        crux_topo_link_between(topo, topo_gpu_id(topo, gpu_a), topo_gpu_id(topo, gpu_b));
     return l && l->type == CRUX_TOPO_LINK_NVLINK ? l->gbps : 0.0;
 }
 
@@ -147,7 +147,7 @@ static inline const crux_topo_path_t *topo_gpu_path(const crux_topo_t *topo, int
     return p;
 }
 
-#define TOPO_EPS 1e-6
+#define TOPO_EPS                        1e-6
 #define ck_assert_gbps(value, expected) ck_assert_double_eq_tol((value), (expected), 0.005)
 
 #endif
