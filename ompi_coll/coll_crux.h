@@ -27,7 +27,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "opal/util/output.h"
 
-#include "ompi_coll/crux_coll.h"
+#include "coll/crux_coll.h"
 #include "sched/crux_arb.h"
 
 BEGIN_C_DECLS

@@ -11,7 +11,7 @@
 #include "ompi_config.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "ompi_coll/crux_dev.h"
+#include "coll/crux_dev.h"
 
 bool coll_crux_no_devices;
 

@@ -28,7 +28,7 @@
 #include "topo/crux_topo.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "ompi_coll/crux_dev.h"
+#include "coll/crux_dev.h"
 
 /* The host groups of this machine, loaded once per process. */
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -8,7 +8,7 @@
 #include "ompi/group/group.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "ompi_coll/crux_dev.h"
+#include "coll/crux_dev.h"
 
 static void crux_module_construct(mca_coll_crux_module_t *m)
 {

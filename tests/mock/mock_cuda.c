@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ompi_coll/crux_reduce.h"
+#include "coll/crux_reduce.h"
 
 #define MAX_MAPS     4096
 #define FATBIN_MAGIC 0xba55ed50u

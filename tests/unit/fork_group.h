@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ompi_coll/crux_coll.h"
+#include "coll/crux_coll.h"
 
 #define FORK_GROUP_MAX  16
 #define FORK_GROUP_SLOT 4096

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "ompi_coll/crux_dev.h"
+#include "coll/crux_dev.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {

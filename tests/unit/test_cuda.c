@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/crux_cuda.h"
-#include "ompi_coll/crux_dev_internal.h"
+#include "coll/crux_dev_internal.h"
 #include "tests/unit/fork_group.h"
 
 #define FAIL(code)                                                \

@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 
 #include "check_main.h"
-#include "ompi_coll/crux_dev.h"
-#include "ompi_coll/crux_dev_group.h" /* the pairs, to see them found far */
+#include "coll/crux_dev.h"
+#include "coll/crux_dev_group.h" /* the pairs, to see them found far */
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "ompi_coll/crux_reduce.h"
+#include "coll/crux_reduce.h"
 
 #define MAXLEN 1031 /* prime: not a multiple of any vector width */
 

@@ -41,8 +41,8 @@
 #include <string.h>
 
 #include "common/crux_copy.h"
-#include "ompi_coll/crux_dev_call.h"
-#include "ompi_coll/crux_reduce_chain.h"
+#include "coll/crux_dev_call.h"
+#include "coll/crux_reduce_chain.h"
 
 #define CHECK_POLLS  4096u      /* idle polls between checks that the peers live */
 #define ROTATE_BYTES (1u << 20) /* stage rows successive calls rotate over, at most */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ompi_coll/crux_reduce.h"
+#include "coll/crux_reduce.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/crux_cpus.h"
-#include "ompi_coll/crux_group_internal.h"
+#include "coll/crux_group_internal.h"
 
 #define CRUX_SPIN_POLLS 4096u
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "ompi_coll/crux_dev_group.h"
+#include "coll/crux_dev_group.h"
 
 #define CRUX_DEV_MAX_DEPTH 64 /* inter-group steps in flight at most */
 

@@ -2,7 +2,7 @@
 #ifndef CRUX_DEV_GROUP_H
 #define CRUX_DEV_GROUP_H
 
-#include "ompi_coll/crux_dev_internal.h"
+#include "coll/crux_dev_internal.h"
 
 struct crux_dev_group {
     int rank, size;

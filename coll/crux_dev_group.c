@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/crux_cpus.h"
-#include "ompi_coll/crux_dev_group.h"
+#include "coll/crux_dev_group.h"
 
 #define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
 

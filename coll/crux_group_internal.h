@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "common/crux_reach.h"
-#include "ompi_coll/crux_coll.h"
+#include "coll/crux_coll.h"
 
 /* Progress words pack a call's sequence number above a chunk count, so a
  * value from an earlier call never satisfies a wait in a later one. */

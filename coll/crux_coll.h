@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "common/crux_status.h"
-#include "ompi_coll/crux_reduce.h"
+#include "coll/crux_reduce.h"
 #include "ucx_tl/crux_tl.h"
 
 typedef struct crux_coll_group crux_coll_group_t;

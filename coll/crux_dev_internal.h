@@ -3,7 +3,7 @@
 #ifndef CRUX_DEV_INTERNAL_H
 #define CRUX_DEV_INTERNAL_H
 
-#include "ompi_coll/crux_dev.h"
+#include "coll/crux_dev.h"
 
 typedef struct crux_dev_queue crux_dev_queue_t;
 

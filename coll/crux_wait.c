@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ompi_coll/crux_group_internal.h"
+#include "coll/crux_group_internal.h"
 
 #define CRUX_YIELDS         8u       /* yields before sleeping */
 #define CRUX_SLEEP_NS       1000000L /* a sleep ends after this long at most */

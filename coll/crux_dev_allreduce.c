@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ompi_coll/crux_dev_call.h"
+#include "coll/crux_dev_call.h"
 
 crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
 {

@@ -13,8 +13,8 @@
  * after p announced the chunk, i.e. after p has read it. */
 #include <string.h>
 
-#include "ompi_coll/crux_allreduce_algs.h"
-#include "ompi_coll/crux_shard.h"
+#include "coll/crux_allreduce_algs.h"
+#include "coll/crux_shard.h"
 
 typedef struct {
     crux_coll_group_t *g;

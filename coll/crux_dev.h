@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "common/crux_status.h"
-#include "ompi_coll/crux_coll.h"
+#include "coll/crux_coll.h"
 #include "ucx_tl/crux_tl.h"
 
 /* --- detection -------------------------------------------------------------- */

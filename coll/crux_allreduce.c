@@ -2,7 +2,7 @@
  * single-copy algorithm, and the trivial cases. */
 #include <string.h>
 
-#include "ompi_coll/crux_allreduce_algs.h"
+#include "coll/crux_allreduce_algs.h"
 
 const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg)
 {

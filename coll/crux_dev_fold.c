@@ -5,7 +5,7 @@
  * in place of its scratch-and-reduce step for host buffers. */
 #include <string.h>
 
-#include "ompi_coll/crux_dev_call.h"
+#include "coll/crux_dev_call.h"
 
 /* Chunk k's pieces fold into its accumulator in rank order.  Steps: member
  * 0 folds peer 1 into its input, then peers 2, 3 ... into the result;

@@ -2,7 +2,7 @@
  * becomes the engine's CUDA channels between the two devices. */
 #include <stdio.h>
 
-#include "ompi_coll/crux_dev_group.h"
+#include "coll/crux_dev_group.h"
 #include "topo/crux_topo.h"
 
 static crux_tl_chan_kind_t kind_of(crux_topo_path_kind_t kind)

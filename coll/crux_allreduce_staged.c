@@ -28,9 +28,9 @@
  * round's copy-out overlaps the next round's copy-in. */
 #include <string.h>
 
-#include "ompi_coll/crux_allreduce_algs.h"
+#include "coll/crux_allreduce_algs.h"
 #include "common/crux_copy.h"
-#include "ompi_coll/crux_shard.h"
+#include "coll/crux_shard.h"
 
 #define CRUX_MAX_DEPTH 64
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/crux_copy.h"
-#include "ompi_coll/crux_reduce.h"
+#include "coll/crux_reduce.h"
 
 #define CRUX_REDUCE_BLOCK 4096 /* bytes; a multiple of every element size */
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "ompi_coll/crux_group_internal.h"
+#include "coll/crux_group_internal.h"
 
 typedef struct {
     size_t count; /* elements in the whole buffer */

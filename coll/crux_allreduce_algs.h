@@ -3,8 +3,8 @@
 #ifndef CRUX_ALLREDUCE_ALGS_H
 #define CRUX_ALLREDUCE_ALGS_H
 
-#include "ompi_coll/crux_group_internal.h"
-#include "ompi_coll/crux_reduce_chain.h"
+#include "coll/crux_group_internal.h"
+#include "coll/crux_reduce_chain.h"
 
 /* Flat with inter == NULL; hierarchical with the caller's inter-group step,
  * 'depth' chunks in flight (0: the three stages in sequence). */

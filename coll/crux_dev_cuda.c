@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "ompi_coll/crux_dev_internal.h"
+#include "coll/crux_dev_internal.h"
 
 #define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
 #define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
