@@ -16,20 +16,16 @@
  * then.  Both sides' store, then look, are sequentially consistent, so
  * either the sleeper's last look finds the peer's store or the peer finds
  * it dozing. */
-#include <limits.h>
-#include <linux/futex.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "common/crux_futex.h"
 #include "ucx_tl/crux_tl_mp.h"
 
 void crux_tl_ring(crux_tl_pair_t *pair)
 {
     if (__atomic_load_n(&pair->bell->sleeping, __ATOMIC_SEQ_CST)) {
         __atomic_add_fetch(&pair->bell->ring, 1, __ATOMIC_SEQ_CST);
-        syscall(SYS_futex, &pair->bell->ring, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        crux_futex_wake(&pair->bell->ring);
     }
 }
 
@@ -41,11 +37,7 @@ uint32_t crux_tl_engine_doze(crux_tl_engine_t *e)
 
 void crux_tl_engine_sleep(crux_tl_engine_t *e, uint32_t ticket, double seconds)
 {
-    if (seconds > 0) {
-        struct timespec timeout = { (time_t)seconds,
-                                    (long)((seconds - (double)(time_t)seconds) * 1e9) };
-        syscall(SYS_futex, &e->bell->ring, FUTEX_WAIT, ticket, &timeout, NULL, 0);
-    }
+    crux_futex_wait(&e->bell->ring, ticket, (long)(seconds * 1e9));
     __atomic_store_n(&e->bell->sleeping, 0, __ATOMIC_RELAXED);
 }
 

@@ -1,13 +1,12 @@
 /* Transfers: posting, the sender's side of the protocol, issuing chunks,
  * completion and the liveness of the peer.  The receiver's matching and
  * planning are in crux_tl_match.c, the staged slots in crux_tl_shm.c. */
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/crux_copy.h"
+#include "common/crux_proc.h"
 #include "ucx_tl/crux_tl_mp.h"
 
 #define LIVENESS_POLLS 4096u       /* idle progress calls between checks that the peer lives */
@@ -399,29 +398,9 @@ unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 
 /* --- liveness ------------------------------------------------------------------ */
 
-/* A process that exited but was not reaped yet still answers kill(pid, 0);
- * its state in /proc tells it is a zombie. */
-static int process_alive(pid_t pid)
-{
-    if (kill(pid, 0) != 0 && errno == ESRCH) {
-        return 0;
-    }
-    char path[64], stat[256];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        return errno != ENOENT;
-    }
-    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *end = strrchr(stat, ')'); /* the command name may hold spaces */
-    return end == NULL || end[1] == '\0' || (end[2] != 'Z' && end[2] != 'X');
-}
-
 int crux_tl_peer_alive(const crux_tl_pair_t *pair)
 {
-    return pair->loopback || process_alive(pair->peer_pid);
+    return pair->loopback || crux_proc_alive(pair->peer_pid);
 }
 
 /* The peer is gone: everything pending on the pair fails once nothing of

@@ -1,0 +1,18 @@
+/* Whether another process of this host still lives, as crux's waits need
+ * it: a peer that exited but was not reaped yet (a zombie) counts as gone,
+ * and a pid reused by a new process is told apart by its start time. */
+#ifndef CRUX_PROC_H
+#define CRUX_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* 0 when 'pid' is gone or a zombie; 1 when it lives, or when /proc cannot
+ * say (then kill(pid, 0) alone decides). */
+int crux_proc_alive(pid_t pid);
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks since boot); 0 when
+ * the process is gone, a zombie, or /proc cannot be read. */
+uint64_t crux_proc_start_time(pid_t pid);
+
+#endif
