@@ -1,5 +1,5 @@
-/* Allreduce entry point: checks, the choice between the staged and the
- * single-copy algorithm, and the trivial cases. */
+/* Allreduce entry point: checks, AUTO through the choice between the staged
+ * and the single-copy algorithm (crux_select.c), and the trivial cases. */
 #include <string.h>
 
 #include "coll/crux_allreduce_algs.h"
@@ -12,15 +12,6 @@ const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg)
     case CRUX_ALLREDUCE_CMA: return "cma";
     }
     return "unknown";
-}
-
-crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *g, size_t bytes)
-{
-    /* On the machines measured so far (README) staging won at every size, so
-     * single copy is opt-in: it moves fewer bytes, which may pay where
-     * memory bandwidth per core is higher than cache-to-cache bandwidth. */
-    const size_t from = g->config.cma_min_bytes;
-    return g->has_cma && from > 0 && bytes >= from ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_STAGED;
 }
 
 crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,

@@ -109,8 +109,54 @@ crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll
                                        unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                        crux_dtype_t dtype, crux_op_t op);
 
-/* Which algorithm AUTO picks for a message of 'bytes' (for logging). */
+/* Which algorithm AUTO picks for a message of 'bytes' (crux_select.c). */
 crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);
 const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg);
+
+/* --- selection: the one place an Allreduce algorithm is chosen ----------- */
+
+/* The algorithms a caller runs, and what a user may force (AUTO and FLAT
+ * are requests only; the values are coll_crux_allreduce_algorithm's). */
+typedef enum {
+    CRUX_ALG_AUTO = 0,
+    CRUX_ALG_STAGED = 1,          /* flat, shared-memory staging */
+    CRUX_ALG_CMA = 2,             /* flat, single copy */
+    CRUX_ALG_FALLBACK = 3,        /* the caller's own implementation */
+    CRUX_ALG_FLAT = 4,            /* flat, staging or single copy by size */
+    CRUX_ALG_HIER = 5,            /* three stages, pipelined */
+    CRUX_ALG_HIER_SEQUENTIAL = 6, /* three stages one after the other */
+    CRUX_ALG_DEVICE = 7,          /* device buffers: GPU kernels over the engine */
+    CRUX_ALG_DEVICE_STAGED = 8,   /* device buffers staged through host memory */
+    CRUX_ALG_ENGINE = 9,          /* flat, over the multipath engine (crux_dev.h) */
+    CRUX_ALG_COUNT
+} crux_alg_t;
+
+/* What the caller can have.  Asking may build it (collective: every
+ * member asks the same questions in the same order, as it chooses alike). */
+typedef enum {
+    CRUX_CAP_GROUP,         /* a shared-memory group over every member */
+    CRUX_CAP_CMA,           /* ... in which single copy works */
+    CRUX_CAP_ENGINE,        /* a multipath engine group over every member */
+    CRUX_CAP_LANES,         /* ... that carries host calls over its lanes */
+    CRUX_CAP_LAYOUT,        /* even groups of ranks for the hierarchical algorithm */
+    CRUX_CAP_DEVICE_KERNEL, /* a GPU kernel for the call's (dtype, op) */
+} crux_select_cap_t;
+
+typedef struct {
+    int device;           /* the buffers are device memory */
+    int all_local;        /* every member on this node */
+    size_t bytes;         /* the message */
+    crux_alg_t forced;    /* CRUX_ALG_AUTO or what the user asked for */
+    size_t cma_min_bytes; /* single copy from this size up; 0: never */
+    int (*has)(void *arg, crux_select_cap_t cap);
+    void *arg;
+} crux_select_query_t;
+
+/* The algorithm to run: never AUTO or FLAT.  For host buffers FALLBACK, with
+ * the reason in *why, when crux's own cannot run; device buffers always
+ * get DEVICE or DEVICE_STAGED (they must never reach a module that is not
+ * CUDA-aware).  *why is "" when nothing needs saying. */
+crux_alg_t crux_allreduce_select(const crux_select_query_t *query, const char **why);
+const char *crux_alg_name(crux_alg_t alg);
 
 #endif

@@ -4,15 +4,17 @@
  *   coll_crux_component.c  component, MCA parameters (all registered there)
  *   coll_crux_module.c     per-communicator module, fallback bookkeeping
  *   coll_crux_fill.c       stock components crux opens when it runs alone
- *   coll_crux_group.c      the libcrux_coll group of a communicator, lazily
+ *   coll_crux_group.c      the libcrux_coll groups of a communicator (shared
+ *                          memory, multipath engine), lazily
  *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
  *                          step of the hierarchical Allreduce
- *   coll_crux_device.c     Allreduce on CUDA device buffers (libcrux_dev)
+ *   coll_crux_device.c     CUDA device buffers: detection, staging
  *   coll_crux_job.c        the job's priority level, network settings and
  *                          intra-host arbitration (crux-sched's priority file)
  *   coll_crux_profile.c    the job's communication profile for crux-sched
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
- *   coll_crux_allreduce.c  MPI_Allreduce
+ *   coll_crux_allreduce.c  MPI_Allreduce: translate, select (libcrux_coll's
+ *                          crux_allreduce_select), run, fall back
  * Whatever crux does not handle goes to the module that was selected before
  * it on the communicator. */
 #ifndef MCA_COLL_CRUX_H
@@ -31,21 +33,6 @@
 #include "sched/crux_arb.h"
 
 BEGIN_C_DECLS
-
-/* What coll_crux_allreduce_algorithm can force. */
-typedef enum {
-    CRUX_ALG_AUTO = 0,
-    CRUX_ALG_STAGED = 1,          /* flat, shared-memory staging */
-    CRUX_ALG_CMA = 2,             /* flat, single copy */
-    CRUX_ALG_FALLBACK = 3,        /* always the previous module */
-    CRUX_ALG_FLAT = 4,            /* flat, staging or single copy by size */
-    CRUX_ALG_HIER = 5,            /* three stages, pipelined */
-    CRUX_ALG_HIER_SEQUENTIAL = 6, /* three stages one after the other */
-    CRUX_ALG_DEVICE = 7,          /* device buffers: GPU kernels over the engine */
-    CRUX_ALG_DEVICE_STAGED = 8,   /* device buffers staged through host memory */
-    CRUX_ALG_ENGINE = 9,          /* flat, over the multipath engine (libcrux_dev) */
-    CRUX_ALG_COUNT
-} coll_crux_alg_param_t;
 
 typedef struct {
     mca_coll_base_component_2_0_0_t super;
@@ -111,7 +98,7 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    int allreduce_algorithm;        /* coll_crux_alg_param_t */
+    int allreduce_algorithm;        /* crux_alg_t asked for */
     size_t handoff_below;           /* host messages this small go to previous_ */
     bool all_local;                 /* every rank on this node */
     bool building;                  /* making subcommunicators: fall back */
@@ -173,14 +160,6 @@ double coll_crux_now(void);
 bool coll_crux_profiling(void);
 void coll_crux_profile_record(size_t bytes, double start, double end);
 
-/* verbosity 2: each decision once per communicator, algorithm and size class */
-void coll_crux_log_choice(mca_coll_crux_module_t *module, int alg, size_t bytes, const char *why);
-
-/* MPI_Allreduce on host buffers (what device buffers are staged through) */
-int coll_crux_allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, ompi_communicator_t *comm,
-                             mca_coll_crux_module_t *module);
-
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);
 /* Whether no buffer of this process can be device memory (no CUDA build,
@@ -188,26 +167,34 @@ bool coll_crux_is_device(const void *sbuf, const void *rbuf);
  * coll_crux_device_probe, at every module enable. */
 extern bool coll_crux_no_devices;
 void coll_crux_device_probe(void);
-/* the flat Allreduce over the multipath engine, for host or device buffers
- * (CRUX_ERR_UNSUPPORTED: nothing moved, on every rank alike) */
-crux_status_t coll_crux_allreduce_engine(mca_coll_crux_module_t *module, const void *sbuf,
-                                         void *rbuf, int count, crux_dtype_t cdtype, crux_op_t cop);
+/* 1 when (cdtype, cop) has a GPU kernel */
+bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop);
+/* Device buffers staged through this communicator's pinned host buffers:
+ * stage_in copies the input to 'in' (and sets 'out', for the result, whose
+ * stage_out copies it back to rbuf); both as MPI sees buffers (lower bound
+ * included). */
+typedef struct {
+    char *in, *out;
+    ptrdiff_t lb;
+    size_t bytes;
+} coll_crux_staged_t;
+int coll_crux_stage_in(mca_coll_crux_module_t *module, const void *sbuf, const void *rbuf,
+                       int count, ompi_datatype_t *dtype, coll_crux_staged_t *staged);
+int coll_crux_stage_out(const coll_crux_staged_t *staged, void *rbuf);
+
+/* the multipath engine's group of a communicator, built on first use; NULL
+ * when it cannot be had (coll_crux_group.c) */
 struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
 /* An engine group over 'oob' with the component's settings (collective). */
-crux_status_t coll_crux_dev_group_create(const crux_coll_oob_t *oob, struct crux_dev_group **group);
+crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob,
+                                            struct crux_dev_group **group);
 /* Whether the engine group exists and carries host calls over its lanes. */
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
-/* The MPI return code of a crux algorithm's failure, told to the user. */
-int coll_crux_allreduce_failed(mca_coll_crux_module_t *module, crux_status_t status);
-int coll_crux_allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, ompi_communicator_t *comm,
-                               mca_coll_crux_module_t *module);
 
 /* the hierarchical Allreduce over the layout */
-int coll_crux_allreduce_hier(mca_coll_crux_module_t *module, const crux_layout_t *layout,
-                             const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
-                             unsigned depth);
+crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *sbuf, void *rbuf,
+                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       crux_dtype_t cdtype, crux_op_t cop, unsigned depth);
 
 /* The algorithm a communicator asked for with the info key
  * "crux_allreduce_algorithm", else the MCA parameter's. */

@@ -1,8 +1,9 @@
-/* The libcrux_coll group behind a communicator: created the first time a
- * collective needs it (all ranks reach that point in the same call), with
- * the previously selected allgather as the out-of-band exchange, so building
- * it never recurses into crux.  If it cannot be created the communicator
- * falls back for good, and verbosity 1 says why once. */
+/* The libcrux_coll groups behind a communicator, the shared-memory group
+ * and the multipath engine's: each created the first time a collective
+ * needs it (all ranks reach that point in the same call), with the
+ * previously selected allgather as the out-of-band exchange, so building it
+ * never recurses into crux.  If one cannot be created the communicator does
+ * without it for good, and verbosity 1 says why once. */
 #include <pthread.h>
 
 #include "ompi_config.h"
@@ -11,6 +12,7 @@
 #include "orte/util/proc_info.h"
 
 #include "ompi_coll/coll_crux.h"
+#include "coll/crux_dev.h"
 
 /* UCX's component discovery is process-wide; keep group set-ups of
  * communicators used from different threads apart.  Never across an
@@ -97,4 +99,44 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
                      m->comm->c_name);
     }
     return m->group;
+}
+
+crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev_group_t **group)
+{
+    crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
+    crux_coll_config_t host = coll_crux_config();
+    config.tl = host.tl;
+    config.stream_min_bytes = host.stream_min_bytes;
+    config.engine.far_latency = host.far_latency;
+    config.local_procs = host.local_procs;
+    return crux_dev_group_create(oob, &config, group);
+}
+
+crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
+{
+    if (m->dev_state == CRUX_GROUP_UNTRIED) {
+        crux_coll_oob_t oob = {
+            .allgather = oob_allgather,
+            .arg = m,
+            .rank = ompi_comm_rank(m->comm),
+            .size = ompi_comm_size(m->comm),
+        };
+        crux_status_t status = coll_crux_engine_group_create(&oob, &m->dev_group);
+        m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
+        if (status != CRUX_OK) {
+            m->dev_group = NULL;
+            CRUX_VERBOSE(1,
+                         "communicator %s: no multipath engine (%s): host buffers take "
+                         "the staged algorithm, device buffers are staged through host "
+                         "memory",
+                         m->comm->c_name, crux_status_string(status));
+        }
+    }
+    return m->dev_group;
+}
+
+bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)
+{
+    crux_dev_group_t *g = coll_crux_engine_group(m);
+    return g != NULL && crux_dev_group_lanes(g);
 }

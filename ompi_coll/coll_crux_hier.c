@@ -169,7 +169,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     if (ok) {
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
-        crux_status_t status = coll_crux_dev_group_create(&oob, &l->lanes);
+        crux_status_t status = coll_crux_engine_group_create(&oob, &l->lanes);
         int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(l->lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
@@ -255,17 +255,15 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
-int coll_crux_allreduce_hier(mca_coll_crux_module_t *m, const crux_layout_t *l, const void *sbuf,
-                             void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
-                             crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
+crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf, void *rbuf,
+                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op };
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    crux_status_t status =
-        l->lanes != NULL
-            ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf, (size_t)count, cdtype, cop)
-            : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf, (size_t)count, cdtype,
-                                       cop);
-    return status == CRUX_OK ? OMPI_SUCCESS : coll_crux_allreduce_failed(m, status);
+    return l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
+                                                      (size_t)count, cdtype, cop)
+                            : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
+                                                       (size_t)count, cdtype, cop);
 }
