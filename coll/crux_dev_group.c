@@ -9,6 +9,7 @@
 
 #include "common/crux_cpus.h"
 #include "coll/crux_dev_group.h"
+#include "coll/crux_oob.h"
 
 #define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
 
@@ -42,21 +43,6 @@ static crux_status_t connect_all(crux_dev_group_t *g, crux_tl_pair_t **pairs, in
                                                 cards + (size_t)q * card_size, &pairs[q]);
         if (st != CRUX_OK) {
             return st;
-        }
-    }
-    return CRUX_OK;
-}
-
-/* The outcome every member agrees on: the worst status any member saw. */
-static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine)
-{
-    int32_t all[oob->size], me = mine;
-    if (oob->allgather(&me, all, sizeof(me), oob->arg) != 0) {
-        return CRUX_ERR_PEER;
-    }
-    for (int p = 0; p < oob->size; p++) {
-        if (all[p] != CRUX_OK) {
-            return (crux_status_t)all[p];
         }
     }
     return CRUX_OK;
@@ -97,16 +83,16 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     if (st == CRUX_OK) {
         st = crux_tl_engine_create(g->ctx, &ecfg, &g->engine);
     }
-    /* After each agree() every member holds the same status, so all take
+    /* After each crux_oob_agree() every member holds the same status, so all take
      * the same branches and call the allgather the same number of times. */
-    st = agree(oob, st);
+    st = crux_oob_agree(oob, st, 1, NULL);
     uint8_t *cards = NULL;
     size_t card_size = 0;
     if (st == CRUX_OK) {
-        st = agree(oob, exchange_cards(g, oob, &cards, &card_size));
+        st = crux_oob_agree(oob, exchange_cards(g, oob, &cards, &card_size), 1, NULL);
     }
     if (st == CRUX_OK) {
-        st = agree(oob, connect_all(g, g->rs, 0, cards, card_size));
+        st = crux_oob_agree(oob, connect_all(g, g->rs, 0, cards, card_size), 1, NULL);
     }
     /* Peers in increasing order on every member cannot wait in a cycle.  The
      * allgather pairs connect afterwards, so they find the figures the
@@ -117,14 +103,14 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
                 st = crux_tl_pair_calibrate(g->rs[q], 0);
             }
         }
-        st = agree(oob, st);
+        st = crux_oob_agree(oob, st, 1, NULL);
     }
     if (st == CRUX_OK) {
-        st = agree(oob, connect_all(g, g->ag, g->size, cards, card_size));
+        st = crux_oob_agree(oob, connect_all(g, g->ag, g->size, cards, card_size), 1, NULL);
     }
     /* a member without the lanes' stage keeps every member from them */
     if (st == CRUX_OK) {
-        g->lanes = agree(oob, crux_dev_lanes_reserve(g)) == CRUX_OK;
+        g->lanes = crux_oob_agree(oob, crux_dev_lanes_reserve(g), 1, NULL) == CRUX_OK;
         g->whole = g->lanes && g->config.whole_max_bytes > 0;
         if (!g->lanes) {
             crux_dev_lanes_release(g);

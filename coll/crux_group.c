@@ -11,6 +11,7 @@
 
 #include "common/crux_cpus.h"
 #include "coll/crux_group_internal.h"
+#include "coll/crux_oob.h"
 
 #define CRUX_SPIN_POLLS 4096u
 
@@ -28,28 +29,6 @@ typedef struct {
 static int oob_allgather(const crux_coll_oob_t *oob, const void *sbuf, void *rbuf, size_t len)
 {
     return oob->allgather(sbuf, rbuf, len, oob->arg);
-}
-
-/* Allgather each member's status and a yes/no flag: returns the first
- * failure found (CRUX_ERR_IO if the allgather itself fails), else CRUX_OK,
- * and sets *all_flags to whether every member said yes. */
-static crux_status_t agree(const crux_coll_oob_t *oob, crux_status_t mine, int flag, int *all_flags)
-{
-    int32_t me[2] = { mine, flag }, *all = malloc(sizeof(me) * (size_t)oob->size);
-    crux_status_t result = CRUX_ERR_IO;
-    int flags = 1;
-    if (all != NULL && oob_allgather(oob, me, all, sizeof(me)) == 0) {
-        result = CRUX_OK;
-        for (int i = 0; i < oob->size; i++) {
-            result = result != CRUX_OK ? result : (crux_status_t)all[2 * i];
-            flags = flags && all[2 * i + 1];
-        }
-    }
-    free(all);
-    if (all_flags != NULL) {
-        *all_flags = flags;
-    }
-    return result;
 }
 
 static crux_status_t alloc_arrays(crux_coll_group_t *g)
@@ -186,7 +165,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     if (g->config.stage_size != config->stage_size) {
         status = alloc_segment(g, g->config.stage_size); /* the agreed size */
     }
-    status = agree(oob, status != CRUX_OK ? status : alloc_arrays(g), 1, NULL);
+    status = crux_oob_agree(oob, status != CRUX_OK ? status : alloc_arrays(g), 1, NULL);
     if (status != CRUX_OK) {
         goto out;
     }
@@ -207,7 +186,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
         uint64_t ctrl_address = (uintptr_t)crux_tl_seg_ptr(g->seg);
         memcpy(my_blob, &ctrl_address, sizeof(uint64_t));
     }
-    status = agree(oob, status, 1, NULL);
+    status = crux_oob_agree(oob, status, 1, NULL);
     if (status != CRUX_OK || oob_allgather(oob, my_blob, blobs, blob_size) != 0) {
         status = status != CRUX_OK ? status : CRUX_ERR_IO;
         goto out;
@@ -219,7 +198,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     /* 3: map and connect; cma only if it works between every pair. */
     int cma_ok = 0;
     status = connect_peers(g, hello, address_size, blobs + sizeof(uint64_t), blob_size, &cma_ok);
-    status = agree(oob, status, cma_ok, &cma_ok);
+    status = crux_oob_agree(oob, status, cma_ok, &cma_ok);
     if (status == CRUX_OK) {
         g->has_cma = cma_ok;
         for (int p = 0; !cma_ok && p < g->size; p++) {
