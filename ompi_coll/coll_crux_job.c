@@ -88,10 +88,12 @@ static void set_up(void)
     }
     crux_prio_reader_set_log(job.reader, log_line, NULL);
     take_level();
-    if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, &job.arb) !=
-            CRUX_OK ||
+    char err[512] = "";
+    if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, 0, &job.arb, err,
+                      sizeof(err)) != CRUX_OK ||
         crux_arb_resource(job.arb, "hostmem", &job.resource) != CRUX_OK) {
-        CRUX_VERBOSE(1, "no intra-host arbitration table: levels are not enforced on this host");
+        CRUX_VERBOSE(1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
+                     err[0] ? ": " : "", err);
         crux_arb_close(job.arb);
         job.arb = NULL;
     }
