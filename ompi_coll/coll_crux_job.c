@@ -70,16 +70,21 @@ static void set_up(void)
     const char *file = c->priority_file != NULL && c->priority_file[0]
                            ? c->priority_file
                            : getenv("CRUX_PRIORITY_FILE");
-    job.job = crux_prio_job_id(c->job_id, NULL);
+    const char *source = NULL;
+    char skipped[160];
+    job.job = crux_prio_job_id(c->job_id, &source);
+    crux_prio_job_id_skipped(c->job_id, skipped, sizeof(skipped));
     if (file == NULL || file[0] == '\0') {
         return;
     }
     if (job.job == NULL) {
-        CRUX_VERBOSE(1,
-                     "priority file %s but no job id (coll_crux_job_id, CRUX_JOB_ID, ...): "
-                     "ignored",
-                     file);
+        CRUX_VERBOSE(1, "priority file %s but no usable job id (%s): ignored", file,
+                     skipped[0] ? skipped
+                                : "none of coll_crux_job_id, CRUX_JOB_ID, SLURM_JOB_ID, ... set");
         return;
+    }
+    if (skipped[0]) {
+        CRUX_VERBOSE(1, "%s: skipped; the job id is %s's", skipped, source);
     }
     if (crux_prio_reader_open(file, job.job, 0, (unsigned)c->priority_poll_ms, &job.reader) !=
         CRUX_OK) {
