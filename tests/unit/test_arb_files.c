@@ -117,8 +117,9 @@ static int plant_table(const char *at, const char *unused)
     return chmod(at, 0666);
 }
 
-/* crux-sched status --arb p: its exit status, or 128 + signal. */
-static int status_tool(const char *p)
+/* crux-sched status --arb p [--json], stdout into out (may be NULL): its
+ * exit status, or 128 + signal. */
+static int status_out(const char *p, const char *json, const char *out)
 {
     const char *b = getenv("CRUX_BUILDDIR");
     char tool[PATH_MAX];
@@ -127,14 +128,30 @@ static int status_tool(const char *p)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
+        int o = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600) : null;
+        dup2(o, 1);
         dup2(null, 2);
-        execl(tool, tool, "status", "--arb", p, (char *)NULL);
+        execl(tool, tool, "status", "--arb", p, json, (char *)NULL);
         _exit(127);
     }
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+static int status_tool(const char *p)
+{
+    return status_out(p, NULL, NULL);
+}
+
+/* The first line of a file, into line. */
+static void first_line(const char *file, char *line, size_t len)
+{
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    if (fgets(line, (int)len, f) == NULL)
+        line[0] = '\0';
+    fclose(f);
 }
 
 static crux_status_t try_open(const char *p, char *err, size_t errlen)
@@ -160,7 +177,15 @@ START_TEST(created_0600_exclusive)
     crux_arb_close(a);
     /* and reopened as it is */
     ck_assert_int_eq(try_open(path, NULL, 0), CRUX_OK);
-    ck_assert_int_eq(status_tool(path), 0);
+    char out[160], line[256], want[200];
+    snprintf(out, sizeof(out), "%s/out", dir);
+    ck_assert_int_eq(status_out(path, NULL, out), 0);
+    first_line(out, line, sizeof(line));
+    snprintf(want, sizeof(want), "%s: 0 entries\n", path);
+    ck_assert_str_eq(line, want);
+    ck_assert_int_eq(status_out(path, "--json", out), 0);
+    first_line(out, line, sizeof(line));
+    ck_assert_str_eq(line, "[\n");
 }
 END_TEST
 
