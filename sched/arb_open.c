@@ -122,7 +122,7 @@ static int file_ok(const struct stat *sb, char *why, size_t len)
 
 #define REFUSE(...)                                   \
     do {                                              \
-        char why_[160];                               \
+        char why_[400];                               \
         snprintf(why_, sizeof(why_), __VA_ARGS__);    \
         crux_errf(err, errlen, "%s: %s", path, why_); \
         st = CRUX_ERR_INVALID;                        \
