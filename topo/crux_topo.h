@@ -40,6 +40,11 @@ extern "C" {
 #define CRUX_TOPO_SMP_GBPS_DEFAULT 20.0
 #define CRUX_TOPO_SMP_GBPS_ENV     "CRUX_TOPO_SMP_GBPS"
 
+/* The largest hwloc XML export read (a 16-GPU DGX-2's is 41 KB); a larger
+ * file, or one that is not a regular file (a FIFO, /dev/zero), is refused
+ * before it is read. */
+#define CRUX_TOPO_MAX_XML_BYTES (64 << 20)
+
 /* Multi-hop NVLink paths relay through at most this many peer GPUs. */
 #define CRUX_TOPO_MAX_RELAYS 2
 

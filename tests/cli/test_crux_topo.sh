@@ -36,7 +36,7 @@ cts1-p100-pcie synthetic-dgx1-hybrid-cube-mesh synthetic-ac922-nvlink"
 NFILES=7
 HAVE_DOT=0
 command -v dot >/dev/null 2>&1 && HAVE_DOT=1
-echo "1..$((3 * NFILES + 17))"
+echo "1..$((3 * NFILES + 21))"
 
 run 0 --help && grep -q '^Usage: crux-topo' "$WORK/out" && grep -q -- '--json' "$WORK/out"
 ok $? "--help prints the usage and exits 0"
@@ -145,8 +145,21 @@ ok $? "truncated XML: exit 2, one line naming it"
 sed 's/<topology version="2.0">/<topology version="3.0">/' "$DATA/cts1-p100-pcie.xml" >"$WORK/v3.xml"
 run 2 --input "$WORK/v3.xml" && one_line_error "v3.xml: written by a newer hwloc"
 ok $? "XML from a newer hwloc: exit 2, one line naming it"
-run 2 --input "$WORK" && one_line_error "cannot read"
-ok $? "unreadable input (a directory): exit 2"
+run 2 --input "$WORK" && one_line_error "not a regular file"
+ok $? "a directory: exit 2, not a regular file"
+run 2 --input /dev/zero && one_line_error "/dev/zero: not a regular file"
+ok $? "/dev/zero: refused before reading, exit 2"
+mkfifo "$WORK/fifo"
+# a FIFO nobody writes would block a reader forever: timeout is a hang guard
+timeout 60 "$TOPO" --input "$WORK/fifo" >"$WORK/out" 2>"$WORK/err"
+[ $? -eq 2 ] && one_line_error "fifo: not a regular file"
+ok $? "a FIFO: refused without blocking, exit 2"
+HWLOC_XMLFILE=/dev/zero "$TOPO" >"$WORK/out" 2>"$WORK/err"
+[ $? -eq 2 ] && one_line_error "/dev/zero: not a regular file"
+ok $? "HWLOC_XMLFILE=/dev/zero: refused, exit 2"
+truncate -s $((64 * 1024 * 1024 + 1)) "$WORK/huge.xml"
+run 2 --input "$WORK/huge.xml" && one_line_error "huge.xml: 67108865 bytes, more than the 67108864"
+ok $? "an input over 64 MiB: refused unread, exit 2"
 sed 's/PCIDev:449/PCIDev:999/' "$DATA/dgx2-v100-nvswitch.xml" >"$WORK/unknown.xml"
 run 0 --input "$WORK/unknown.xml" && one_line_error "warning: .*unknown.xml: 1 NVLinkBandwidth matrix names objects" &&
     grep -q 'NVLink from none' "$WORK/out"
