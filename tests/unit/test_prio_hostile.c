@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sched/crux_prio.h"
@@ -212,6 +213,26 @@ START_TEST(job_id_problems_described)
 }
 END_TEST
 
+/* The writer's temporary is made O_EXCL with mode 0600 (mkstemp) and only
+ * then opened to readers: a link planted at the file's name is replaced,
+ * never followed, and a planted temporary name is never written through. */
+START_TEST(writer_never_follows_links)
+{
+    char target[256], prio[256];
+    snprintf(target, sizeof(target), "%s", in_dir("victim"));
+    snprintf(prio, sizeof(prio), "%s", in_dir("prio"));
+    ck_assert_int_eq(symlink(target, prio), 0);
+    const char *t = "crux-priorities 1\nlevels 8\njob me level 1\n";
+    ck_assert_int_eq(crux_prio_atomic_write(prio, t, strlen(t), NULL, 0), CRUX_OK);
+    ck_assert_int_eq(access(target, F_OK), -1);
+    struct stat sb;
+    ck_assert_int_eq(lstat(prio, &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    ck_assert_uint_eq(sb.st_mode & 0777, 0644); /* every job reads it */
+    ck_assert_uint_eq(sb.st_uid, geteuid());
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("prio_hostile");
@@ -222,6 +243,7 @@ static Suite *suite(void)
     tcase_add_test(t, many_jobs_linear);
     tcase_add_test(t, symlink_loop_said_once);
     tcase_add_test(t, job_id_problems_described);
+    tcase_add_test(t, writer_never_follows_links);
     suite_add_tcase(s, t);
     return s;
 }
