@@ -83,6 +83,9 @@ expect_stderr "no intra-host arbitration table: $dir/arb-0644: mode 0644, not 06
 expect_stderr "job high: level 7 of 8 (from the priority file)" \
   "[refused table] another job's malformed line does not cost this job its level"
 expect_stderr "1 malformed line of other jobs ignored" "[refused table] ... and is said"
+CRUX_JOB_ID="my job" run_mpi 2 "job id with a blank" "${common[@]}" -- $prog 1
+expect_stderr "CRUX_JOB_ID has a blank at byte 3" \
+  "[job id with a blank] the skipped id is named with the reason"
 
 # 6. the leader's profile, planned by crux-sched daemon
 mkdir -p "$dir/spool"
