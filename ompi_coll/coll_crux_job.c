@@ -70,16 +70,21 @@ static void set_up(void)
     const char *file = c->priority_file != NULL && c->priority_file[0]
                            ? c->priority_file
                            : getenv("CRUX_PRIORITY_FILE");
-    job.job = crux_prio_job_id(c->job_id, NULL);
+    const char *source = NULL;
+    char skipped[160];
+    job.job = crux_prio_job_id(c->job_id, &source);
+    crux_prio_job_id_skipped(c->job_id, skipped, sizeof(skipped));
     if (file == NULL || file[0] == '\0') {
         return;
     }
     if (job.job == NULL) {
-        CRUX_VERBOSE(1,
-                     "priority file %s but no job id (coll_crux_job_id, CRUX_JOB_ID, ...): "
-                     "ignored",
-                     file);
+        CRUX_VERBOSE(1, "priority file %s but no usable job id (%s): ignored", file,
+                     skipped[0] ? skipped
+                                : "none of coll_crux_job_id, CRUX_JOB_ID, SLURM_JOB_ID, ... set");
         return;
+    }
+    if (skipped[0]) {
+        CRUX_VERBOSE(1, "%s: skipped; the job id is %s's", skipped, source);
     }
     if (crux_prio_reader_open(file, job.job, 0, (unsigned)c->priority_poll_ms, &job.reader) !=
         CRUX_OK) {
@@ -88,10 +93,12 @@ static void set_up(void)
     }
     crux_prio_reader_set_log(job.reader, log_line, NULL);
     take_level();
-    if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, &job.arb) !=
-            CRUX_OK ||
+    char err[512] = "";
+    if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, 0, &job.arb, err,
+                      sizeof(err)) != CRUX_OK ||
         crux_arb_resource(job.arb, "hostmem", &job.resource) != CRUX_OK) {
-        CRUX_VERBOSE(1, "no intra-host arbitration table: levels are not enforced on this host");
+        CRUX_VERBOSE(1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
+                     err[0] ? ": " : "", err);
         crux_arb_close(job.arb);
         job.arb = NULL;
     }

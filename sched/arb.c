@@ -18,36 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sched/arb_table.h"
 #include "sched/crux_arb.h"
 
-#define ARB_MAGIC      0x63727578617262ULL /* "cruxarb" */
-#define ARB_VERSION    1
 #define ARB_RECHECK_NS 10000000ULL /* 10 ms */
-
-typedef struct {
-    int32_t state; /* 0 free, crux_arb_state_t */
-    int32_t resource, level;
-    pid_t pid;
-    uint64_t start_time; /* of pid, in clock ticks since boot */
-    uint64_t since_ns;
-    char job[CRUX_ARB_JOB_LEN];
-} arb_entry_t;
-
-typedef struct {
-    uint64_t magic;
-    uint32_t version, size;
-    pthread_mutex_t lock;
-    _Atomic uint32_t seq; /* futex: bumped on every release */
-    int32_t nres;
-    char res[CRUX_ARB_MAX_RESOURCES][CRUX_ARB_NAME_LEN];
-    arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
-} arb_table_t;
-
-struct crux_arb {
-    arb_table_t *t;
-    uint64_t my_start;
-    pid_t my_pid;
-};
 
 static uint64_t mono_ns(void)
 {
@@ -58,7 +32,7 @@ static uint64_t mono_ns(void)
 
 /* Field 22 of /proc/PID/stat (start time); 0 when the process is gone or a
  * zombie, which counts as dead. */
-static uint64_t proc_start(pid_t pid)
+uint64_t arb_proc_start(pid_t pid)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -91,13 +65,15 @@ static int entry_alive(const arb_entry_t *e)
         return 0;
     if (e->start_time == 0) /* /proc was unreadable: trust kill() alone */
         return 1;
-    return proc_start(e->pid) == e->start_time;
+    return arb_proc_start(e->pid) == e->start_time;
 }
 
-static void arb_lock(arb_table_t *t)
+int arb_lock(arb_table_t *t)
 {
-    if (pthread_mutex_lock(&t->lock) == EOWNERDEAD) /* the holder died inside */
-        pthread_mutex_consistent(&t->lock);
+    int rc = pthread_mutex_lock(&t->lock);
+    if (rc == EOWNERDEAD) /* the holder died inside */
+        rc = pthread_mutex_consistent(&t->lock);
+    return rc;
 }
 
 static void wake_all(arb_table_t *t)
@@ -119,88 +95,12 @@ static void reclaim(arb_table_t *t)
         wake_all(t);
 }
 
-const char *crux_arb_default_path(char *buf, size_t len)
+/* The resource count, checked at open; clamped here too, so that a table of
+ * ours damaged since (by a job of the same user) cannot index out of it. */
+static int table_nres(const arb_table_t *t)
 {
-    const char *env = getenv("CRUX_ARB_PATH");
-    if (env && *env)
-        snprintf(buf, len, "%s", env);
-    else
-        snprintf(buf, len, "/dev/shm/crux-arb-%u", (unsigned)getuid());
-    return buf;
-}
-
-static int init_table(arb_table_t *t)
-{
-    memset(t, 0, sizeof(*t));
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a) != 0)
-        return -1;
-    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
-             pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) ||
-             pthread_mutex_init(&t->lock, &a);
-    pthread_mutexattr_destroy(&a);
-    if (rc)
-        return -1;
-    t->version = ARB_VERSION;
-    t->size = sizeof(*t);
-    t->magic = ARB_MAGIC; /* last: marks the table initialised */
-    return 0;
-}
-
-crux_status_t crux_arb_open(const char *path, crux_arb_t **out)
-{
-    char def[256];
-    if (path == NULL)
-        path = crux_arb_default_path(def, sizeof(def));
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return CRUX_ERR_IO;
-    /* flock serialises initialisation and is dropped if the creator dies */
-    struct stat sb;
-    crux_status_t st = CRUX_ERR_IO;
-    arb_table_t *t = MAP_FAILED;
-    if (flock(fd, LOCK_EX) != 0 || fstat(fd, &sb) != 0)
-        goto out;
-    if (sb.st_size == 0 && ftruncate(fd, sizeof(arb_table_t)) != 0)
-        goto out;
-    if (sb.st_size != 0 && sb.st_size != (off_t)sizeof(arb_table_t)) {
-        st = CRUX_ERR_INVALID;
-        goto out;
-    }
-    t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (t == MAP_FAILED)
-        goto out;
-    if (t->magic == 0 && init_table(t) != 0)
-        goto out;
-    if (t->magic != ARB_MAGIC || t->version != ARB_VERSION || t->size != sizeof(*t)) {
-        st = CRUX_ERR_INVALID;
-        goto out;
-    }
-    crux_arb_t *a = malloc(sizeof(*a));
-    if (a == NULL) {
-        st = CRUX_ERR_NO_MEMORY;
-        goto out;
-    }
-    a->t = t;
-    a->my_pid = getpid();
-    a->my_start = proc_start(a->my_pid);
-    t = MAP_FAILED;
-    *out = a;
-    st = CRUX_OK;
-out:
-    if (t != MAP_FAILED)
-        munmap(t, sizeof(*t));
-    flock(fd, LOCK_UN);
-    close(fd);
-    return st;
-}
-
-void crux_arb_close(crux_arb_t *a)
-{
-    if (a == NULL)
-        return;
-    munmap(a->t, sizeof(*a->t));
-    free(a);
+    int32_t n = t->nres;
+    return n < 0 ? 0 : n > CRUX_ARB_MAX_RESOURCES ? CRUX_ARB_MAX_RESOURCES : n;
 }
 
 crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
@@ -210,14 +110,16 @@ crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
     arb_table_t *t = a->t;
     crux_status_t st = CRUX_ERR_NO_RESOURCE;
     arb_lock(t);
-    for (int i = 0; i < t->nres; i++)
-        if (strcmp(t->res[i], name) == 0) {
+    int nres = table_nres(t);
+    for (int i = 0; i < nres; i++)
+        if (strncmp(t->res[i], name, CRUX_ARB_NAME_LEN) == 0) {
             *id = i;
             st = CRUX_OK;
         }
-    if (st != CRUX_OK && t->nres < CRUX_ARB_MAX_RESOURCES) {
-        snprintf(t->res[t->nres], CRUX_ARB_NAME_LEN, "%s", name);
-        *id = t->nres++;
+    if (st != CRUX_OK && nres < CRUX_ARB_MAX_RESOURCES) {
+        snprintf(t->res[nres], CRUX_ARB_NAME_LEN, "%s", name);
+        *id = nres;
+        t->nres = nres + 1;
         st = CRUX_OK;
     }
     pthread_mutex_unlock(&t->lock);
@@ -249,15 +151,16 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
 {
     arb_table_t *t = a->t;
     *tk = (crux_arb_ticket_t){ -1, 0, 0, 0 };
-    if (resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0)
+    if (resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0 ||
+        level > CRUX_ARB_MAX_LEVEL)
         return CRUX_ERR_INVALID;
     if (getpid() != a->my_pid) { /* opened before a fork */
         a->my_pid = getpid();
-        a->my_start = proc_start(a->my_pid);
+        a->my_start = arb_proc_start(a->my_pid);
     }
     uint64_t start = mono_ns();
     arb_lock(t);
-    if (resource >= t->nres) {
+    if (resource >= table_nres(t)) { /* not registered */
         pthread_mutex_unlock(&t->lock);
         return CRUX_ERR_INVALID;
     }
@@ -335,8 +238,10 @@ crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, i
             o->level = e->level;
             o->state = (crux_arb_state_t)e->state;
             o->since_ns = e->since_ns;
-            snprintf(o->resource, sizeof(o->resource), "%s", t->res[e->resource]);
-            snprintf(o->job, sizeof(o->job), "%s", e->job);
+            int r = e->resource;
+            snprintf(o->resource, sizeof(o->resource), "%.*s", CRUX_ARB_NAME_LEN - 1,
+                     r >= 0 && r < table_nres(t) ? t->res[r] : "?");
+            snprintf(o->job, sizeof(o->job), "%.*s", CRUX_ARB_JOB_LEN - 1, e->job);
         }
         k++;
     }

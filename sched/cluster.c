@@ -125,6 +125,11 @@ crux_status_t crux_sched_cluster_add_switch(crux_sched_cluster_t *c, const char 
     return CRUX_OK;
 }
 
+static int bw_ok(double bw)
+{
+    return bw >= CRUX_SCHED_MIN_BW && bw <= CRUX_SCHED_MAX_BW;
+}
+
 static int add_link(crux_sched_cluster_t *c, int src, int dst, double bw)
 {
     if (grow((void **)&c->links, &c->cap_links, c->nlinks + 1, sizeof(*c->links)))
@@ -137,7 +142,7 @@ crux_status_t crux_sched_cluster_link_nic(crux_sched_cluster_t *c, int host, int
                                           double bw)
 {
     if (c == NULL || c->sealed || host < 0 || host >= c->nhosts || nic < 0 ||
-        nic >= c->hosts[host].nics || sw < 0 || sw >= c->nsw || !(bw > 0))
+        nic >= c->hosts[host].nics || sw < 0 || sw >= c->nsw || !bw_ok(bw))
         return CRUX_ERR_INVALID;
     int id = c->hosts[host].first_nic + nic;
     sched_nic_t *n = &c->nics[id];
@@ -160,7 +165,7 @@ crux_status_t crux_sched_cluster_link_switches(crux_sched_cluster_t *c, int a, i
                                                int count)
 {
     if (c == NULL || c->sealed || a < 0 || a >= c->nsw || b < 0 || b >= c->nsw || a == b ||
-        !(bw > 0) || count < 1)
+        !bw_ok(bw) || count < 1)
         return CRUX_ERR_INVALID;
     for (int i = 0; i < count; i++)
         if (add_link(c, SCHED_SW(a), SCHED_SW(b), bw) < 0 ||

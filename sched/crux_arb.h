@@ -21,12 +21,21 @@
 #define CRUX_ARB_MAX_ENTRIES   256
 #define CRUX_ARB_NAME_LEN      48
 #define CRUX_ARB_JOB_LEN       64
+#define CRUX_ARB_MAX_LEVEL     255 /* levels 0..255 */
 
 typedef struct crux_arb crux_arb_t;
 
-/* path NULL: $CRUX_ARB_PATH, else /dev/shm/crux-arb-<uid>.  Created (mode
- * 0600) when missing; a table of another layout version is refused. */
-crux_status_t crux_arb_open(const char *path, crux_arb_t **out);
+/* crux_arb_open's flags */
+#define CRUX_ARB_NO_CREATE 1 /* open an existing table only (CRUX_ERR_NOT_FOUND) */
+
+/* path NULL: $CRUX_ARB_PATH, else /dev/shm/crux-arb-<euid>.  Created with
+ * O_EXCL|O_NOFOLLOW, mode 0600, when missing.  An existing one is used only
+ * if it is a regular file (not a link) owned by the effective user, mode
+ * 0600, of the exact size, whose header and every entry validate;
+ * otherwise CRUX_ERR_INVALID and err (may be NULL) says why, in one line
+ * that names the path. */
+crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char *err,
+                            size_t errlen);
 void crux_arb_close(crux_arb_t *arb);
 /* The path crux_arb_open(NULL) uses, into buf. */
 const char *crux_arb_default_path(char *buf, size_t len);

@@ -40,15 +40,28 @@ typedef struct {
     int njobs;
     const crux_prio_entry_t *jobs;
     void *storage; /* owned by a parsed file; NULL when built by hand */
+    /* set by the parser: */
+    int skipped;             /* malformed job lines left out */
+    const char *skipped_why; /* the first of them ("name:LINE: why"), or NULL */
+    uint64_t compares;       /* id comparisons made (O(n log n)) */
 } crux_prio_file_t;
 
-/* Parse a whole file; `name` is used in messages ("name:LINE: why"). */
+/* Parse a whole file; `name` is used in messages ("name:LINE: why").  A
+ * file with a bad header or levels line, a NUL byte or no final newline is
+ * refused.  A malformed job line is skipped and counted: an unknown line, a
+ * level out of range, a token that is not one, a value of sl (0..15), tc
+ * (0..255) or dscp (0..63) out of range or not an integer, and every line
+ * of an id listed more than once.  Linear in the size plus O(n log n)
+ * comparisons of ids. */
 crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
                               crux_prio_file_t **out, char *err, size_t errlen);
 /* Read and parse; CRUX_ERR_NOT_FOUND when the file does not exist. */
 crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err, size_t errlen);
 void crux_prio_file_free(crux_prio_file_t *file);
 const crux_prio_entry_t *crux_prio_find(const crux_prio_file_t *file, const char *job);
+/* The line of a skipped line that named this job (its own entry was bad),
+ * else 0. */
+int crux_prio_skipped(const crux_prio_file_t *file, const char *job);
 const char *crux_prio_get(const crux_prio_entry_t *entry, const char *key);
 
 /* Write `file` (with optional comment lines) to path atomically.  A table
@@ -81,10 +94,14 @@ crux_status_t crux_prio_reader_open(const char *path, const char *job_id, int de
                                     unsigned interval_ms, crux_prio_reader_t **out);
 void crux_prio_reader_close(crux_prio_reader_t *reader);
 /* Where "malformed file" messages go, once per bad version of the file
- * (default: one line on stderr). */
+ * (default: one line on stderr).  A message of the first read, in
+ * crux_prio_reader_open, goes to the log set next (or out at the first
+ * poll). */
 void crux_prio_reader_set_log(crux_prio_reader_t *reader, crux_prio_log_fn fn, void *arg);
 /* 1 when this job's level or keys changed since the last call; a
- * malformed file changes nothing (the last good state stays). */
+ * malformed file, or one whose line for this job is malformed, changes
+ * nothing (the last good state stays); other jobs' malformed lines are
+ * ignored.  Each is said once through the log. */
 int crux_prio_reader_poll(crux_prio_reader_t *reader);
 int crux_prio_reader_level(const crux_prio_reader_t *reader);
 int crux_prio_reader_levels(const crux_prio_reader_t *reader); /* K; 0 without a file */
@@ -94,6 +111,8 @@ crux_prio_state_t crux_prio_reader_state(const crux_prio_reader_t *reader);
 int crux_prio_reader_stale(const crux_prio_reader_t *reader);
 /* How many times the file was parsed (successfully or not). */
 uint64_t crux_prio_reader_loads(const crux_prio_reader_t *reader);
+/* Other jobs' malformed lines left out of the file in use (said once). */
+int crux_prio_reader_skipped(const crux_prio_reader_t *reader);
 
 /* ---- job id ---- */
 
@@ -103,5 +122,9 @@ uint64_t crux_prio_reader_loads(const crux_prio_reader_t *reader);
  * is not a token is skipped.  *source (may be NULL) gets "explicit" or the
  * variable's name.  NULL when none. */
 const char *crux_prio_job_id(const char *explicit_id, const char **source);
+/* Why the first id that is set was not usable, in one line ("CRUX_JOB_ID
+ * has a blank at byte 6", "... is 10240 bytes, longer than 4096"); an empty
+ * string when it was usable or none is set. */
+void crux_prio_job_id_skipped(const char *explicit_id, char *why, size_t len);
 
 #endif

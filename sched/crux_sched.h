@@ -40,6 +40,16 @@
     4096 /* switches of a cluster: sealing keeps a ToR x switch
                                         distance table, quadratic in them */
 
+/* Bounds on what a cluster or a job may say, so that every derived number
+ * (t_j, I_j, priorities, cut weights, utilisation) stays finite. */
+#define CRUX_SCHED_MAX_ID      255  /* bytes of a job id or a name */
+#define CRUX_SCHED_MIN_SECONDS 1e-9 /* compute_s of one iteration */
+#define CRUX_SCHED_MAX_SECONDS 1e6
+#define CRUX_SCHED_MAX_WORK    1e30 /* W per iteration */
+#define CRUX_SCHED_MAX_BYTES   1e18 /* per iteration, of a flow or an Allreduce */
+#define CRUX_SCHED_MIN_BW      1.0  /* bytes/s of a link */
+#define CRUX_SCHED_MAX_BW      1e15
+
 /* ------------------------------------------------------------------ */
 /* Cluster                                                             */
 /* ------------------------------------------------------------------ */

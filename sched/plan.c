@@ -130,6 +130,11 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
                                size_t len)
 {
     const crux_sched_cluster_t *c = p->c;
+    if (job->id != NULL && strlen(job->id) > CRUX_SCHED_MAX_ID) {
+        crux_errf(err, len, "job id of %zu bytes, longer than %d", strlen(job->id),
+                  CRUX_SCHED_MAX_ID);
+        return CRUX_ERR_INVALID;
+    }
     if (!valid_token(job->id)) {
         crux_errf(err, len, "job id must be a non-empty token without blanks or '#'");
         return CRUX_ERR_INVALID;
@@ -143,10 +148,25 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
         crux_errf(err, len, "job %s: empty placement", job->id);
         return CRUX_ERR_INVALID;
     }
-    if (!(job->compute_s > 0) || !isfinite(job->compute_s) || !(job->overlap >= 0) ||
-        !(job->overlap <= 1) || !isfinite(job->work) || !(job->allreduce_bytes >= 0) ||
-        !isfinite(job->allreduce_bytes)) {
-        crux_errf(err, len, "job %s: needs compute_s > 0, overlap in [0,1], bytes >= 0", job->id);
+    if (!(job->compute_s >= CRUX_SCHED_MIN_SECONDS && job->compute_s <= CRUX_SCHED_MAX_SECONDS)) {
+        crux_errf(err, len, "job %s: compute_s %g not in [%g, %g]", job->id, job->compute_s,
+                  CRUX_SCHED_MIN_SECONDS, CRUX_SCHED_MAX_SECONDS);
+        return CRUX_ERR_INVALID;
+    }
+    if (!(job->overlap >= 0 && job->overlap <= 1)) {
+        crux_errf(err, len, "job %s: overlap %g not in [0, 1]", job->id, job->overlap);
+        return CRUX_ERR_INVALID;
+    }
+    /* work <= 0 means "GPUs * compute_s"; NaN and huge values are refused */
+    if (!(job->work <= CRUX_SCHED_MAX_WORK) || !(job->work > -CRUX_SCHED_MAX_WORK)) {
+        crux_errf(err, len, "job %s: work %g not finite or above %g", job->id, job->work,
+                  CRUX_SCHED_MAX_WORK);
+        return CRUX_ERR_INVALID;
+    }
+    if (!(job->allreduce_bytes == 0 ||
+          (job->allreduce_bytes >= 1 && job->allreduce_bytes <= CRUX_SCHED_MAX_BYTES))) {
+        crux_errf(err, len, "job %s: allreduce_bytes %g: 0 or in [1, %g]", job->id,
+                  job->allreduce_bytes, CRUX_SCHED_MAX_BYTES);
         return CRUX_ERR_INVALID;
     }
     for (int i = 0; i < job->nplacement; i++) {
@@ -176,12 +196,12 @@ static crux_status_t check_job(const crux_sched_plan_t *p, const crux_sched_job_
         }
         if (!on_a || !on_b || s->src_nic < 0 || s->src_nic >= c->hosts[s->src_host].nics ||
             s->dst_nic < 0 || s->dst_nic >= c->hosts[s->dst_host].nics ||
-            (s->src_host == s->dst_host && s->src_nic == s->dst_nic) || !(s->bytes > 0) ||
-            !isfinite(s->bytes)) {
+            (s->src_host == s->dst_host && s->src_nic == s->dst_nic) || !(s->bytes >= 1) ||
+            !(s->bytes <= CRUX_SCHED_MAX_BYTES)) {
             crux_errf(err, len,
                       "job %s: flow %d: needs two distinct NICs of placed hosts and "
-                      "bytes > 0",
-                      job->id, f);
+                      "bytes in [1, %g]",
+                      job->id, f, CRUX_SCHED_MAX_BYTES);
             return CRUX_ERR_INVALID;
         }
     }

@@ -4,6 +4,7 @@
  * is only read when its identity (device, inode, size, mtime) changed,
  * which every atomic replacement (rename of a new inode) does. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,10 @@ struct crux_prio_reader {
     const crux_prio_entry_t *entry;
     int changed;
     uint64_t loads;
+    int stat_errno; /* the last error of stat() other than ENOENT, said once */
+    int skipped;    /* other jobs' malformed lines in the file in use */
+    int opening;    /* in crux_prio_reader_open: messages wait in pending */
+    char *pending;
 };
 
 static uint64_t now_ns(void)
@@ -94,15 +99,59 @@ static void set_default(crux_prio_reader_t *r, crux_prio_state_t state)
     r->stale = 0;
 }
 
+/* Delivers a message to the log; one said while opening waits for the
+ * log the caller sets next (or the first poll), so it reaches the same
+ * place as every later one. */
+static void emit(crux_prio_reader_t *r, const char *msg)
+{
+    if (r->opening) {
+        free(r->pending);
+        r->pending = strdup(msg);
+        return;
+    }
+    r->log(r->log_arg, msg);
+}
+
+static void flush_pending(crux_prio_reader_t *r)
+{
+    if (r->pending != NULL) {
+        r->log(r->log_arg, r->pending);
+        free(r->pending);
+        r->pending = NULL;
+    }
+}
+
+/* Says msg once per bad version of the file (the identity last seen). */
+static void say_once(crux_prio_reader_t *r, const char *msg)
+{
+    if (!r->have_bad || !ident_eq(&r->bad, &r->seen)) {
+        emit(r, msg);
+        r->bad = r->seen;
+        r->have_bad = 1;
+    }
+}
+
 static void check(crux_prio_reader_t *r)
 {
     struct stat sb;
     if (stat(r->path, &sb) != 0) {
-        if (errno == ENOENT && r->state != CRUX_PRIO_NO_FILE)
-            set_default(r, CRUX_PRIO_NO_FILE);
+        int e = errno;
+        if (e == ENOENT) {
+            if (r->state != CRUX_PRIO_NO_FILE)
+                set_default(r, CRUX_PRIO_NO_FILE);
+            r->stat_errno = 0;
+        } else if (e != r->stat_errno) { /* a symbolic link loop, no permission */
+            char msg[PATH_MAX + 160];
+            snprintf(msg, sizeof(msg), "%s: %s%s; keeping the %s", r->path, strerror(e),
+                     e == ELOOP ? " (a symbolic link loop)" : "",
+                     r->state == CRUX_PRIO_NO_FILE ? "default level" : "last good priorities");
+            emit(r, msg);
+            r->stat_errno = e;
+        }
         r->have_seen = 0;
         return;
     }
+    r->stat_errno = 0;
     ident_t id = ident_of(&sb);
     if (r->have_seen && ident_eq(&id, &r->seen))
         return;
@@ -128,16 +177,29 @@ static void check(crux_prio_reader_t *r)
         free(text);
     }
     if (st != CRUX_OK) {
-        if (!r->have_bad || !ident_eq(&r->bad, &r->seen)) {
-            char msg[640];
-            snprintf(msg, sizeof(msg), "%s; keeping the last good priorities", err);
-            r->log(r->log_arg, msg);
-            r->bad = r->seen;
-            r->have_bad = 1;
-        }
+        char msg[640];
+        snprintf(msg, sizeof(msg), "%s; keeping the last good priorities", err);
+        say_once(r, msg);
         r->stale = 1;
         return;
     }
+    int own = crux_prio_skipped(f, r->job);
+    if (own > 0) { /* this job's own line is bad: its last good state stays */
+        char msg[PATH_MAX + 320];
+        snprintf(msg, sizeof(msg), "%s:%d: the line of job %.64s is malformed; keeping level %d",
+                 r->path, own, r->job, r->level);
+        say_once(r, msg);
+        crux_prio_file_free(f);
+        r->stale = 1;
+        return;
+    }
+    if (f->skipped > 0) { /* other jobs' lines: ignored, counted, said once */
+        char msg[PATH_MAX + 320];
+        snprintf(msg, sizeof(msg), "%d malformed line%s of other jobs ignored (the first: %s)",
+                 f->skipped, f->skipped > 1 ? "s" : "", f->skipped_why);
+        say_once(r, msg);
+    }
+    r->skipped = f->skipped;
     const crux_prio_entry_t *e = crux_prio_find(f, r->job);
     crux_prio_state_t state = e ? CRUX_PRIO_LISTED : CRUX_PRIO_NOT_LISTED;
     if (state != r->state || !entry_eq(e, r->entry) || f->levels != r->levels)
@@ -168,9 +230,11 @@ crux_status_t crux_prio_reader_open(const char *path, const char *job, int defau
     r->default_level = default_level;
     r->interval_ns = (uint64_t)interval_ms * 1000000ULL;
     r->log = log_stderr;
+    r->opening = 1;
     r->state = CRUX_PRIO_NO_FILE;
     r->level = default_level;
     check(r);
+    r->opening = 0;
     r->changed = 0;
     r->next_check_ns = now_ns() + r->interval_ns;
     *out = r;
@@ -182,6 +246,7 @@ void crux_prio_reader_close(crux_prio_reader_t *r)
     if (r == NULL)
         return;
     crux_prio_file_free(r->file);
+    free(r->pending);
     free(r->path);
     free(r->job);
     free(r);
@@ -191,10 +256,12 @@ void crux_prio_reader_set_log(crux_prio_reader_t *r, crux_prio_log_fn fn, void *
 {
     r->log = fn ? fn : log_stderr;
     r->log_arg = arg;
+    flush_pending(r);
 }
 
 int crux_prio_reader_poll(crux_prio_reader_t *r)
 {
+    flush_pending(r);
     if (r->interval_ns > 0) {
         uint64_t now = now_ns();
         if (now < r->next_check_ns)
@@ -235,4 +302,9 @@ int crux_prio_reader_stale(const crux_prio_reader_t *r)
 uint64_t crux_prio_reader_loads(const crux_prio_reader_t *r)
 {
     return r->loads;
+}
+
+int crux_prio_reader_skipped(const crux_prio_reader_t *r)
+{
+    return r->skipped;
 }

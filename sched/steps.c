@@ -46,7 +46,9 @@ static crux_status_t build_dag(crux_sched_plan_t *p, sched_dag_t *g)
     sched_keyed_t *keyed = malloc(sz * sizeof(*keyed));
     int *link_off = calloc((size_t)nl + 1, sizeof(int));
     int *link_jobs = malloc((p->njl ? p->njl : 1) * sizeof(int));
-    int *fill = malloc(((size_t)nl + 1) * sizeof(int));
+    /* cursors, per link while grouping jobs by link, then per job while
+     * grouping edges by head: sized for whichever is larger */
+    int *fill = malloc(((size_t)(n > nl ? n : nl) + 1) * sizeof(int));
     size_t cap = 1024, ne = 0;
     int *to = malloc(cap * sizeof(int));
     g->n = n;

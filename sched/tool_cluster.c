@@ -146,6 +146,11 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             tool_error(d->path, line, "host %zu: %s", i, err);
             goto out;
         }
+        if (name != NULL && strlen(name) > CRUX_SCHED_MAX_ID) {
+            tool_error(d->path, line, "host %zu: name of %zu bytes, longer than %d", i,
+                       strlen(name), CRUX_SCHED_MAX_ID);
+            goto out;
+        }
         if (crux_sched_cluster_add_host(c, name, gpus, nics, NULL) != CRUX_OK) {
             tool_error(d->path, line,
                        "host %zu: needs a new name, 1-64 GPUs, NICs dividing "
@@ -161,6 +166,11 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
         int line = tool_doc_line(d, "switches", (int)i);
         if (tool_fields(json_object_array_get_idx(arr[1], i), f, 2, NULL, err, sizeof(err))) {
             tool_error(d->path, line, "switch %zu: %s", i, err);
+            goto out;
+        }
+        if (name != NULL && strlen(name) > CRUX_SCHED_MAX_ID) {
+            tool_error(d->path, line, "switch %zu: name of %zu bytes, longer than %d", i,
+                       strlen(name), CRUX_SCHED_MAX_ID);
             goto out;
         }
         if (crux_sched_cluster_add_switch(c, name, layer, NULL) != CRUX_OK) {
@@ -210,8 +220,8 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
         if (st != CRUX_OK) {
             tool_error(d->path, line,
                        "link %zu: needs {host, nic?, switch, gbps} or "
-                       "{a, b, gbps, count?} with gbps > 0 and an existing NIC",
-                       i);
+                       "{a, b, gbps, count?} with gbps in [%g, %g] and an existing NIC",
+                       i, CRUX_SCHED_MIN_BW * 8 / 1e9, CRUX_SCHED_MAX_BW * 8 / 1e9);
             goto out;
         }
     }

@@ -3,6 +3,8 @@
  *    "compute_s": 0.3, "work": 2.4, "overlap": 0.5, "allreduce_bytes": 1e9,
  *    "flows": [{"src": "h0", "src_nic": 0, "dst": "h1", "dst_nic": 0, "bytes": 1e8}],
  *    "model": "bert"}                  ("model" is informational) */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,9 +135,29 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
     };
     if (tool_fields(obj, f, 4, skip, err, errlen) != 0)
         return -1;
-    if (id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int)))
-        snprintf(j->id, sizeof(j->id), "%s", json_object_get_string(id));
-    else if (id || !partial) {
+    if (id && json_object_is_type(id, json_type_int)) {
+        /* json-c saturates integers out of range: refuse them, not round */
+        errno = 0;
+        int64_t v = json_object_get_int64(id);
+        if (errno != 0 || v < 0 || v == INT64_MAX) {
+            crux_errf(err, errlen, "integer job id out of range 0..%" PRId64 " (use a string)",
+                      INT64_MAX - 1);
+            return -1;
+        }
+        snprintf(j->id, sizeof(j->id), "%" PRId64, v);
+    } else if (id && json_object_is_type(id, json_type_string)) {
+        const char *s = json_object_get_string(id);
+        size_t n = (size_t)json_object_get_string_len(id);
+        if (strlen(s) != n) {
+            crux_errf(err, errlen, "job id has a NUL byte");
+            return -1;
+        }
+        if (n >= sizeof(j->id)) {
+            crux_errf(err, errlen, "job id of %zu bytes, longer than %zu", n, sizeof(j->id) - 1);
+            return -1;
+        }
+        memcpy(j->id, s, n + 1);
+    } else if (id || !partial) {
         crux_errf(err, errlen, "needs \"id\" (a string or an integer)");
         return -1;
     }

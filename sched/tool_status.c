@@ -10,7 +10,10 @@
 static const char status_usage[] =
     "usage: crux-sched status [--arb PATH] [--json]\n"
     "Shows the intra-host arbitration table (default $CRUX_ARB_PATH, else\n"
-    "/dev/shm/crux-arb-<uid>): per resource, the jobs active and waiting.\n";
+    "/dev/shm/crux-arb-<uid>): per resource, the jobs active and waiting.\n"
+    "It never creates the table.  Exit status: 0 shown; 1 no table there (no\n"
+    "crux job has run on this host) or it cannot be read; 2 a table refused\n"
+    "(a link, not a regular file, another owner, another mode, bad contents).\n";
 
 int tool_status(int argc, char **argv)
 {
@@ -42,10 +45,14 @@ int tool_status(int argc, char **argv)
     if (path == NULL)
         path = crux_arb_default_path(def, sizeof(def));
     crux_arb_t *arb;
-    crux_status_t st = crux_arb_open(path, &arb);
+    char err[512];
+    crux_status_t st = crux_arb_open(path, CRUX_ARB_NO_CREATE, &arb, err, sizeof(err));
+    if (st == CRUX_ERR_NOT_FOUND) {
+        fprintf(stderr, "%s: no arbitration table (no crux job has run on this host)\n", path);
+        return TOOL_RUNTIME;
+    }
     if (st != CRUX_OK) {
-        fprintf(stderr, "%s:0: cannot open the arbitration table: %s\n", path,
-                crux_status_string(st));
+        fprintf(stderr, "crux-sched status: %s\n", err);
         return st == CRUX_ERR_INVALID ? TOOL_INPUT : TOOL_RUNTIME;
     }
     crux_arb_entry_t e[CRUX_ARB_MAX_ENTRIES];

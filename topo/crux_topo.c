@@ -101,7 +101,8 @@ crux_status_t crux_topo_load(const crux_topo_options_t *opts, crux_topo_t **topo
         st = crux_topo_build_links(t);
     if (st == CRUX_OK)
         st = crux_topo_build_paths(t);
-    if (st == CRUX_OK)
+    if (st == CRUX_OK &&
+        (opts->multipath_max_gpus <= 0 || t->ntype[CRUX_TOPO_DEV_GPU] <= opts->multipath_max_gpus))
         st = crux_topo_build_multipath(t);
     if (st == CRUX_OK)
         st = crux_topo_build_groups(t);
@@ -233,9 +234,15 @@ const crux_topo_path_t *crux_topo_path_at(const crux_topo_t *t, int i)
 const crux_topo_pathset_t *crux_topo_multipath(const crux_topo_t *t, int src_gpu, int dst_gpu)
 {
     int n = t->ntype[CRUX_TOPO_DEV_GPU];
-    if (src_gpu < 0 || src_gpu >= n || dst_gpu < 0 || dst_gpu >= n || src_gpu == dst_gpu)
+    if (t->sets == NULL || src_gpu < 0 || src_gpu >= n || dst_gpu < 0 || dst_gpu >= n ||
+        src_gpu == dst_gpu)
         return NULL;
     return &t->sets[src_gpu * n + dst_gpu];
+}
+
+int crux_topo_has_multipath(const crux_topo_t *t)
+{
+    return t->sets != NULL;
 }
 
 int crux_topo_num_islands(const crux_topo_t *t)

@@ -40,6 +40,11 @@ extern "C" {
 #define CRUX_TOPO_SMP_GBPS_DEFAULT 20.0
 #define CRUX_TOPO_SMP_GBPS_ENV     "CRUX_TOPO_SMP_GBPS"
 
+/* The largest hwloc XML export read (a 16-GPU DGX-2's is 41 KB); a larger
+ * file, or one that is not a regular file (a FIFO, /dev/zero), is refused
+ * before it is read. */
+#define CRUX_TOPO_MAX_XML_BYTES (64 << 20)
+
 /* Multi-hop NVLink paths relay through at most this many peer GPUs. */
 #define CRUX_TOPO_MAX_RELAYS 2
 
@@ -201,6 +206,11 @@ typedef struct {
      * as "crux_topo: warning: ...". */
     crux_topo_warn_fn warn;
     void *warn_arg;
+    /* Multipath sets cost memory and time quadratic in the GPUs (every
+     * ordered pair, about 0.5 KB a path).  0: always built (the default);
+     * > 0: built only for at most this many GPUs, else skipped
+     * (crux_topo_multipath returns NULL, crux_topo_has_multipath 0). */
+    int multipath_max_gpus;
 } crux_topo_options_t;
 
 typedef struct crux_topo crux_topo_t;
@@ -262,6 +272,8 @@ int crux_topo_num_paths(const crux_topo_t *topo);
 const crux_topo_path_t *crux_topo_path_at(const crux_topo_t *topo, int i);
 
 /* The multipath set of two different GPUs (GPU indices), NULL otherwise. */
+/* 1 when the multipath sets were built (see multipath_max_gpus). */
+int crux_topo_has_multipath(const crux_topo_t *topo);
 const crux_topo_pathset_t *crux_topo_multipath(const crux_topo_t *topo, int src_gpu, int dst_gpu);
 
 int crux_topo_num_islands(const crux_topo_t *topo);

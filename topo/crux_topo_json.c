@@ -209,11 +209,15 @@ char *crux_topo_to_json(const crux_topo_t *t)
     add(root, "nvswitches", devices_json(t, CRUX_TOPO_DEV_NVSWITCH));
     add(root, "nics", devices_json(t, CRUX_TOPO_DEV_NIC));
     add(root, "links", links_json(t));
-    json_object *paths = json_object_new_array();
-    for (int i = 0; i < t->npaths; i++)
-        json_object_array_add(paths, path_json(t, &t->paths[i]));
-    add(root, "paths", paths);
-    add(root, "multipath", multipath_json(t));
+    /* the paths, quadratic in the GPUs, only where the sets were built */
+    add(root, "paths_listed", json_object_new_boolean(t->sets != NULL));
+    if (t->sets != NULL) {
+        json_object *paths = json_object_new_array();
+        for (int i = 0; i < t->npaths; i++)
+            json_object_array_add(paths, path_json(t, &t->paths[i]));
+        add(root, "paths", paths);
+        add(root, "multipath", multipath_json(t));
+    }
     json_object *islands = json_object_new_array();
     for (int i = 0; i < t->nislands; i++)
         json_object_array_add(islands, int_array(t->islands[i].gpus, t->islands[i].ngpus));

@@ -16,9 +16,15 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE   2
+/* Beyond this many GPUs the paths and multipath sets are listed only with
+ * --paths: they grow with the square of the GPUs (512 GPUs: 2.5 GB and
+ * 185 MB of JSON). */
+#define CRUX_TOPO_CLI_PATHS_GPUS 64
+#define STR_(x)                  #x
+#define STR(x)                   STR_(x)
 
 static const char usage[] =
-    "Usage: crux-topo [--input FILE.xml] [--json | --dot] [--smp-gbps GBPS]\n"
+    "Usage: crux-topo [--input FILE.xml] [--json | --dot] [--paths] [--smp-gbps GBPS]\n"
     "\n"
     "Show the node's interconnect: GPUs, NVLink, NVSwitches, PCIe switches, NICs, CPU\n"
     "packages and NUMA nodes; the best path between every two GPUs and from each GPU\n"
@@ -29,12 +35,18 @@ static const char usage[] =
     "                     machine; default: $HWLOC_XMLFILE if set\n"
     "  -j, --json         print the whole model as JSON\n"
     "  -d, --dot          print a Graphviz picture (crux-topo --dot | dot -Tpng -o topo.png)\n"
-    "      --smp-gbps N   inter-socket link bandwidth in GB/s per direction\n"
-    "                     (default: $" CRUX_TOPO_SMP_GBPS_ENV ", else 20)\n"
-    "  -h, --help         show this help\n"
-    "\n"
-    "Bandwidths are in GB/s per direction.  Exit status: 0 success, 1 runtime failure,\n"
-    "2 usage or input error.\n";
+    "      --paths        list every path and multipath set even for more than\n"
+    "                     " STR(
+        CRUX_TOPO_CLI_PATHS_GPUS) " GPUs (their size grows with the square of the GPUs)\n"
+                                  "      --smp-gbps N   inter-socket link bandwidth in GB/s per "
+                                  "direction\n"
+                                  "                     (default: $" CRUX_TOPO_SMP_GBPS_ENV
+                                  ", else 20)\n"
+                                  "  -h, --help         show this help\n"
+                                  "\n"
+                                  "Bandwidths are in GB/s per direction.  Exit status: 0 success, "
+                                  "1 runtime failure,\n"
+                                  "2 usage or input error.\n";
 
 static void warn(void *arg, const char *message)
 {
@@ -52,21 +64,27 @@ static int usage_error(const char *what, const char *value)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "input", required_argument, NULL, 'i' }, { "json", no_argument, NULL, 'j' },
-        { "dot", no_argument, NULL, 'd' },         { "smp-gbps", required_argument, NULL, 's' },
-        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+        { "input", required_argument, NULL, 'i' },
+        { "json", no_argument, NULL, 'j' },
+        { "dot", no_argument, NULL, 'd' },
+        { "smp-gbps", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { "paths", no_argument, NULL, 'p' },
+        { NULL, 0, NULL, 0 },
     };
     crux_topo_options_t opts;
     int json = 0, dot = 0, c;
 
     crux_topo_options_init(&opts);
     opts.warn = warn;
+    opts.multipath_max_gpus = CRUX_TOPO_CLI_PATHS_GPUS;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:jdh", longopts, NULL)) != -1) {
         switch (c) {
         case 'i': opts.xml_path = optarg; break;
         case 'j': json = 1; break;
         case 'd': dot = 1; break;
+        case 'p': opts.multipath_max_gpus = 0; break;
         case 's': {
             char *end;
             errno = 0;

@@ -168,6 +168,11 @@ static void print_multipath(const crux_topo_t *topo, FILE *out)
     char pair[32];
     if (ngpus < 2)
         return;
+    if (!crux_topo_has_multipath(topo)) {
+        fprintf(out, "\nMultipath sets: not listed for %d GPUs (crux-topo --paths lists them)\n",
+                ngpus);
+        return;
+    }
     fputs("\nMultipath sets (disjoint paths used at once, aggregate first):\n", out);
     for (int i = 0; i < ngpus; i++)
         for (int j = i + 1; j < ngpus; j++) {

@@ -21,10 +21,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "topo/crux_topo_internal.h"
 
@@ -36,43 +39,71 @@ static crux_status_t fail(crux_status_t status, char *err, size_t errlen, const 
     return status;
 }
 
+/* Reads a regular file of at most CRUX_TOPO_MAX_XML_BYTES.  A FIFO would
+ * block the reader, /dev/zero would fill its memory: anything that is not
+ * a regular file is refused before a byte is read, and so is a file larger
+ * than the cap. */
 static crux_status_t read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
 {
     char reason[256];
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         int e = errno;
         snprintf(reason, sizeof(reason), "cannot open: %s", strerror(e));
         return fail(e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO, err, errlen, path, reason);
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return fail(CRUX_ERR_NO_MEMORY, err, errlen, path, "out of memory reading it");
+    struct stat sb;
+    crux_status_t st = CRUX_ERR_INVALID;
+    char *buf = NULL;
+    size_t n = 0;
+    if (fstat(fd, &sb) != 0) {
+        snprintf(reason, sizeof(reason), "cannot read: %s", strerror(errno));
+        st = CRUX_ERR_IO;
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(reason, sizeof(reason), "not a regular file");
+        goto out;
+    }
+    if (sb.st_size > CRUX_TOPO_MAX_XML_BYTES) {
+        snprintf(reason, sizeof(reason), "%lld bytes, more than the %d read at most",
+                 (long long)sb.st_size, CRUX_TOPO_MAX_XML_BYTES);
+        goto out;
+    }
+    /* one byte more than the size: a file that grew since is noticed */
+    size_t cap = (size_t)sb.st_size + 1;
+    buf = malloc(cap + 1);
+    if (!buf) {
+        snprintf(reason, sizeof(reason), "out of memory reading it");
+        st = CRUX_ERR_NO_MEMORY;
+        goto out;
+    }
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(reason, sizeof(reason), "cannot read: %s", strerror(errno));
+            st = CRUX_ERR_IO;
+            goto out;
         }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
+        if (r == 0)
             break;
-        cap *= 2;
-        char *bigger = realloc(buf, cap + 1);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
+        n += (size_t)r;
     }
-    if (ferror(f)) {
-        int e = errno;
-        free(buf);
-        fclose(f);
-        snprintf(reason, sizeof(reason), "cannot read: %s", strerror(e));
-        return fail(CRUX_ERR_IO, err, errlen, path, reason);
+    if (n == cap) {
+        snprintf(reason, sizeof(reason), "changed while being read");
+        goto out;
     }
-    fclose(f);
+    close(fd);
     buf[n] = '\0';
     *text = buf;
     *len = n;
     return CRUX_OK;
+out:
+    free(buf);
+    close(fd);
+    return fail(st, err, errlen, path, reason);
 }
 
 /* The value of attribute attr in the tag text [tag, end) (tag points to

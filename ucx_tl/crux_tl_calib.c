@@ -12,7 +12,9 @@
  * Cache file: "crux-calibration 1", then one line per channel signature:
  * "<signature> <bytes per second> <latency s> <chunk cost s>"; '#' starts a
  * comment.  It is rewritten whole under a lock file and replaced by rename,
- * so readers never see half of it. */
+ * so readers never see half of it.  Its directory must be the user's (or
+ * root's and sticky, like /tmp) and the files regular files of the user:
+ * anything else is not read nor written (see common/crux_file.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -24,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crux_file.h"
 #include "ucx_tl/crux_tl_mp.h"
 
 #define CALIB_BYTES  (4u << 20)
@@ -45,7 +48,7 @@ void crux_tl_calib_path(crux_tl_engine_t *e, const char *path)
         snprintf(e->calib_path, sizeof(e->calib_path), "%s/crux/calibration-%s", xdg, host);
     } else {
         snprintf(e->calib_path, sizeof(e->calib_path), "/tmp/crux-%u/calibration-%s",
-                 (unsigned)getuid(), host);
+                 (unsigned)geteuid(), host);
     }
 }
 
@@ -61,10 +64,17 @@ typedef struct {
     double bandwidth, latency, chunk_cost;
 } cache_line_t;
 
+/* The cache is read only from a safe directory and only if it is a
+ * regular file of ours (the default place is in /tmp, where another user
+ * may have made the directory or put a link or their own file). */
 static unsigned cache_read(const char *path, cache_line_t *lines, unsigned max)
 {
-    FILE *f = fopen(path, "r");
+    int fd = crux_parent_safe(path, NULL, 0) == 0 ? crux_open_own(path, O_RDONLY, 0) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (f == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
         return 0;
     }
     char text[256];
@@ -127,11 +137,13 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
     }
     char lock_path[540], tmp_path[560];
     snprintf(lock_path, sizeof(lock_path), "%s.lock", e->calib_path);
-    snprintf(tmp_path, sizeof(tmp_path), "%s.%d", e->calib_path, (int)getpid());
-    if (make_dirs(lock_path) != 0) {
+    snprintf(tmp_path, sizeof(tmp_path), "%s.XXXXXX", e->calib_path);
+    /* a directory another user made or can write is not used: calibrate
+     * anew next time rather than write through their links */
+    if (make_dirs(lock_path) != 0 || crux_parent_safe(lock_path, NULL, 0) != 0) {
         return;
     }
-    int lock = open(lock_path, O_RDWR | O_CREAT, 0600);
+    int lock = crux_open_own(lock_path, O_RDWR | O_CREAT, 0600);
     if (lock < 0) {
         return;
     }
@@ -153,7 +165,12 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
         lines[i].latency = chan->attr.latency;
         lines[i].chunk_cost = chan->attr.chunk_cost;
     }
-    FILE *f = fopen(tmp_path, "w");
+    int fd = mkstemp(tmp_path); /* O_EXCL, mode 0600: never through a link */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f == NULL && fd >= 0) {
+        close(fd);
+        unlink(tmp_path);
+    }
     if (f != NULL) {
         fprintf(f, "%s\n# signature  bytes/s  latency_s  chunk_cost_s\n", CACHE_HEADER);
         for (unsigned i = 0; i < n; i++) {

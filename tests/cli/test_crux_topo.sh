@@ -36,7 +36,7 @@ cts1-p100-pcie synthetic-dgx1-hybrid-cube-mesh synthetic-ac922-nvlink"
 NFILES=7
 HAVE_DOT=0
 command -v dot >/dev/null 2>&1 && HAVE_DOT=1
-echo "1..$((3 * NFILES + 17))"
+echo "1..$((3 * NFILES + 26))"
 
 run 0 --help && grep -q '^Usage: crux-topo' "$WORK/out" && grep -q -- '--json' "$WORK/out"
 ok $? "--help prints the usage and exits 0"
@@ -145,12 +145,47 @@ ok $? "truncated XML: exit 2, one line naming it"
 sed 's/<topology version="2.0">/<topology version="3.0">/' "$DATA/cts1-p100-pcie.xml" >"$WORK/v3.xml"
 run 2 --input "$WORK/v3.xml" && one_line_error "v3.xml: written by a newer hwloc"
 ok $? "XML from a newer hwloc: exit 2, one line naming it"
-run 2 --input "$WORK" && one_line_error "cannot read"
-ok $? "unreadable input (a directory): exit 2"
+run 2 --input "$WORK" && one_line_error "not a regular file"
+ok $? "a directory: exit 2, not a regular file"
+run 2 --input /dev/zero && one_line_error "/dev/zero: not a regular file"
+ok $? "/dev/zero: refused before reading, exit 2"
+mkfifo "$WORK/fifo"
+# a FIFO nobody writes would block a reader forever: timeout is a hang guard
+timeout 60 "$TOPO" --input "$WORK/fifo" >"$WORK/out" 2>"$WORK/err"
+[ $? -eq 2 ] && one_line_error "fifo: not a regular file"
+ok $? "a FIFO: refused without blocking, exit 2"
+HWLOC_XMLFILE=/dev/zero "$TOPO" >"$WORK/out" 2>"$WORK/err"
+[ $? -eq 2 ] && one_line_error "/dev/zero: not a regular file"
+ok $? "HWLOC_XMLFILE=/dev/zero: refused, exit 2"
+truncate -s $((64 * 1024 * 1024 + 1)) "$WORK/huge.xml"
+run 2 --input "$WORK/huge.xml" && one_line_error "huge.xml: 67108865 bytes, more than the 67108864"
+ok $? "an input over 64 MiB: refused unread, exit 2"
 sed 's/PCIDev:449/PCIDev:999/' "$DATA/dgx2-v100-nvswitch.xml" >"$WORK/unknown.xml"
 run 0 --input "$WORK/unknown.xml" && one_line_error "warning: .*unknown.xml: 1 NVLinkBandwidth matrix names objects" &&
     grep -q 'NVLink from none' "$WORK/out"
 ok $? "matrix naming unknown objects: ignored with one warning, exit 0"
+
+# Many GPUs: the paths and multipath sets (quadratic in the GPUs) are listed
+# only on request beyond 64 GPUs; the rest of the model is still there
+GEN="$(dirname "$0")/topo_many_gpus.py"
+python3 "$GEN" "$DATA" 96 >"$WORK/g96.xml"
+run 0 --input "$WORK/g96.xml" && grep -q "^$WORK/g96.xml: 96 GPUs" "$WORK/out" &&
+    grep -q "GPU95" "$WORK/out" &&
+    grep -q "Multipath sets: not listed for 96 GPUs (crux-topo --paths lists them)" "$WORK/out"
+ok $? "96 GPUs: the matrix, and multipath sets left to --paths"
+run 0 --input "$WORK/g96.xml" --json && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+sys.exit(not (len(d["gpus"])==96 and d["paths_listed"] is False and "paths" not in d and "multipath" not in d))' "$WORK/out"
+ok $? "96 GPUs: --json without the paths, saying so"
+run 0 --input "$WORK/g96.xml" --json --paths && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+sys.exit(not (d["paths_listed"] is True and len(d["multipath"])==96*95 and len(d["paths"])>=96*95))' "$WORK/out"
+ok $? "96 GPUs: --paths lists every multipath set"
+python3 "$GEN" "$DATA" 512 >"$WORK/g512.xml"
+run 0 --input "$WORK/g512.xml" && grep -q "^$WORK/g512.xml: 512 GPUs" "$WORK/out" &&
+    grep -q "not listed for 512 GPUs" "$WORK/out"
+ok $? "512 GPUs: the text report"
+run 0 --input "$WORK/g512.xml" --json && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+sys.exit(not (len(d["gpus"])==512 and "multipath" not in d))' "$WORK/out"
+ok $? "512 GPUs: --json"
 
 # Usage errors: exit 2
 run 2 --frobnicate && one_line_error "unknown option"

@@ -71,7 +71,23 @@ CRUX_JOB_ID=low run_mpi 2 "after a kill" "${common[@]}" -- $prog 1
   tap_line ok "[after a kill] the killed job's entries were reclaimed" ||
   tap_line "not ok" "[after a kill] the killed job's entries were reclaimed"
 
-# 5. the leader's profile, planned by crux-sched daemon
+# 5. a refused arbitration table (here: mode 0644) leaves the job running
+#    without arbitration, said once; another job's bad line costs nothing
+write_prio 7
+printf 'job other level 99\n' >>"$prio"
+printf 'not a table' >"$dir/arb-0644" && chmod 0644 "$dir/arb-0644"
+CRUX_JOB_ID=high run_mpi 2 "refused table" --mca coll_crux_priority_file "$prio" \
+  --mca coll_crux_arb_path "$dir/arb-0644" --mca coll_crux_verbose 1 -x CRUX_JOB_ID -- $prog 2
+expect_stderr "no intra-host arbitration table: $dir/arb-0644: mode 0644, not 0600: refused" \
+  "[refused table] a table with another mode: the job runs without arbitration and says why"
+expect_stderr "job high: level 7 of 8 (from the priority file)" \
+  "[refused table] another job's malformed line does not cost this job its level"
+expect_stderr "1 malformed line of other jobs ignored" "[refused table] ... and is said"
+CRUX_JOB_ID="my job" run_mpi 2 "job id with a blank" "${common[@]}" -- $prog 1
+expect_stderr "CRUX_JOB_ID has a blank at byte 3" \
+  "[job id with a blank] the skipped id is named with the reason"
+
+# 6. the leader's profile, planned by crux-sched daemon
 mkdir -p "$dir/spool"
 printf '{"type": "explicit", "hosts": [{"name": "%s", "gpus": 8, "nics": 4}], "switches": [{"name": "t0", "layer": 0}], "links": [{"host": "%s", "switch": "t0", "gbps": 200}]}\n' \
   "$(hostname)" "$(hostname)" >"$dir/cluster.json"

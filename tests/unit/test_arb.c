@@ -29,7 +29,7 @@ static void teardown(void)
 static crux_arb_t *open_arb(int *res)
 {
     crux_arb_t *a;
-    ck_assert_int_eq(crux_arb_open(path, &a), CRUX_OK);
+    ck_assert_int_eq(crux_arb_open(path, 0, &a, NULL, 0), CRUX_OK);
     ck_assert_int_eq(crux_arb_resource(a, "pcie:0", res), CRUX_OK);
     return a;
 }
@@ -187,7 +187,7 @@ START_TEST(table_checks)
 {
     crux_arb_t *a;
     int id;
-    ck_assert_int_eq(crux_arb_open(path, &a), CRUX_OK);
+    ck_assert_int_eq(crux_arb_open(path, 0, &a, NULL, 0), CRUX_OK);
     char name[CRUX_ARB_NAME_LEN + 8];
     memset(name, 'x', sizeof(name));
     name[sizeof(name) - 1] = '\0';
@@ -205,7 +205,7 @@ START_TEST(table_checks)
     FILE *f = fopen(path, "w");
     fputs("not a table", f);
     fclose(f);
-    ck_assert_int_eq(crux_arb_open(path, &a), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_arb_open(path, 0, &a, NULL, 0), CRUX_ERR_INVALID);
 }
 END_TEST
 

@@ -125,18 +125,8 @@ START_TEST(malformed_files)
         { "crux-priorities 2\nlevels 8\n", "t:1:" },
         { "levels 8\ncrux-priorities 1\n", "t:1:" },
         { "crux-priorities 1\nlevels 0\n", "t:2:" },
-        { "crux-priorities 1\nlevels 8\njob a level 8\n", "t:3:" },
-        { "crux-priorities 1\nlevels 8\njob a level 1 key\n", "t:3:" },
-        { "crux-priorities 1\nlevels 8\njob a lvl 1\n", "t:3:" },
-        { "crux-priorities 1\nlevels 8\njob a level x\n", "t:3:" },
-        { "crux-priorities 1\nlevels 8\njob a level 1\nbogus\n", "t:4:" },
-        { "crux-priorities 1\nlevels 8\njob a level 1\njob a level 2\n", "job a" },
         { "crux-priorities 1\nlevels 8\njob a level 1", "t:3:" }, /* truncated */
         { "crux-priorities 1\n", "levels" },
-        /* found by fuzz_prio: a job id the writer would refuse (control
-         * character) was accepted */
-        { "crux-priorities 1\nlevels 8\njob job-\022 level 0 sl 0\n", "t:3:" },
-        { "crux-priorities 1\nlevels 8\njob a level 0 sl\v 0\n", "t:3:" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         crux_prio_file_t *f = NULL;
@@ -146,6 +136,71 @@ START_TEST(malformed_files)
             CRUX_ERR_INVALID);
         ck_assert_msg(strstr(err, bad[i].where) != NULL, "case %zu: %s", i, err);
     }
+    static const char nul[] = "crux-priorities 1\nlevels 8\njob a level 1\0\n";
+    crux_prio_file_t *f = NULL;
+    char err[256] = "";
+    ck_assert_int_eq(crux_prio_parse(nul, sizeof(nul) - 1, "t", &f, err, sizeof(err)),
+                     CRUX_ERR_INVALID);
+    ck_assert_msg(strstr(err, "NUL") != NULL, "%s", err);
+}
+END_TEST
+
+/* A malformed job line costs that line only: skipped, counted, and the
+ * first one described; the other jobs stay. */
+START_TEST(malformed_job_lines_skipped)
+{
+    static const struct {
+        const char *line, *where;
+        int skipped;
+    } bad[] = {
+        { "job a level 8\n", "t:4:", 1 },
+        { "job a level 1 key\n", "t:4:", 1 },
+        { "job a lvl 1\n", "t:4:", 1 },
+        { "job a level x\n", "t:4:", 1 },
+        { "bogus\n", "t:4:", 1 },
+        { "job a level 1\njob a level 2\n", "job a listed 2 times", 2 },
+        /* found by fuzz_prio: a job id the writer would refuse (control
+         * character) was accepted */
+        { "job job-\022 level 0 sl 0\n", "t:4:", 1 },
+        { "job a level 0 sl\v 0\n", "t:4:", 1 },
+        /* the network settings crux acts on, range-checked */
+        { "job a level 0 sl 16\n", "sl '16' not an integer in 0..15", 1 },
+        { "job a level 0 sl 99999999999\n", "sl '99999999999'", 1 },
+        { "job a level 0 sl -1\n", "sl '-1'", 1 },
+        { "job a level 0 tc -5\n", "tc '-5' not an integer in 0..255", 1 },
+        { "job a level 0 tc 256\n", "tc '256'", 1 },
+        { "job a level 0 dscp 64\n", "dscp '64' not an integer in 0..63", 1 },
+        { "job a level 0 sl 1x\n", "sl '1x'", 1 },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "crux-priorities 1\nlevels 8\njob z level 7\n%sjob y level 2\n", bad[i].line);
+        crux_prio_file_t *f = NULL;
+        char err[256] = "";
+        ck_assert_int_eq(crux_prio_parse(text, strlen(text), "t", &f, err, sizeof(err)), CRUX_OK);
+        ck_assert_int_eq(f->skipped, bad[i].skipped);
+        ck_assert_msg(strstr(f->skipped_why, bad[i].where) != NULL, "case %zu: %s", i,
+                      f->skipped_why);
+        ck_assert_int_eq(f->njobs, 2);
+        ck_assert_int_eq(crux_prio_find(f, "z")->level, 7);
+        ck_assert_int_eq(crux_prio_find(f, "y")->level, 2);
+        ck_assert_ptr_null(crux_prio_find(f, "a"));
+        /* the line of one of a's lines (4, or 5 for the second copy) */
+        int line = crux_prio_skipped(f, "a");
+        ck_assert_int_eq(line >= 4 && line <= 5, strstr(bad[i].line, "job a") != NULL);
+        ck_assert_int_eq(crux_prio_skipped(f, "z"), 0);
+        crux_prio_file_free(f);
+    }
+    /* the top of each range is accepted */
+    const char *ok = "crux-priorities 1\nlevels 8\njob a level 0 sl 15 tc 255 dscp 63\n"
+                     "job b level 0 sl 0 tc 0 dscp 0\n";
+    crux_prio_file_t *f;
+    ck_assert_int_eq(crux_prio_parse(ok, strlen(ok), "t", &f, NULL, 0), CRUX_OK);
+    ck_assert_int_eq(f->skipped, 0);
+    ck_assert_ptr_null(f->skipped_why);
+    ck_assert_int_eq(f->njobs, 2);
+    crux_prio_file_free(f);
 }
 END_TEST
 
@@ -458,6 +513,7 @@ static Suite *suite(void)
     tcase_add_test(t, round_trip);
     tcase_add_test(t, parse_accepts_comments_and_unknown_keys);
     tcase_add_test(t, malformed_files);
+    tcase_add_test(t, malformed_job_lines_skipped);
     tcase_add_test(t, reader_follows_the_file);
     tcase_add_test(t, reader_refuses_huge_and_special_files);
     tcase_add_test(t, writer_refuses_what_readers_would);

@@ -44,13 +44,15 @@ END_TEST
 
 START_TEST(test_unreadable_file)
 {
-    /* a directory opens but cannot be read, even by root */
+    /* a directory opens but is not a regular file: refused unread */
     char dir[512];
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(dir, sizeof(dir), "%s/crux-topo-dir-XXXXXX", tmp);
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    expect_failure(dir, CRUX_ERR_IO, "cannot read");
+    expect_failure(dir, CRUX_ERR_INVALID, "not a regular file");
     rmdir(dir);
+    /* nor are a FIFO (would block) and /dev/zero (would fill the memory) */
+    expect_failure("/dev/zero", CRUX_ERR_INVALID, "not a regular file");
 }
 END_TEST
 

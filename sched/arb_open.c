@@ -1,0 +1,220 @@
+/* Opening the arbitration table.  It lives in a shared, world-writable
+ * place (/dev/shm), so another local user may have put anything under its
+ * name: a symbolic link to a file of ours, their own file, a FIFO, a table
+ * with hostile counts.  It is created exclusively without following links
+ * (mode 0600), and an existing one is used only when it is a regular file of
+ * ours with mode 0600, the exact size, and a header and entries that all
+ * validate; anything else is refused before a byte of it is trusted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crux_err.h"
+#include "sched/arb_table.h"
+#include "sched/crux_arb.h"
+
+const char *crux_arb_default_path(char *buf, size_t len)
+{
+    const char *env = getenv("CRUX_ARB_PATH");
+    if (env && *env)
+        snprintf(buf, len, "%s", env);
+    else
+        snprintf(buf, len, "/dev/shm/crux-arb-%u", (unsigned)geteuid());
+    return buf;
+}
+
+static int init_table(arb_table_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) != 0)
+        return -1;
+    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
+             pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) ||
+             pthread_mutex_init(&t->lock, &a);
+    pthread_mutexattr_destroy(&a);
+    if (rc)
+        return -1;
+    t->version = ARB_VERSION;
+    t->size = sizeof(*t);
+    t->magic = ARB_MAGIC; /* last: marks the table initialised */
+    return 0;
+}
+
+/* A NUL within the first len bytes. */
+static int terminated(const char *s, size_t len)
+{
+    return memchr(s, '\0', len) != NULL;
+}
+
+/* Every field in range, under the table's lock; on failure `why` says which
+ * field.  The header is checked first, without the lock, since a table that
+ * is not ours in layout has no usable mutex either. */
+static int validate(arb_table_t *t, char *why, size_t len)
+{
+    if (t->magic != ARB_MAGIC || t->version != ARB_VERSION || t->size != sizeof(*t)) {
+        snprintf(why, len, "not a crux arbitration table of version %d", ARB_VERSION);
+        return -1;
+    }
+    if (arb_lock(t) != 0) {
+        snprintf(why, len, "its lock is unusable");
+        return -1;
+    }
+    int rc = -1;
+    int32_t nres = t->nres;
+    if (nres < 0 || nres > CRUX_ARB_MAX_RESOURCES) {
+        snprintf(why, len, "resource count %d not in 0..%d", (int)nres, CRUX_ARB_MAX_RESOURCES);
+        goto out;
+    }
+    for (int i = 0; i < nres; i++)
+        if (!terminated(t->res[i], CRUX_ARB_NAME_LEN) || t->res[i][0] == '\0') {
+            snprintf(why, len, "resource %d has no valid name", i);
+            goto out;
+        }
+    for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
+        const arb_entry_t *e = &t->e[i];
+        if (e->state == 0)
+            continue;
+        if (e->state != CRUX_ARB_ACTIVE && e->state != CRUX_ARB_WAITING)
+            snprintf(why, len, "entry %d: state %d", i, (int)e->state);
+        else if (e->resource < 0 || e->resource >= nres)
+            snprintf(why, len, "entry %d: resource %d not in 0..%d", i, (int)e->resource,
+                     (int)nres - 1);
+        else if (e->level < 0 || e->level > CRUX_ARB_MAX_LEVEL)
+            snprintf(why, len, "entry %d: level %d not in 0..%d", i, (int)e->level,
+                     CRUX_ARB_MAX_LEVEL);
+        else if (e->pid <= 0)
+            snprintf(why, len, "entry %d: pid %d", i, (int)e->pid);
+        else if (!terminated(e->job, CRUX_ARB_JOB_LEN))
+            snprintf(why, len, "entry %d: job name not terminated", i);
+        else
+            continue;
+        goto out;
+    }
+    rc = 0;
+out:
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+/* The file is a regular file of ours, mode 0600, one link. */
+static int file_ok(const struct stat *sb, char *why, size_t len)
+{
+    if (!S_ISREG(sb->st_mode))
+        snprintf(why, len, "not a regular file");
+    else if (sb->st_uid != geteuid())
+        snprintf(why, len, "owned by uid %u, not %u", (unsigned)sb->st_uid, (unsigned)geteuid());
+    else if ((sb->st_mode & 07777) != 0600)
+        snprintf(why, len, "mode %04o, not 0600", (unsigned)(sb->st_mode & 07777));
+    else if (sb->st_nlink != 1)
+        snprintf(why, len, "%u hard links, not 1", (unsigned)sb->st_nlink);
+    else
+        return 0;
+    return -1;
+}
+
+#define REFUSE(...)                                   \
+    do {                                              \
+        char why_[400];                               \
+        snprintf(why_, sizeof(why_), __VA_ARGS__);    \
+        crux_errf(err, errlen, "%s: %s", path, why_); \
+        st = CRUX_ERR_INVALID;                        \
+        goto out;                                     \
+    } while (0)
+
+crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char *err, size_t errlen)
+{
+    char def[256], why[160];
+    if (path == NULL)
+        path = crux_arb_default_path(def, sizeof(def));
+    /* O_NONBLOCK: a FIFO in the table's place must not block the open */
+    const int base = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    int fd = -1;
+    if (!(flags & CRUX_ARB_NO_CREATE)) {
+        fd = open(path, base | O_CREAT | O_EXCL, 0600);
+        /* the umask may have narrowed it; anything else is refused */
+        if (fd >= 0 && fchmod(fd, 0600) != 0) {
+            crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+            close(fd);
+            unlink(path);
+            return CRUX_ERR_IO;
+        }
+    }
+    if (fd < 0 && ((flags & CRUX_ARB_NO_CREATE) || errno == EEXIST))
+        fd = open(path, base);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == EMLINK) {
+            crux_errf(err, errlen, "%s: a symbolic link: refused", path);
+            return CRUX_ERR_INVALID;
+        }
+        crux_errf(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
+    }
+    struct stat sb;
+    crux_status_t st = CRUX_ERR_IO;
+    arb_table_t *t = MAP_FAILED;
+    if (fstat(fd, &sb) != 0) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (file_ok(&sb, why, sizeof(why)) != 0)
+        REFUSE("%s: refused", why);
+    /* flock serialises initialisation and is dropped if the creator dies */
+    if (flock(fd, LOCK_EX) != 0 || fstat(fd, &sb) != 0) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    /* empty: ours, created by us or by a job that died before filling it */
+    if (sb.st_size == 0 && ftruncate(fd, sizeof(arb_table_t)) != 0) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (sb.st_size != 0 && sb.st_size != (off_t)sizeof(arb_table_t))
+        REFUSE("%lld bytes, not %zu: refused", (long long)sb.st_size, sizeof(arb_table_t));
+    t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (t == MAP_FAILED) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    /* all zero: sized but never initialised (its creator died in between) */
+    if (t->magic == 0 && init_table(t) != 0) {
+        crux_errf(err, errlen, "%s: cannot initialise its lock", path);
+        goto out;
+    }
+    if (validate(t, why, sizeof(why)) != 0)
+        REFUSE("%s: refused", why);
+    crux_arb_t *a = malloc(sizeof(*a));
+    if (a == NULL) {
+        crux_errf(err, errlen, "%s: out of memory", path);
+        st = CRUX_ERR_NO_MEMORY;
+        goto out;
+    }
+    a->t = t;
+    a->my_pid = getpid();
+    a->my_start = arb_proc_start(a->my_pid);
+    t = MAP_FAILED;
+    *out = a;
+    st = CRUX_OK;
+out:
+    if (t != MAP_FAILED)
+        munmap(t, sizeof(*t));
+    flock(fd, LOCK_UN);
+    close(fd);
+    return st;
+}
+
+void crux_arb_close(crux_arb_t *a)
+{
+    if (a == NULL)
+        return;
+    munmap(a->t, sizeof(*a->t));
+    free(a);
+}

@@ -1,0 +1,47 @@
+/* The layout of the arbitration table file (private to libcrux_arb and its
+ * tests, which write hostile tables by hand). */
+#ifndef CRUX_ARB_TABLE_H
+#define CRUX_ARB_TABLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sched/crux_arb.h"
+
+#define ARB_MAGIC   0x63727578617262ULL /* "cruxarb" */
+#define ARB_VERSION 1
+
+typedef struct {
+    int32_t state; /* 0 free, crux_arb_state_t */
+    int32_t resource, level;
+    pid_t pid;
+    uint64_t start_time; /* of pid, in clock ticks since boot */
+    uint64_t since_ns;
+    char job[CRUX_ARB_JOB_LEN];
+} arb_entry_t;
+
+typedef struct {
+    uint64_t magic;
+    uint32_t version, size;
+    pthread_mutex_t lock;
+    _Atomic uint32_t seq; /* futex: bumped on every release */
+    int32_t nres;
+    char res[CRUX_ARB_MAX_RESOURCES][CRUX_ARB_NAME_LEN];
+    arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
+} arb_table_t;
+
+struct crux_arb {
+    arb_table_t *t;
+    uint64_t my_start;
+    pid_t my_pid;
+};
+
+/* Start time of pid (field 22 of /proc/PID/stat); 0 when gone or a zombie. */
+uint64_t arb_proc_start(pid_t pid);
+/* Lock the table's robust mutex (a dead holder's lock is made consistent);
+ * nonzero when the mutex is unusable. */
+int arb_lock(arb_table_t *t);
+
+#endif
