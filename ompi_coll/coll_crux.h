@@ -22,6 +22,8 @@
 
 #include "ompi_config.h"
 
+#include <stdlib.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -151,10 +153,19 @@ void coll_crux_job_exit(coll_crux_ticket_t *ticket);
 void coll_crux_job_finalize(void);
 
 /* the profile (coll_crux_profile.c): only the job's leader records */
-static inline bool coll_crux_profile_configured(void)
+/* coll_crux_profile_dir, else CRUX_PROFILE_DIR (a batch system's task
+ * prolog sets it), else NULL */
+static inline const char *coll_crux_profile_dir(void)
 {
     const char *dir = mca_coll_crux_component.profile_dir;
-    return dir != NULL && dir[0] != '\0';
+    if (dir == NULL || dir[0] == '\0') {
+        dir = getenv("CRUX_PROFILE_DIR");
+    }
+    return dir != NULL && dir[0] != '\0' ? dir : NULL;
+}
+static inline bool coll_crux_profile_configured(void)
+{
+    return coll_crux_profile_dir() != NULL;
 }
 double coll_crux_now(void);
 bool coll_crux_profiling(void);

@@ -191,7 +191,7 @@ static int crux_register(void)
     c->profile_dir = "";
     reg_string("profile_dir",
                "Where the job's leader writes its communication profile for "
-               "crux-sched (none: no profile)",
+               "crux-sched (default: CRUX_PROFILE_DIR; none: no profile)",
                OPAL_INFO_LVL_4, &c->profile_dir);
 
     c->profile_interval_s = 10;
