@@ -406,7 +406,7 @@ int tool_daemon(int argc, char **argv)
         case 'R': d.report = optarg; break;
         case 'S': bad = int_opt(optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;
-        case 'P': d.profiles = optarg; break;
+        case 'P': d.profiles = optarg[0] ? optarg : NULL; break; /* "": none */
         case 'C': bad = double_opt(optarg, 1e-6, 1e6, &d.default_compute_s); break;
         case 'B': bad = double_opt(optarg, 0, 1e15, &d.default_bytes); break;
         case 'h': fputs(daemon_usage, stdout); return TOOL_OK;
