@@ -310,14 +310,19 @@ static int replan(const daemon_t *d)
     return rc == TOOL_OK && rejected ? TOOL_INPUT : rc;
 }
 
-/* Wait for spool changes and replan, until SIGINT or SIGTERM. */
+/* Wait for changes in the spool (and the profile directory) and replan,
+ * until SIGINT or SIGTERM. */
 static int watch(const daemon_t *d, int settle_ms)
 {
+    const uint32_t events = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE;
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd < 0 || inotify_add_watch(fd, d->spool,
-                                    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                        IN_CREATE) < 0) {
-        fprintf(stderr, "%s:0: cannot watch: %s\n", d->spool, strerror(errno));
+    const char *bad = NULL;
+    if (fd < 0 || inotify_add_watch(fd, d->spool, events) < 0)
+        bad = d->spool;
+    else if (d->profiles && inotify_add_watch(fd, d->profiles, events) < 0)
+        bad = d->profiles;
+    if (bad != NULL) {
+        fprintf(stderr, "%s:0: cannot watch: %s\n", bad, strerror(errno));
         if (fd >= 0)
             close(fd);
         return TOOL_RUNTIME;

@@ -181,7 +181,7 @@ cat >"$T/cluster.json" <<EOF
 EOF
 start_daemon() {
   "$sched" daemon --spool "$T/spool" --cluster "$T/cluster.json" --out "$T/prio" \
-    --profiles "$T/profiles" --settle-ms 100 2>>"$T/daemon.err" &
+    --profiles "$T/profiles" --report "$T/report" --settle-ms 100 2>>"$T/daemon.err" &
   daemon_pid=$!
 }
 start_daemon
@@ -228,6 +228,11 @@ check "both are in the priority file with a level" wait_for 30 eval "listed $a &
 la=$(level_of "$a") lb=$(level_of "$b") k=$(levels)
 check "each job's rank 0 writes its profile where the task prolog said" \
   wait_for 30 eval "test -f '$T/profiles/$a.profile' -a -f '$T/profiles/$b.profile'"
+# W of a job in the daemon's report: 8 GPUs x 1 s until a profile replaces
+# the default compute time
+work_of() { awk -v j="$1" '$1 == j { print $4 }' "$T/report" 2>/dev/null; }
+check "the daemon replans a job from its profile" \
+  wait_for 30 eval "[ -n \"\$(work_of $a)\" ] && [ \"\$(work_of $a)\" != 8 ]"
 check "both jobs complete" wait_for 120 eval "ended $a && ended $b"
 check "both ran their Allreduces correctly" \
   eval "[ \"\$(state $a)\$(state $b)\" = COMPLETEDCOMPLETED ] && grep -q '^ok ' '$T/out/$a.out' && grep -q '^ok ' '$T/out/$b.out'"
