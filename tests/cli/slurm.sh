@@ -102,7 +102,7 @@ free_port() {
 }
 ctld_port=$(free_port $((20000 + $$ % 20000)))
 slurmd_port=$(free_port $((ctld_port + 1)))
-host=$(hostname)
+host=$(hostname -s) # slurmd knows its host by the short name
 # the programs Slurm runs: crux's, pointed at this test's configuration;
 # jobs with these names get Slurm's side wrong on purpose
 cat >"$T/crux-slurm.conf" <<EOF
