@@ -55,7 +55,8 @@ cat >"$WORK/cn.json" <<'JSON'
 JSON
 B=$WORK/bspool P=$WORK/profiles
 mkdir "$B" "$P"
-echo '{"placement": ["slurm-n3", "h7.example.org"], "uid": 1000, "name": "x", "account": "", "user": "u"}' \
+me=$(id -u) other=$(($(id -u) + 1))
+echo "{\"placement\": [\"slurm-n3\", \"h7.example.org\"], \"uid\": $other, \"name\": \"x\", \"account\": \"\", \"user\": \"u\"}" \
   >"$B/j1.job"
 BD="$CRUX_SCHED daemon --spool $B --cluster $WORK/cn.json --out $WORK/bprio --profiles $P --report $WORK/brep"
 w_of() { awk '$1 == "j1" { print $4 }' "$WORK/brep"; }
@@ -63,9 +64,9 @@ check "node names and a domain map to the cluster's hosts" exits 0 $BD --once
 check "no figures: planned from the defaults (W = 16 GPUs x 1 s)" test "$(w_of)" = 16
 sed 's/^job gamma$/job j1/; s/^hosts .*/hosts h3:8,h7:8/' "$S/gamma.profile" >"$P/j1.profile"
 check "a profile the job's owner does not own: exit 2, one line naming it" sh -c "
-  $BD --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$P/j1.profile:0: owned by uid 0, not by the job.s owner 1000' '$WORK/err'"
+  $BD --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$P/j1.profile:0: owned by uid $me, not by the job.s owner $other' '$WORK/err'"
 check "... and the job is still planned from the defaults" test "$(w_of)" = 16
-chown 1000 "$P/j1.profile"
+sed -i "s/\"uid\": $other/\"uid\": $me/" "$B/j1.job" # now the job is the profile's owner's
 check "the owner's profile is used" sh -c "$BD --once && test \"\$(awk '\$1 == \"j1\" { print \$4 }' '$WORK/brep')\" != 16"
 touch "$B/j1.end"
 check "deregistration removes the profile too" sh -c "$BD --once && ! ls '$P' | grep -q j1"
