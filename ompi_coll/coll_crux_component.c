@@ -291,6 +291,11 @@ static int crux_open(void)
     if (params_invalid(c)) {
         c->priority = -1; /* comm_query then declines every communicator */
     }
+    /* the profile directory: the parameter, else what a batch system's
+     * task prolog exported */
+    const char *dir =
+        c->profile_dir != NULL && c->profile_dir[0] ? c->profile_dir : getenv("CRUX_PROFILE_DIR");
+    c->profile_out = dir != NULL && dir[0] ? dir : NULL;
     return coll_crux_fill_open(c->fill_components);
 }
 
