@@ -54,6 +54,7 @@ typedef struct {
     int arb_max_wait_us; /* longest wait for a higher-level job */
     char *arb_path;
     char *profile_dir;
+    const char *profile_out; /* profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
     int profile_interval_s;
     int group_size;        /* > 0: groups of this many consecutive ranks */
     size_t hier_min_bytes; /* auto: hierarchical from this size up */
@@ -151,10 +152,15 @@ void coll_crux_job_exit(coll_crux_ticket_t *ticket);
 void coll_crux_job_finalize(void);
 
 /* the profile (coll_crux_profile.c): only the job's leader records */
+/* where the leader writes the profile, NULL for nowhere; resolved once:
+ * this is asked on every Allreduce, small ones included */
+static inline const char *coll_crux_profile_dir(void)
+{
+    return mca_coll_crux_component.profile_out;
+}
 static inline bool coll_crux_profile_configured(void)
 {
-    const char *dir = mca_coll_crux_component.profile_dir;
-    return dir != NULL && dir[0] != '\0';
+    return mca_coll_crux_component.profile_out != NULL;
 }
 double coll_crux_now(void);
 bool coll_crux_profiling(void);

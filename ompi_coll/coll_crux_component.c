@@ -191,7 +191,7 @@ static int crux_register(void)
     c->profile_dir = "";
     reg_string("profile_dir",
                "Where the job's leader writes its communication profile for "
-               "crux-sched (none: no profile)",
+               "crux-sched (default: CRUX_PROFILE_DIR; none: no profile)",
                OPAL_INFO_LVL_4, &c->profile_dir);
 
     c->profile_interval_s = 10;
@@ -291,6 +291,11 @@ static int crux_open(void)
     if (params_invalid(c)) {
         c->priority = -1; /* comm_query then declines every communicator */
     }
+    /* the profile directory: the parameter, else what a batch system's
+     * task prolog exported */
+    const char *dir =
+        c->profile_dir != NULL && c->profile_dir[0] ? c->profile_dir : getenv("CRUX_PROFILE_DIR");
+    c->profile_out = dir != NULL && dir[0] ? dir : NULL;
     return coll_crux_fill_open(c->fill_components);
 }
 

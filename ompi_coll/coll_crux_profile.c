@@ -1,6 +1,6 @@
 /* The job's communication profile, for crux-sched: with
- * coll_crux_profile_dir set, the job's leader (rank 0 of MPI_COMM_WORLD)
- * times every MPI_Allreduce that reaches crux and, every
+ * coll_crux_profile_dir (or CRUX_PROFILE_DIR) set, the job's leader (rank 0
+ * of MPI_COMM_WORLD) times every MPI_Allreduce that reaches crux and, every
  * coll_crux_profile_interval_s, writes <dir>/<job>.profile (libcrux_prio's
  * format): calls, bytes, time inside and between them, the ranks per host,
  * and the iteration period.
@@ -100,7 +100,7 @@ static void write_profile(double now)
 {
     const char *job = coll_crux_job_id();
     char path[4096], err[256];
-    snprintf(path, sizeof(path), "%s/%s.profile", mca_coll_crux_component.profile_dir,
+    snprintf(path, sizeof(path), "%s/%s.profile", coll_crux_profile_dir(),
              job != NULL ? job : "unknown-job");
     /* the time the last k whole periods of L calls took, over k */
     unsigned lag = period_calls();

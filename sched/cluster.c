@@ -13,7 +13,8 @@ crux_sched_cluster_t *crux_sched_cluster_new(void)
         return NULL;
     c->host_names = sched_names_new();
     c->sw_names = sched_names_new();
-    if (c->host_names == NULL || c->sw_names == NULL) {
+    c->alias_names = sched_names_new();
+    if (c->host_names == NULL || c->sw_names == NULL || c->alias_names == NULL) {
         crux_sched_cluster_free(c);
         return NULL;
     }
@@ -34,6 +35,10 @@ void crux_sched_cluster_free(crux_sched_cluster_t *c)
     free(c->links);
     sched_names_free(c->host_names);
     sched_names_free(c->sw_names);
+    sched_names_free(c->alias_names);
+    for (int i = 0; i < c->naliases; i++)
+        free(c->aliases[i]);
+    free(c->aliases);
     free(c->sw_out_off);
     free(c->sw_out);
     free(c->tor_index);
@@ -308,9 +313,48 @@ int crux_sched_cluster_links(const crux_sched_cluster_t *c)
     return c->nlinks;
 }
 
+crux_status_t crux_sched_cluster_add_alias(crux_sched_cluster_t *c, const char *alias, int host)
+{
+    if (alias == NULL || alias[0] == '\0' || host < 0 || host >= c->nhosts ||
+        sched_names_get(c->host_names, alias) >= 0 || sched_names_get(c->alias_names, alias) >= 0)
+        return CRUX_ERR_INVALID;
+    if (c->naliases == c->cap_aliases) {
+        int ncap = c->cap_aliases ? 2 * c->cap_aliases : 16;
+        char **p = realloc(c->aliases, (size_t)ncap * sizeof(*p));
+        if (p == NULL)
+            return CRUX_ERR_NO_MEMORY;
+        c->aliases = p;
+        c->cap_aliases = ncap;
+    }
+    char *copy = strdup(alias);
+    if (copy == NULL || sched_names_put(c->alias_names, copy, host) != 0) {
+        free(copy);
+        return CRUX_ERR_NO_MEMORY;
+    }
+    c->aliases[c->naliases++] = copy;
+    return CRUX_OK;
+}
+
+static int find_exact(const crux_sched_cluster_t *c, const char *name)
+{
+    int h = sched_names_get(c->host_names, name);
+    return h >= 0 ? h : sched_names_get(c->alias_names, name);
+}
+
 int crux_sched_cluster_find_host(const crux_sched_cluster_t *c, const char *name)
 {
-    return name ? sched_names_get(c->host_names, name) : -1;
+    if (name == NULL)
+        return -1;
+    int h = find_exact(c, name);
+    const char *dot = strchr(name, '.');
+    if (h < 0 && dot != NULL && dot > name && dot - name < 256) {
+        /* "node7.cluster.example" as "node7": batch systems and MPI's
+         * host names disagree on the domain */
+        char shortname[256];
+        snprintf(shortname, sizeof(shortname), "%.*s", (int)(dot - name), name);
+        h = find_exact(c, shortname);
+    }
+    return h;
 }
 
 int crux_sched_cluster_find_switch(const crux_sched_cluster_t *c, const char *name)

@@ -118,7 +118,14 @@ crux_status_t crux_sched_build_double_sided(const crux_sched_double_sided_t *p,
 int crux_sched_cluster_hosts(const crux_sched_cluster_t *cluster);
 int crux_sched_cluster_switches(const crux_sched_cluster_t *cluster);
 int crux_sched_cluster_links(const crux_sched_cluster_t *cluster);
-int crux_sched_cluster_find_host(const crux_sched_cluster_t *cluster, const char *name); /* -1 */
+/* A host by its name, by an alias, or by its name without the domain
+ * ("n7.example.org" finds "n7"); -1 when none. */
+int crux_sched_cluster_find_host(const crux_sched_cluster_t *cluster, const char *name);
+/* Another name for `host` (e.g. the batch system's node name); refused
+ * when the name is empty or already a host's name or alias.  Allowed after
+ * sealing. */
+crux_status_t crux_sched_cluster_add_alias(crux_sched_cluster_t *cluster, const char *alias,
+                                           int host);
 int crux_sched_cluster_find_switch(const crux_sched_cluster_t *cluster, const char *name);
 
 typedef struct {

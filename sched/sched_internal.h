@@ -48,6 +48,11 @@ struct crux_sched_cluster {
     sched_switch_t *sw;
     sched_link_t *links;
     sched_names_t *host_names, *sw_names;
+    /* other names of hosts (a batch system's node names, short names):
+     * alias -> host index; the cluster owns the strings */
+    sched_names_t *alias_names;
+    char **aliases;
+    int naliases, cap_aliases;
     /* after seal: switch -> switch links, CSR by source switch, by link id */
     int *sw_out_off, *sw_out;
     /* ToRs (switches with NIC ports) and hop distances from every switch

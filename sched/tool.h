@@ -58,6 +58,7 @@ typedef struct {
     crux_sched_flow_spec_t *flows;
     crux_sched_job_t job;
     int has_compute, has_overlap, has_bytes;
+    int uid, has_uid; /* the job's owner, when given */
 } tool_job_t;
 /* 0, or -1 with err set.  With `partial` the figures may be missing (the
  * daemon completes them from a profile). */

@@ -9,7 +9,7 @@
 
 #define GBPS(x) ((x)*1e9 / 8.0)
 
-static const char *const common_keys[] = { "type", "levels", "comment", NULL };
+static const char *const common_keys[] = { "type", "levels", "comment", "node_names", NULL };
 
 static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
 {
@@ -264,6 +264,39 @@ static int load_table(const tool_doc_t *d, crux_sched_nettable_t *t, int levels)
     return TOOL_OK;
 }
 
+/* "node_names": {"<batch system's node name>": "<host>", ...}: the names
+ * under which a host is also known (Slurm's node names, profiles' host
+ * names). */
+static int load_node_names(const tool_doc_t *d, crux_sched_cluster_t *c)
+{
+    json_object *obj;
+    if (!json_object_object_get_ex(d->root, "node_names", &obj))
+        return TOOL_OK;
+    if (!json_object_is_type(obj, json_type_object)) {
+        tool_error(d->path, 1, "\"node_names\" must be an object {\"node\": \"host\", ...}");
+        return TOOL_INPUT;
+    }
+    json_object_object_foreach(obj, node, val)
+    {
+        const char *host =
+            json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+        int h = crux_sched_cluster_find_host(c, host);
+        if (h < 0) {
+            tool_error(d->path, 1, "\"node_names\": \"%s\" maps to an unknown host \"%s\"", node,
+                       host ? host : "");
+            return TOOL_INPUT;
+        }
+        if (crux_sched_cluster_add_alias(c, node, h) != CRUX_OK) {
+            tool_error(d->path, 1,
+                       "\"node_names\": \"%s\" is empty or already a host's name or another "
+                       "node's",
+                       node);
+            return TOOL_INPUT;
+        }
+    }
+    return TOOL_OK;
+}
+
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,
                       int levels)
 {
@@ -302,12 +335,14 @@ int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
         tool_error(path, 1, "unknown cluster type \"%s\"", ty);
         rc = TOOL_INPUT;
     }
-    if (rc == TOOL_OK && table) {
+    if (rc != TOOL_OK)
+        return rc;
+    rc = load_node_names(&d, *out);
+    if (rc == TOOL_OK && table)
         rc = load_table(&d, table, levels);
-        if (rc != TOOL_OK) {
-            crux_sched_cluster_free(*out);
-            *out = NULL;
-        }
+    if (rc != TOOL_OK) {
+        crux_sched_cluster_free(*out);
+        *out = NULL;
     }
     return rc;
 }

@@ -6,7 +6,14 @@
  * (deleting <id>.job and <id>.profile deregisters too).  Files starting
  * with '.' are ignored, so writers can create them hidden and rename.  On
  * every change (inotify, settled for --settle-ms) the daemon replans and
- * rewrites the priority file atomically. */
+ * rewrites the priority file atomically.
+ *
+ * With --profiles DIR, jobs' profiles may also come from DIR, a directory
+ * the jobs themselves write (the spool stays writable by the batch system
+ * only): DIR/<id>.profile counts only for a job registered in the spool
+ * with a "uid", and only when that user owns the file.  A job with neither
+ * figures nor a profile yet is planned from --default-compute-s and
+ * --default-bytes. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,18 +22,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
+#include "sched/prio_util.h"
 #include "sched/tool.h"
 
 static const char daemon_usage[] =
     "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [--levels K]\n"
     "                         [--reserve R] [--orders M] [--seed S] [--report FILE]\n"
-    "                         [--settle-ms N] [--once]\n"
+    "                         [--settle-ms N] [--once] [--profiles DIR2]\n"
+    "                         [--default-compute-s S] [--default-bytes B]\n"
     "Watches DIR for <id>.job, <id>.profile and <id>.end files and replans on every\n"
-    "change.  --once processes the spool once and exits (2 if a file was rejected).\n";
+    "change.  --once processes the spool once and exits (2 if a file was rejected).\n"
+    "--profiles: also read <id>.profile of registered jobs from DIR2, when the job's\n"
+    "\"uid\" owns it.  A job with no figures and no profile yet is planned with\n"
+    "compute_s S (default 1) and allreduce_bytes B (default 1e8).\n";
 
 typedef struct {
     char id[256];
@@ -37,7 +50,8 @@ typedef struct {
 } entry_t;
 
 typedef struct {
-    const char *spool, *out, *report;
+    const char *spool, *out, *report, *profiles;
+    double default_compute_s, default_bytes;
     const crux_sched_cluster_t *c;
     const crux_sched_nettable_t *table;
     crux_sched_options_t o;
@@ -79,14 +93,51 @@ static entry_t *entry_for(entry_t **es, int *n, int *cap, const char *id)
     return e;
 }
 
-static void remove_job(const char *spool, const char *id)
+static void remove_job(const daemon_t *d, const char *id)
 {
     static const char *const suf[] = { ".job", ".profile", ".end" };
     char path[4096];
     for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof(path), "%s/%s%s", spool, id, suf[i]);
+        snprintf(path, sizeof(path), "%s/%s%s", d->spool, id, suf[i]);
         unlink(path);
     }
+    if (d->profiles) {
+        snprintf(path, sizeof(path), "%s/%s.profile", d->profiles, id);
+        unlink(path);
+    }
+}
+
+/* The profile a registered job wrote into --profiles: 1 when loaded, 0
+ * when there is none, -1 when it was refused (said on stderr). */
+static int load_user_profile(const daemon_t *d, entry_t *e)
+{
+    char path[4096], err[512];
+    snprintf(path, sizeof(path), "%s/%s.profile", d->profiles, e->id);
+    char *text;
+    size_t len;
+    struct stat st;
+    crux_status_t s = prio_read_max(path, 1 << 20, &text, &len, &st, err, sizeof(err));
+    if (s == CRUX_ERR_NOT_FOUND)
+        return 0;
+    if (s != CRUX_OK) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    int rc = -1;
+    if (!e->job.has_uid)
+        tool_error(path, 0, "job %s was registered without a \"uid\": profile ignored", e->id);
+    else if (st.st_uid != (uid_t)e->job.uid)
+        tool_error(path, 0, "owned by uid %u, not by the job's owner %d: ignored",
+                   (unsigned)st.st_uid, e->job.uid);
+    else if (crux_profile_parse(text, len, path, &e->prof, err, sizeof(err)) != CRUX_OK)
+        fprintf(stderr, "%s\n", err);
+    else if (strcmp(e->prof.job, e->id) != 0) {
+        tool_error(path, 1, "job \"%s\" differs from the file name", e->prof.job);
+        crux_profile_clear(&e->prof);
+    } else
+        rc = 1;
+    free(text);
+    return rc;
 }
 
 /* Complete a job from its profile: placement, compute, overlap, bytes. */
@@ -148,7 +199,7 @@ static int replan(const daemon_t *d)
         size_t base;
         if (de->d_name[0] != '.' && has_suffix(de->d_name, ".end", &base) && base < sizeof(id)) {
             snprintf(id, sizeof(id), "%.*s", (int)base, de->d_name);
-            remove_job(d->spool, id);
+            remove_job(d, id);
             fprintf(stderr, "crux-sched daemon: job %s deregistered\n", id);
         }
     }
@@ -195,6 +246,13 @@ static int replan(const daemon_t *d)
         }
     }
     closedir(dir);
+    for (int i = 0; rc == TOOL_OK && d->profiles && i < n; i++) {
+        if (!es[i].has_job || es[i].has_prof)
+            continue;
+        int got = load_user_profile(d, &es[i]);
+        es[i].has_prof = got > 0;
+        rejected += got < 0;
+    }
     qsort(es, (size_t)n, sizeof(*es), by_id); /* readdir order is arbitrary */
     crux_sched_plan_t *plan = rc == TOOL_OK ? crux_sched_plan_new(d->c) : NULL;
     if (rc == TOOL_OK && plan == NULL)
@@ -211,11 +269,16 @@ static int replan(const daemon_t *d)
             rejected++;
             continue;
         }
-        if (!e->has_prof && (!e->job.has_compute || e->job.job.placement == NULL)) {
-            tool_error(path, 1, "job %s: no compute_s or placement, and no profile yet", e->id);
+        if (!e->has_prof && e->job.job.placement == NULL) {
+            tool_error(path, 1, "job %s: no placement, and no profile yet", e->id);
             rejected++;
             continue;
         }
+        /* registered, not measured yet: planned from the defaults */
+        if (!e->has_prof && !e->job.has_compute)
+            e->job.job.compute_s = d->default_compute_s;
+        if (!e->has_prof && !e->job.has_bytes && e->job.job.nflows == 0)
+            e->job.job.allreduce_bytes = d->default_bytes;
         if (crux_sched_plan_add_job(plan, &e->job.job, NULL, err, sizeof(err)) != CRUX_OK) {
             tool_error(path, 1, "%s", err);
             rejected++;
@@ -247,14 +310,19 @@ static int replan(const daemon_t *d)
     return rc == TOOL_OK && rejected ? TOOL_INPUT : rc;
 }
 
-/* Wait for spool changes and replan, until SIGINT or SIGTERM. */
+/* Wait for changes in the spool (and the profile directory) and replan,
+ * until SIGINT or SIGTERM. */
 static int watch(const daemon_t *d, int settle_ms)
 {
+    const uint32_t events = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE;
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd < 0 || inotify_add_watch(fd, d->spool,
-                                    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                        IN_CREATE) < 0) {
-        fprintf(stderr, "%s:0: cannot watch: %s\n", d->spool, strerror(errno));
+    const char *bad = NULL;
+    if (fd < 0 || inotify_add_watch(fd, d->spool, events) < 0)
+        bad = d->spool;
+    else if (d->profiles && inotify_add_watch(fd, d->profiles, events) < 0)
+        bad = d->profiles;
+    if (bad != NULL) {
+        fprintf(stderr, "%s:0: cannot watch: %s\n", bad, strerror(errno));
         if (fd >= 0)
             close(fd);
         return TOOL_RUNTIME;
@@ -295,6 +363,16 @@ static int int_opt(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+static int double_opt(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int tool_daemon(int argc, char **argv)
 {
     static const struct option opts[] = { { "spool", required_argument, NULL, 'd' },
@@ -307,11 +385,16 @@ int tool_daemon(int argc, char **argv)
                                           { "report", required_argument, NULL, 'R' },
                                           { "settle-ms", required_argument, NULL, 'S' },
                                           { "once", no_argument, NULL, '1' },
+                                          { "profiles", required_argument, NULL, 'P' },
+                                          { "default-compute-s", required_argument, NULL, 'C' },
+                                          { "default-bytes", required_argument, NULL, 'B' },
                                           { "help", no_argument, NULL, 'h' },
                                           { NULL, 0, NULL, 0 } };
     daemon_t d;
     memset(&d, 0, sizeof(d));
     crux_sched_options_defaults(&d.o);
+    d.default_compute_s = 1;
+    d.default_bytes = 1e8;
     const char *cluster = NULL;
     int once = 0, settle = 200, opt;
     optind = 1;
@@ -328,6 +411,9 @@ int tool_daemon(int argc, char **argv)
         case 'R': d.report = optarg; break;
         case 'S': bad = int_opt(optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;
+        case 'P': d.profiles = optarg[0] ? optarg : NULL; break; /* "": none */
+        case 'C': bad = double_opt(optarg, 1e-6, 1e6, &d.default_compute_s); break;
+        case 'B': bad = double_opt(optarg, 0, 1e15, &d.default_bytes); break;
         case 'h': fputs(daemon_usage, stdout); return TOOL_OK;
         default: bad = 1;
         }

@@ -2,7 +2,10 @@
  *   {"id": "j1", "placement": [{"host": "h0", "gpus": [0,1]}, {"host": "h1"}],
  *    "compute_s": 0.3, "work": 2.4, "overlap": 0.5, "allreduce_bytes": 1e9,
  *    "flows": [{"src": "h0", "src_nic": 0, "dst": "h1", "dst_nic": 0, "bytes": 1e8}],
- *    "model": "bert"}                  ("model" is informational) */
+ *    "model": "bert", "name": "train", "account": "a", "user": "u", "uid": 1000}
+ * ("model", "name", "account" and "user" are informational; "uid", the
+ * job's owner, is who may write the job's profile: crux-sched daemon
+ * --profiles) */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -126,15 +129,21 @@ int tool_job_parse(json_object *obj, const crux_sched_cluster_t *c, int partial,
     json_object_object_get_ex(obj, "placement", &place);
     json_object_object_get_ex(obj, "flows", &flows);
     json_object_object_get_ex(obj, "id", &id);
-    static const char *const skip[] = { "placement", "flows", "id", "model", NULL };
+    static const char *const skip[] = { "placement", "flows",   "id",   "model",
+                                        "name",      "account", "user", NULL };
     tool_field_t f[] = {
         { "compute_s", F_DOUBLE, &j->job.compute_s, &j->has_compute },
         { "work", F_DOUBLE, &j->job.work, NULL },
         { "overlap", F_DOUBLE, &j->job.overlap, &j->has_overlap },
         { "allreduce_bytes", F_DOUBLE, &j->job.allreduce_bytes, &j->has_bytes },
+        { "uid", F_INT, &j->uid, &j->has_uid },
     };
-    if (tool_fields(obj, f, 4, skip, err, errlen) != 0)
+    if (tool_fields(obj, f, 5, skip, err, errlen) != 0)
         return -1;
+    if (j->has_uid && j->uid < 0) {
+        crux_errf(err, errlen, "\"uid\" must be at least 0");
+        return -1;
+    }
     if (id && json_object_is_type(id, json_type_int)) {
         /* json-c saturates integers out of range: refuse them, not round */
         errno = 0;

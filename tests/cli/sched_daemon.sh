@@ -1,6 +1,8 @@
 #!/bin/sh
 # crux-sched daemon --once over a spool of registrations, profiles and
-# deregistrations; and the daemon running, replanning on a new file.
+# deregistrations; a batch system's registrations (node names, no figures,
+# the profile from the job's own directory); and the daemon running,
+# replanning on a new file.
 . "$(dirname "$0")/sched_tap.sh"
 
 cat >"$WORK/c.json" <<'JSON'
@@ -43,6 +45,35 @@ check "a bad registration: exit 2, one line naming it" sh -c "
   $D --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$S/bad.job:1: .*nohost' '$WORK/err'"
 check "the others are still planned" test "$(grep -c '^job ' "$WORK/prio")" -eq 2
 rm "$S/bad.job"
+
+# as a batch system registers jobs: its node names (mapped by the cluster
+# file, or the host name with a domain), no figures (planned from the
+# defaults until a profile comes), the profile from a directory the job's
+# owner writes
+cat >"$WORK/cn.json" <<'JSON'
+{"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 4, "node_names": {"slurm-n3": "h3"}}
+JSON
+B=$WORK/bspool P=$WORK/profiles
+mkdir "$B" "$P"
+me=$(id -u) other=$(($(id -u) + 1))
+echo "{\"placement\": [\"slurm-n3\", \"h7.example.org\"], \"uid\": $other, \"name\": \"x\", \"account\": \"\", \"user\": \"u\"}" \
+  >"$B/j1.job"
+BD="$CRUX_SCHED daemon --spool $B --cluster $WORK/cn.json --out $WORK/bprio --profiles $P --report $WORK/brep"
+w_of() { awk '$1 == "j1" { print $4 }' "$WORK/brep"; }
+check "node names and a domain map to the cluster's hosts" exits 0 $BD --once
+check "no figures: planned from the defaults (W = 16 GPUs x 1 s)" test "$(w_of)" = 16
+sed 's/^job gamma$/job j1/; s/^hosts .*/hosts h3:8,h7:8/' "$S/gamma.profile" >"$P/j1.profile"
+check "a profile the job's owner does not own: exit 2, one line naming it" sh -c "
+  $BD --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$P/j1.profile:0: owned by uid $me, not by the job.s owner $other' '$WORK/err'"
+check "... and the job is still planned from the defaults" test "$(w_of)" = 16
+sed -i "s/\"uid\": $other/\"uid\": $me/" "$B/j1.job" # now the job is the profile's owner's
+check "the owner's profile is used" sh -c "$BD --once && test \"\$(awk '\$1 == \"j1\" { print \$4 }' '$WORK/brep')\" != 16"
+touch "$B/j1.end"
+check "deregistration removes the profile too" sh -c "$BD --once && ! ls '$P' | grep -q j1"
+printf '{"type": "clos2", "node_names": {"n1": "nohost"}}\n' >"$WORK/cbad.json"
+check "a node name mapped to an unknown host: exit 2, one line" sh -c "
+  $CRUX_SCHED daemon --once --spool $B --cluster $WORK/cbad.json --out $WORK/x 2>'$WORK/err'
+  test \$? -eq 2 && grep -q 'node_names.*unknown host \"nohost\"' '$WORK/err'"
 
 # the daemon itself: a new registration is picked up
 $D --settle-ms 50 2>"$WORK/daemon.err" &

@@ -152,6 +152,39 @@ START_TEST(clos2_builder)
 }
 END_TEST
 
+/* Other names of hosts: aliases, and names with a domain */
+START_TEST(host_aliases)
+{
+    crux_sched_clos2_t p;
+    crux_sched_clos2_defaults(&p);
+    crux_sched_cluster_t *c = NULL;
+    ck_assert_int_eq(crux_sched_build_clos2(&p, &c), CRUX_OK);
+    int h3 = crux_sched_cluster_find_host(c, "h3");
+    ck_assert_int_ge(h3, 0);
+    ck_assert_int_eq(crux_sched_cluster_add_alias(c, "gpu004", h3), CRUX_OK);
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, "gpu004"), h3);
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, "gpu004.cluster.example"), h3);
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, "h3.cluster.example"), h3);
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, "gpu005"), -1);
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, ".h3"), -1);
+    /* refused: a host's name, a taken alias, empty, no such host */
+    ck_assert_int_eq(crux_sched_cluster_add_alias(c, "h1", h3), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_cluster_add_alias(c, "gpu004", 0), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_cluster_add_alias(c, "", 0), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_cluster_add_alias(c, "x", crux_sched_cluster_hosts(c)),
+                     CRUX_ERR_INVALID);
+    /* many: the table grows */
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof(name), "node%d", i);
+        ck_assert_int_eq(crux_sched_cluster_add_alias(c, name, i % crux_sched_cluster_hosts(c)),
+                         CRUX_OK);
+    }
+    ck_assert_int_eq(crux_sched_cluster_find_host(c, "node999"), 999 % crux_sched_cluster_hosts(c));
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
 START_TEST(double_sided_builder)
 {
     crux_sched_double_sided_t p;
@@ -388,6 +421,7 @@ static Suite *suite(void)
     tcase_add_test(t, lingjun_builder);
     tcase_add_test(t, lingjun_bad_csv);
     tcase_add_test(t, clos2_builder);
+    tcase_add_test(t, host_aliases);
     tcase_add_test(t, double_sided_builder);
     tcase_add_test(t, seal_checks);
     tcase_add_test(t, path_selection_not_worse_than_random);
