@@ -6,7 +6,7 @@
  * world-writable directory without the sticky bit (where the kernel's
  * fs.protected_symlinks/protected_regular never apply, so crux's own checks
  * are what refuses) and in /dev/shm. */
-#define _GNU_SOURCE /* setresuid, setgroups */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -23,10 +23,9 @@
 #include "sched/arb_table.h"
 #include "sched/crux_arb.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/other_user.h"
 
-static char dir[64], path[128], other_user[32];
-static uid_t other_uid;
-static gid_t other_gid;
+static char dir[64], path[128];
 
 static void setup(void)
 {
@@ -44,55 +43,14 @@ static void teardown(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Once per run, in the runner: the second user (root only). */
-static void make_user(void)
-{
-    if (geteuid() != 0)
-        return;
-    snprintf(other_user, sizeof(other_user), "cruxt%d", (int)getpid());
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "useradd -M -N -s /bin/false %s 2>/dev/null", other_user);
-    if (system(cmd) != 0) {
-        other_user[0] = '\0';
-        return;
-    }
-    snprintf(cmd, sizeof(cmd), "id -u %s", other_user);
-    FILE *p = popen(cmd, "r");
-    unsigned u = 0;
-    if (p == NULL || fscanf(p, "%u", &u) != 1)
-        u = 0;
-    if (p)
-        pclose(p);
-    other_uid = (uid_t)u;
-    snprintf(cmd, sizeof(cmd), "id -g %s", other_user);
-    p = popen(cmd, "r");
-    if (p == NULL || fscanf(p, "%u", &u) != 1)
-        u = 0;
-    if (p)
-        pclose(p);
-    other_gid = (gid_t)u;
-}
-
-static void remove_user(void)
-{
-    if (other_user[0] == '\0')
-        return;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null", other_user);
-    if (system(cmd) != 0)
-        fprintf(stderr, "# could not remove user %s\n", other_user);
-}
-
 /* Run `what` as the second user in a child; 1 when it succeeded. */
 static int as_other(int (*what)(const char *a, const char *b), const char *a, const char *b)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        if (setgroups(0, NULL) != 0 || setresgid(other_gid, other_gid, other_gid) != 0 ||
-            setresuid(other_uid, other_uid, other_uid) != 0)
+        if (other_user_become() != 0)
             _exit(3);
-        umask(0);
         _exit(what(a, b) == 0 ? 0 : 4);
     }
     int status;
@@ -380,7 +338,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("arb_files");
     TCase *t = tcase_create("arb_files");
-    tcase_add_unchecked_fixture(t, make_user, remove_user);
+    tcase_add_unchecked_fixture(t, other_user_make, other_user_remove);
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, created_0600_exclusive);

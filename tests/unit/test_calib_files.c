@@ -3,7 +3,7 @@
  * write through their directory or their links, nor read their figures.
  * The second user is made for the test (useradd, removed at the end; root
  * only); the cases that need no second user run everywhere. */
-#define _GNU_SOURCE /* setresuid, setgroups */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
@@ -15,10 +15,10 @@
 
 #include "common/crux_file.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/other_user.h"
 #include "ucx_tl/crux_tl_mp.h"
 
-static char dir[64], other_user[32];
-static uid_t other_uid;
+static char dir[64];
 
 static void setup(void)
 {
@@ -34,47 +34,14 @@ static void teardown(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static void make_user(void)
-{
-    if (geteuid() != 0)
-        return;
-    snprintf(other_user, sizeof(other_user), "cruxc%d", (int)getpid());
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "useradd -M -N -s /bin/false %s 2>/dev/null", other_user);
-    if (system(cmd) != 0) {
-        other_user[0] = '\0';
-        return;
-    }
-    snprintf(cmd, sizeof(cmd), "id -u %s", other_user);
-    FILE *p = popen(cmd, "r");
-    unsigned u = 0;
-    if (p == NULL || fscanf(p, "%u", &u) != 1)
-        u = 0;
-    if (p)
-        pclose(p);
-    other_uid = (uid_t)u;
-}
-
-static void remove_user(void)
-{
-    if (other_user[0] == '\0')
-        return;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "userdel %s 2>/dev/null", other_user);
-    if (system(cmd) != 0)
-        fprintf(stderr, "# could not remove user %s\n", other_user);
-}
-
 /* Runs a shell command as the second user; 1 when it succeeded. */
 static int as_other(const char *command)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        if (setgroups(0, NULL) != 0 || setresgid(100, 100, 100) != 0 ||
-            setresuid(other_uid, other_uid, other_uid) != 0)
+        if (other_user_become() != 0)
             _exit(3);
-        umask(0);
         execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
@@ -205,7 +172,7 @@ START_TEST(foreign_directory_in_tmp)
     ck_assert_int_eq(mkdir(mine, 0755), 0);
     snprintf(their_file, sizeof(their_file), "%s/f", mine);
     ck_assert_int_eq(close(open(their_file, O_CREAT | O_WRONLY, 0600)), 0);
-    ck_assert_int_eq(chown(their_file, other_uid, 100), 0);
+    ck_assert_int_eq(chown(their_file, other_uid, other_gid), 0);
     ck_assert_int_eq(crux_open_own(their_file, O_RDONLY, 0), -1);
 }
 END_TEST
@@ -214,7 +181,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("calib_files");
     TCase *t = tcase_create("calib_files");
-    tcase_add_unchecked_fixture(t, make_user, remove_user);
+    tcase_add_unchecked_fixture(t, other_user_make, other_user_remove);
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 60);
     tcase_add_test(t, private_dir_round_trip);
