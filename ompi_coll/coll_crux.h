@@ -118,7 +118,9 @@ OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
 int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int *priority);
 
-/* stock components crux fills the empty slots from when it runs alone */
+/* stock components crux fills the empty slots from when it runs alone: by
+ * default those Open MPI's own selection would use (coll_crux_fill.c) */
+#define CRUX_FILL_DEFAULT "self,inter,tuned,basic,libnbc"
 int coll_crux_fill_open(const char *names);
 int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 int coll_crux_fill_comm(ompi_communicator_t *comm);

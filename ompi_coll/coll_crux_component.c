@@ -226,10 +226,12 @@ static int crux_register(void)
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments", OPAL_INFO_LVL_6,
                &c->shm_mds);
 
-    c->fill_components = "self,tuned,basic,libnbc";
+    c->fill_components = CRUX_FILL_DEFAULT;
     reg_string("fill_components",
-               "Stock coll components crux takes the collectives it does "
-               "not implement from, in order, when no other component provides them",
+               "Stock coll components crux takes the collectives it does not implement from "
+               "when no other component provides them (crux alone): per communicator, those "
+               "that accept it, the highest priority first as in Open MPI's own selection "
+               "(the one named first among equals); none usable: the default",
                OPAL_INFO_LVL_6, &c->fill_components);
     return OMPI_SUCCESS;
 }

@@ -1,12 +1,17 @@
 /* Stock components that fill the collectives crux does not implement when no
  * other component does (`mpirun --mca coll crux`): Open MPI refuses a
- * communicator with an empty collective slot (coll/self first: the general
- * components assume more than one process).  A named component the coll
+ * communicator with an empty collective slot.  A named component the coll
  * framework has not loaded is loaded here from Open MPI's own component
- * directory, registered and opened as the framework would; per
- * communicator, each is queried and enabled and gives the slots still
- * empty, retained once per slot as the framework's own selection does. */
+ * directory, registered and opened as the framework would.  Per
+ * communicator, every one is queried, and those that take the communicator
+ * fill the slots still empty from the highest priority down, as Open MPI's
+ * own selection would have (a later, higher-priority module overwrites an
+ * earlier one's slots there): coll/inter's intercommunicator collectives
+ * before coll/basic's, coll/self's before coll/tuned's on MPI_COMM_SELF.  A
+ * component that refuses a kind of communicator simply gives nothing. */
+#include <ctype.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +24,14 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define CRUX_MAX_FILL 8
+#define CRUX_MAX_FILL 16
+#define CRUX_MAX_NAME 32 /* longer than any coll component's name */
 
 typedef struct {
     char *name;
     void *dl;                                         /* loaded here, else NULL */
     const mca_coll_base_component_2_0_0_t *component; /* when loaded here */
+    bool refused;                                     /* its init_query refused this process */
 } fill_t;
 
 static fill_t fills[CRUX_MAX_FILL];
@@ -89,24 +96,70 @@ static int load(fill_t *fill)
     return 0;
 }
 
-int coll_crux_fill_open(const char *names)
+static bool valid_name(const char *name)
 {
-    char **list = opal_argv_split(names != NULL ? names : "", ',');
-    for (int i = 0; list != NULL && list[i] != NULL && num_fills < CRUX_MAX_FILL; i++) {
-        if (strcmp(list[i], "crux") == 0) {
-            continue;
+    size_t len = strlen(name);
+    if (len == 0 || len >= CRUX_MAX_NAME) {
+        return false;
+    }
+    for (const char *p = name; *p != '\0'; p++) {
+        if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '_') {
+            return false; /* also keeps a path out of load()'s file name */
         }
-        fill_t *fill = &fills[num_fills];
-        fill->name = strdup(list[i]);
-        /* The framework's own components are looked up when needed: the
-         * framework may still drop some of them before communicators exist. */
-        if (fill->name != NULL && (framework_component(fill->name) != NULL || load(fill) == 0)) {
-            num_fills++;
-        } else {
-            free(fill->name);
+    }
+    return true;
+}
+
+/* Add a named component; false when it cannot be used. */
+static bool add(const char *name)
+{
+    if (strcmp(name, "crux") == 0) {
+        return true;
+    }
+    for (int i = 0; i < num_fills; i++) {
+        if (strcmp(fills[i].name, name) == 0) {
+            return true; /* named twice */
+        }
+    }
+    if (!valid_name(name) || num_fills == CRUX_MAX_FILL) {
+        return false;
+    }
+    fill_t *fill = &fills[num_fills];
+    *fill = (fill_t){ .name = strdup(name) };
+    /* The framework's own components are looked up when needed: the
+     * framework may still drop some of them before communicators exist. */
+    if (fill->name != NULL && (framework_component(fill->name) != NULL || load(fill) == 0)) {
+        num_fills++;
+        return true;
+    }
+    free(fill->name);
+    fill->name = NULL;
+    return false;
+}
+
+static void add_list(const char *names, bool complain)
+{
+    char **list = opal_argv_split(names, ',');
+    for (int i = 0; list != NULL && list[i] != NULL; i++) {
+        if (!add(list[i]) && complain) {
+            char shown[CRUX_MAX_NAME + 4];
+            snprintf(shown, sizeof(shown), "%.*s%s", CRUX_MAX_NAME - 1, list[i],
+                     strlen(list[i]) >= CRUX_MAX_NAME ? "..." : "");
+            opal_show_help("help-mpi-coll-crux.txt", "fill-unusable", true, shown);
         }
     }
     opal_argv_free(list);
+}
+
+int coll_crux_fill_open(const char *names)
+{
+    add_list(names != NULL ? names : "", true);
+    if (num_fills == 0) {
+        /* Alone, crux would leave collective slots empty and every
+         * communicator would be refused. */
+        opal_show_help("help-mpi-coll-crux.txt", "fill-none", true, CRUX_FILL_DEFAULT);
+        add_list(CRUX_FILL_DEFAULT, false);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -116,30 +169,85 @@ int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_thre
         const mca_coll_base_component_2_0_0_t *c = fills[i].component;
         if (c != NULL && c->collm_init_query != NULL &&
             c->collm_init_query(enable_progress_threads, enable_mpi_threads) != OMPI_SUCCESS) {
-            fills[i].component = NULL; /* it refused this process; skip it */
+            fills[i].refused = true; /* still closed in coll_crux_fill_close */
         }
     }
     return OMPI_SUCCESS;
 }
 
-#define CRUX_FILL_SLOT(slot)                                                \
-    if (comm->c_coll->coll_##slot == NULL && module->coll_##slot != NULL) { \
-        comm->c_coll->coll_##slot = module->coll_##slot;                    \
-        comm->c_coll->coll_##slot##_module = module;                        \
-        OBJ_RETAIN(module);                                                 \
+static const mca_coll_base_component_2_0_0_t *usable(const fill_t *fill)
+{
+    if (fill->refused) {
+        return NULL;
     }
+    return fill->dl != NULL ? fill->component : framework_component(fill->name);
+}
+
+/* Slot numbers, to remember which slots the fill may write. */
+#define CRUX_SLOT_NUMBER(slot) CRUX_SLOT_##slot,
+enum { CRUX_FOR_EACH_SLOT(CRUX_SLOT_NUMBER) CRUX_NUM_SLOTS };
+
+#define CRUX_SLOT_EMPTY(slot) own[CRUX_SLOT_##slot] = comm->c_coll->coll_##slot == NULL;
+
+/* As the framework's own COPY: a later module replaces an earlier one. */
+#define CRUX_FILL_SLOT(slot)                                    \
+    if (own[CRUX_SLOT_##slot] && module->coll_##slot != NULL) { \
+        if (comm->c_coll->coll_##slot##_module != NULL) {       \
+            OBJ_RELEASE(comm->c_coll->coll_##slot##_module);    \
+        }                                                       \
+        comm->c_coll->coll_##slot = module->coll_##slot;        \
+        comm->c_coll->coll_##slot##_module = module;            \
+        OBJ_RETAIN(module);                                     \
+    }
+
+typedef struct {
+    mca_coll_base_module_t *module;
+    int priority;
+} offer_t;
 
 int coll_crux_fill_comm(ompi_communicator_t *comm)
 {
+    /* Only the slots empty now: the ones other components already filled
+     * are theirs (crux runs with them, not alone). */
+    bool own[CRUX_NUM_SLOTS];
+    CRUX_FOR_EACH_SLOT(CRUX_SLOT_EMPTY)
+    bool any = false;
+    for (int s = 0; s < CRUX_NUM_SLOTS; s++) {
+        any = any || own[s];
+    }
+    if (!any) {
+        return OMPI_SUCCESS;
+    }
+
+    /* The modules of the components that take this communicator, lowest
+     * priority first as the framework enables them; among equal
+     * priorities the one named first comes last, so it wins. */
+    offer_t offers[CRUX_MAX_FILL];
+    int n = 0;
     for (int i = 0; i < num_fills; i++) {
-        const mca_coll_base_component_2_0_0_t *component =
-            fills[i].dl != NULL ? fills[i].component : framework_component(fills[i].name);
-        int priority = 0;
+        const mca_coll_base_component_2_0_0_t *component = usable(&fills[i]);
+        int priority = -1;
         mca_coll_base_module_t *module =
             component != NULL ? component->collm_comm_query(comm, &priority) : NULL;
         if (module == NULL) {
             continue;
         }
+        if (priority < 0) { /* the framework leaves these out too */
+            OBJ_RELEASE(module);
+            continue;
+        }
+        priority = priority < 100 ? priority : 100; /* the framework's cap */
+        int at = n++;
+        for (; at > 0 && offers[at - 1].priority >= priority; at--) {
+            offers[at] = offers[at - 1];
+        }
+        offers[at] = (offer_t){ module, priority };
+    }
+
+    /* Enabled in that order, as the framework does: a module that wraps the
+     * functions already there (coll/sync, coll/han) finds the lower ones. */
+    for (int i = 0; i < n; i++) {
+        mca_coll_base_module_t *module = offers[i].module;
         if (module->coll_module_enable == NULL ||
             module->coll_module_enable(module, comm) == OMPI_SUCCESS) {
             CRUX_FOR_EACH_SLOT(CRUX_FILL_SLOT)
