@@ -4,11 +4,12 @@
  * framework has not loaded is loaded here from Open MPI's own component
  * directory, registered and opened as the framework would.  Per
  * communicator, every one is queried, and those that take the communicator
- * fill the slots still empty from the highest priority down, as Open MPI's
- * own selection would have (a later, higher-priority module overwrites an
- * earlier one's slots there): coll/inter's intercommunicator collectives
- * before coll/basic's, coll/self's before coll/tuned's on MPI_COMM_SELF.  A
- * component that refuses a kind of communicator simply gives nothing. */
+ * are enabled lowest priority first, each taking over the slots still empty
+ * when crux was enabled, as Open MPI's own selection does: each slot ends
+ * with the highest-priority component that has it (coll/inter's on an
+ * intercommunicator rather than coll/basic's, coll/self's rather than
+ * coll/tuned's on MPI_COMM_SELF).  A component that refuses a kind of
+ * communicator simply gives nothing. */
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -203,7 +204,37 @@ enum { CRUX_FOR_EACH_SLOT(CRUX_SLOT_NUMBER) CRUX_NUM_SLOTS };
 typedef struct {
     mca_coll_base_module_t *module;
     int priority;
+    const char *name;
 } offer_t;
+
+#define CRUX_SLOT_FROM(slot) \
+    slots += own[CRUX_SLOT_##slot] && comm->c_coll->coll_##slot##_module == module;
+
+/* Which component each filled slot came from, as "inter 9 (priority 40)". */
+static void log_fill(ompi_communicator_t *comm, const offer_t *offers, int n, const bool *own)
+{
+    char text[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used < sizeof(text); i++) {
+        const mca_coll_base_module_t *module = offers[i].module;
+        int slots = 0;
+        CRUX_FOR_EACH_SLOT(CRUX_SLOT_FROM)
+        if (slots > 0) {
+            int w = snprintf(text + used, sizeof(text) - used, "%s%s %d (priority %d)",
+                             used > 0 ? ", " : "", offers[i].name, slots, offers[i].priority);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    const char *name = comm->c_name[0] != '\0' ? comm->c_name : "(unnamed)";
+    if (OMPI_COMM_IS_INTER(comm)) {
+        CRUX_VERBOSE(2, "intercommunicator %s of %d+%d processes: slots filled from %s", name,
+                     ompi_comm_size(comm), ompi_comm_remote_size(comm),
+                     used > 0 ? text : "nothing");
+    } else {
+        CRUX_VERBOSE(2, "communicator %s of %d processes: slots filled from %s", name,
+                     ompi_comm_size(comm), used > 0 ? text : "nothing");
+    }
+}
 
 int coll_crux_fill_comm(ompi_communicator_t *comm)
 {
@@ -241,7 +272,7 @@ int coll_crux_fill_comm(ompi_communicator_t *comm)
         for (; at > 0 && offers[at - 1].priority >= priority; at--) {
             offers[at] = offers[at - 1];
         }
-        offers[at] = (offer_t){ module, priority };
+        offers[at] = (offer_t){ module, priority, fills[i].name };
     }
 
     /* Enabled in that order, as the framework does: a module that wraps the
@@ -252,7 +283,12 @@ int coll_crux_fill_comm(ompi_communicator_t *comm)
             module->coll_module_enable(module, comm) == OMPI_SUCCESS) {
             CRUX_FOR_EACH_SLOT(CRUX_FILL_SLOT)
         }
-        OBJ_RELEASE(module); /* the query's reference; the slots hold theirs */
+    }
+    if (mca_coll_crux_component.verbose >= 2) {
+        log_fill(comm, offers, n, own);
+    }
+    for (int i = 0; i < n; i++) {
+        OBJ_RELEASE(offers[i].module); /* the query's reference; the slots hold theirs */
     }
     return OMPI_SUCCESS;
 }
