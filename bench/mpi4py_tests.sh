@@ -11,8 +11,8 @@
 # (test/runtests.py) runs once under `mpirun --mca coll crux` (crux alone)
 # and once under Open MPI without crux (`--mca coll ^crux`, stock); each
 # rank's output goes to its own file and every test's outcome is read on
-# every rank.  A test passes when it is ok (or skipped by the suite) on
-# every rank.  Prints per NP and selection the counts, one line per test
+# every rank.  A test passes when it is ok (or skipped by the suite, or an
+# expected failure) on every rank.  Prints per NP and selection the counts, one line per test
 # that did not pass with crux alone:
 #   FAIL       not passed with crux alone, passed with stock
 #   BOTH-FAIL  not passed either way: counted apart
@@ -82,18 +82,23 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*", "rank.*", "stderr"))
             s = status.search(line)
             if s and current:
                 word = s.group(1)
-                print(current, "ok" if word in ("ok", "skipped", "expected failure") else word.replace(" ", "-"))
+                good = {"ok": "ok", "skipped": "skipped", "expected failure": "ok"}
+                print(current, good.get(word, word.replace(" ", "-")))
                 current = None
     if current:
         print(current, "died")
 EOF
 }
 
-# summary FILE NRANKS: a test's outcome over the ranks: ok when ok on every
-# one, else the first other outcome (a rank that never reached it: not-run)
+# summary FILE NRANKS: a test's outcome over the ranks: ok when ok or
+# skipped on every one (skipped when skipped on every one), else the first
+# other outcome (a rank that never reached it: not-run)
 summary() {
-  awk -v n="$2" '{ if ($2 == "ok") ok[$1]++; else if (!($1 in bad)) bad[$1] = $2; seen[$1] = 1 }
-    END { for (t in seen) print t, (t in bad) ? bad[t] : (ok[t] == n ? "ok" : "not-run") }' "$1" | LC_ALL=C sort
+  awk -v n="$2" '{ seen[$1] = 1 }
+    $2 == "ok" || $2 == "skipped" { good[$1]++; if ($2 == "skipped") skip[$1]++; next }
+    !($1 in bad) { bad[$1] = $2 }
+    END { for (t in seen) print t, (t in bad) ? bad[t] : good[t] < n ? "not-run" : skip[t] == n ? "skipped" : "ok" }' \
+    "$1" | LC_ALL=C sort
 }
 
 pass=0 fail=0 both=0
@@ -109,14 +114,15 @@ for np in $nps; do
     outcomes "$work/out-$tag" >"$work/outcomes-$tag"
     summary "$work/outcomes-$tag" "$np" >"$work/summary-$tag"
     echo "# np=$np ${sel/^crux/stock}: exit $rc, $(wc -l <"$work/summary-$tag") tests," \
-      "$(grep -c ' ok$' "$work/summary-$tag") passed on every rank"
+      "$(grep -c ' ok$' "$work/summary-$tag") passed on every rank," \
+      "$(grep -c ' skipped$' "$work/summary-$tag") skipped by the suite"
   done
   # every test either run saw; one missing from a run that died did not pass
   while read -r test c s; do
-    if [ "$c" = ok ]; then
+    if [ "$c" = ok ] || [ "$c" = skipped ]; then
       pass=$((pass + 1))
-    elif [ "$s" = ok ]; then
-      fail=$((fail + 1)); echo "FAIL: np=$np $test (crux alone: $c; stock: ok)"
+    elif [ "$s" = ok ] || [ "$s" = skipped ]; then
+      fail=$((fail + 1)); echo "FAIL: np=$np $test (crux alone: $c; stock: $s)"
     else
       both=$((both + 1)); echo "BOTH-FAIL: np=$np $test (crux alone: $c; stock: $s)"
     fi
