@@ -17,7 +17,7 @@
 #   BOTH-FAIL  fails both ways (the test or Open MPI, not crux): counted apart
 #   NOT-BUILT  the program did not compile against Open MPI: counted apart
 # then the counts and "N passed, N failed" (PASS* counted as passed); exits
-# 1 on a FAIL.  Every run's output is kept in WORKDIR/runs.log.
+# 1 on a FAIL.  Every run's output is added to WORKDIR/runs.log.
 #
 # Environment: CRUX_COMPONENT_DIR is put ahead of Open MPI's component path
 # (e.g. a build tree's stage/); CRUX_MPICH_LIST names a testlist of one's
@@ -71,7 +71,7 @@ run_one() {
 }
 
 pass=0 fail=0 both=0 notbuilt=0 stockfail=0
-: >"$work/runs.log"
+echo "### $(date -u '+%F %T UTC'): ${list:-coll/testlist}" >>"$work/runs.log"
 while read -r name np rest; do
   case $name in '' | '#'*) continue ;; esac
   case $np in '' | *[!0-9]*) continue ;; esac
