@@ -107,6 +107,7 @@ for np in $nps; do
     tag=$np-${sel#^}
     [ "$sel" = "^crux" ] && tag=$np-stock
     rm -rf "$work/out-$tag"
+    # shellcheck disable=SC2086 # CRUX_MPI4PY_ARGS: several words
     timeout -k 10 "$timeout_s" mpirun -np "$np" --mca coll "$sel" --output-filename "$work/out-$tag" \
       "$python" "$tree/test/runtests.py" -v --no-builddir ${CRUX_MPI4PY_ARGS:-} </dev/null \
       >"$work/mpirun-$tag.log" 2>&1
