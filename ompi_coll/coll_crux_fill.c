@@ -3,7 +3,9 @@
  * communicator with an empty collective slot (coll/self first: the general
  * components assume more than one process).  A named component the coll
  * framework has not loaded is loaded here from Open MPI's own component
- * directory, registered and opened as the framework would; per
+ * directory, registered and opened as the framework would.  The components
+ * of the default list follow those named, so no value of
+ * coll_crux_fill_components leaves a slot empty.  Per
  * communicator, each is queried and enabled and gives the slots still
  * empty, retained once per slot as the framework's own selection does. */
 #include <dlfcn.h>
@@ -15,11 +17,10 @@
 
 #include "opal/mca/base/base.h"
 #include "opal/util/argv.h"
-#include "opal/util/show_help.h"
 
 #include "ompi_coll/coll_crux.h"
 
-#define CRUX_MAX_FILL 8
+#define CRUX_MAX_FILL 16
 
 typedef struct {
     char *name;
@@ -89,21 +90,76 @@ static int load(fill_t *fill)
     return 0;
 }
 
+/* A component name as Open MPI spells them: it becomes part of a path. */
+static bool plausible_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && n <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n &&
+           strcmp(name, "crux") != 0;
+}
+
+static bool known(const char *name)
+{
+    for (int i = 0; i < num_fills; i++) {
+        if (strcmp(fills[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Take the component 'name' (already taken: true). */
+static bool add(const char *name)
+{
+    if (known(name)) {
+        return true;
+    }
+    if (num_fills == CRUX_MAX_FILL || !plausible_name(name)) {
+        return false;
+    }
+    fill_t *fill = &fills[num_fills];
+    fill->name = strdup(name);
+    /* The framework's own components are looked up when needed: the
+     * framework may still drop some of them before communicators exist. */
+    if (fill->name != NULL && (framework_component(fill->name) != NULL || load(fill) == 0)) {
+        num_fills++;
+        return true;
+    }
+    free(fill->name);
+    fill->name = NULL;
+    return false;
+}
+
+/* The named components first, in order, then those of the default list
+ * the names left out, for whatever slot the named ones leave empty (Open
+ * MPI refuses a communicator with one): a junk value cannot leave a
+ * communicator without collectives.  Names that cannot be used are said
+ * once, naming the parameter. */
 int coll_crux_fill_open(const char *names)
 {
     char **list = opal_argv_split(names != NULL ? names : "", ',');
-    for (int i = 0; list != NULL && list[i] != NULL && num_fills < CRUX_MAX_FILL; i++) {
-        if (strcmp(list[i], "crux") == 0) {
-            continue;
+    char refused[256] = "";
+    int count = opal_argv_count(list);
+    for (int i = 0; i < count; i++) {
+        if (!add(list[i])) {
+            size_t at = strlen(refused);
+            snprintf(refused + at, sizeof(refused) - at, "%s\"%.64s\"", at > 0 ? ", " : "",
+                     list[i]);
         }
-        fill_t *fill = &fills[num_fills];
-        fill->name = strdup(list[i]);
-        /* The framework's own components are looked up when needed: the
-         * framework may still drop some of them before communicators exist. */
-        if (fill->name != NULL && (framework_component(fill->name) != NULL || load(fill) == 0)) {
-            num_fills++;
-        } else {
-            free(fill->name);
+    }
+    opal_argv_free(list);
+    if (count == 0 || refused[0] != '\0') {
+        char why[320];
+        snprintf(why, sizeof(why), "%s%s",
+                 count == 0 ? "it names no component"
+                            : "not coll components of this Open MPI crux can use: ",
+                 refused);
+        coll_crux_say(true, "invalid-fill", names != NULL ? names : "", why, CRUX_FILL_DEFAULT);
+    }
+    list = opal_argv_split(CRUX_FILL_DEFAULT, ',');
+    for (int i = 0; list != NULL && list[i] != NULL; i++) {
+        if (!add(list[i])) {
+            CRUX_VERBOSE(1, "the stock component %s cannot fill collectives", list[i]);
         }
     }
     opal_argv_free(list);
