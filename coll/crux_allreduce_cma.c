@@ -8,6 +8,10 @@
  * straight from their owners' result buffers into its own.  Large messages
  * are bound by memory bandwidth, and this moves the fewest bytes.
  *
+ * Members publish the call's shape (bytes and element size) with their
+ * addresses; a peer whose shape differs ends the call (CRUX_ERR_INVALID)
+ * and the group (crux_abandon), so mismatched calls fail on every member.
+ *
  * Peers read this member's buffers, so a call returns only when every peer
  * has finished.  In place, a member overwrites its input for shard p only
  * after p announced the chunk, i.e. after p has read it. */
@@ -36,6 +40,9 @@ static crux_status_t learn_addresses(cma_call_t *c, int q)
         crux_status_t st = CRUX_WAIT(c->g, q, arrive, c->g->seq);
         if (st != CRUX_OK) {
             return st;
+        }
+        if (crux_peer_shape(c->g, q) != crux_shape(c->cut->count, c->cut->esize)) {
+            return CRUX_ERR_INVALID; /* the peer runs another call */
         }
         c->peer_src[q] = c->g->ctrl[q]->sbuf;
         c->peer_dst[q] = c->g->ctrl[q]->rbuf;
@@ -113,6 +120,7 @@ static crux_status_t cma_call(cma_call_t *c)
     crux_ctrl_t *me = g->ctrl[g->rank];
     me->sbuf = (uintptr_t)c->src;
     me->rbuf = (uintptr_t)c->dst;
+    crux_set_shape(g, crux_shape(c->cut->count, c->cut->esize));
     CRUX_PUBLISH(g, arrive, g->seq);
 
     unsigned mine = crux_shard_chunks(c->cut, g->rank);
@@ -157,6 +165,9 @@ static crux_status_t cma_call(cma_call_t *c)
 crux_status_t crux_allreduce_cma(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  size_t esize, crux_reduce_fn_t reduce)
 {
+    if (crux_abandoned(g)) {
+        return CRUX_ERR_PEER;
+    }
     const void *inputs[g->size];
     uint64_t peer_src[g->size], peer_dst[g->size];
     int arrived[g->size];
