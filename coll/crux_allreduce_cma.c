@@ -59,26 +59,30 @@ static crux_status_t reduce_chunk(cma_call_t *c)
     size_t slot = g->config.cma_chunk_size;
     crux_tl_completion_t comp = { 0, CRUX_OK };
 
+    /* Every peer's call first: one of another shape is found before a
+     * transfer starts, and no failure returns with one in flight (they
+     * land in the scratch and complete into 'comp', on this stack). */
     for (int q = 0; q < g->size; q++) {
+        crux_status_t st = q == g->rank ? CRUX_OK : learn_addresses(c, q);
+        if (st != CRUX_OK) {
+            return st;
+        }
+    }
+    crux_status_t st = CRUX_OK;
+    for (int q = 0; q < g->size && st == CRUX_OK; q++) {
         if (q == g->rank) {
             c->inputs[q] = c->src + at;
             continue;
         }
         void *landing = (uint8_t *)g->scratch + (size_t)q * slot;
-        crux_status_t st = learn_addresses(c, q);
-        if (st == CRUX_OK) {
-            st = crux_tl_get_nb(g->eps[q], landing, c->peer_src[q] + at, bytes, &comp);
-        }
-        if (st != CRUX_OK) {
-            return st;
-        }
+        st = crux_tl_get_nb(g->eps[q], landing, c->peer_src[q] + at, bytes, &comp);
         c->inputs[q] = landing;
     }
     while (comp.pending > 0) {
         crux_tl_progress(g->tl);
     }
-    if (comp.status != CRUX_OK) {
-        return comp.status;
+    if (st != CRUX_OK || comp.status != CRUX_OK) {
+        return st != CRUX_OK ? st : comp.status;
     }
     /* In place, a member past rank 1 must not overwrite its own input before
      * the chain reads it: then each block is formed aside and copied. */
