@@ -8,6 +8,10 @@
  * straight from their owners' result buffers into its own.  Large messages
  * are bound by memory bandwidth, and this moves the fewest bytes.
  *
+ * Members publish the call's shape (bytes and element size) with their
+ * addresses; a peer whose shape differs ends the call (CRUX_ERR_INVALID)
+ * and the group (crux_abandon), so mismatched calls fail on every member.
+ *
  * Peers read this member's buffers, so a call returns only when every peer
  * has finished.  In place, a member overwrites its input for shard p only
  * after p announced the chunk, i.e. after p has read it. */
@@ -37,6 +41,9 @@ static crux_status_t learn_addresses(cma_call_t *c, int q)
         if (st != CRUX_OK) {
             return st;
         }
+        if (crux_peer_shape(c->g, q) != crux_shape(c->cut->count, c->cut->esize)) {
+            return CRUX_ERR_INVALID; /* the peer runs another call */
+        }
         c->peer_src[q] = c->g->ctrl[q]->sbuf;
         c->peer_dst[q] = c->g->ctrl[q]->rbuf;
         c->arrived[q] = 1;
@@ -52,26 +59,30 @@ static crux_status_t reduce_chunk(cma_call_t *c)
     size_t slot = g->config.cma_chunk_size;
     crux_tl_completion_t comp = { 0, CRUX_OK };
 
+    /* Every peer's call first: one of another shape is found before a
+     * transfer starts, and no failure returns with one in flight (they
+     * land in the scratch and complete into 'comp', on this stack). */
     for (int q = 0; q < g->size; q++) {
+        crux_status_t st = q == g->rank ? CRUX_OK : learn_addresses(c, q);
+        if (st != CRUX_OK) {
+            return st;
+        }
+    }
+    crux_status_t st = CRUX_OK;
+    for (int q = 0; q < g->size && st == CRUX_OK; q++) {
         if (q == g->rank) {
             c->inputs[q] = c->src + at;
             continue;
         }
         void *landing = (uint8_t *)g->scratch + (size_t)q * slot;
-        crux_status_t st = learn_addresses(c, q);
-        if (st == CRUX_OK) {
-            st = crux_tl_get_nb(g->eps[q], landing, c->peer_src[q] + at, bytes, &comp);
-        }
-        if (st != CRUX_OK) {
-            return st;
-        }
+        st = crux_tl_get_nb(g->eps[q], landing, c->peer_src[q] + at, bytes, &comp);
         c->inputs[q] = landing;
     }
     while (comp.pending > 0) {
         crux_tl_progress(g->tl);
     }
-    if (comp.status != CRUX_OK) {
-        return comp.status;
+    if (st != CRUX_OK || comp.status != CRUX_OK) {
+        return st != CRUX_OK ? st : comp.status;
     }
     /* In place, a member past rank 1 must not overwrite its own input before
      * the chain reads it: then each block is formed aside and copied. */
@@ -113,6 +124,7 @@ static crux_status_t cma_call(cma_call_t *c)
     crux_ctrl_t *me = g->ctrl[g->rank];
     me->sbuf = (uintptr_t)c->src;
     me->rbuf = (uintptr_t)c->dst;
+    crux_set_shape(g, crux_shape(c->cut->count, c->cut->esize));
     CRUX_PUBLISH(g, arrive, g->seq);
 
     unsigned mine = crux_shard_chunks(c->cut, g->rank);
@@ -157,6 +169,9 @@ static crux_status_t cma_call(cma_call_t *c)
 crux_status_t crux_allreduce_cma(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  size_t esize, crux_reduce_fn_t reduce)
 {
+    if (crux_abandoned(g)) {
+        return CRUX_ERR_PEER;
+    }
     const void *inputs[g->size];
     uint64_t peer_src[g->size], peer_dst[g->size];
     int arrived[g->size];

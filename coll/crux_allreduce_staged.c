@@ -22,6 +22,12 @@
  * What a far peer reads of our stage (common/crux_reach.h: measured in the
  * waits) is written with streaming stores, fenced before it is announced.
  *
+ * Every member puts the call's shape (bytes and element size) beside its
+ * progress words; a member compares the shapes of the peers it has seen in
+ * a round at the round's end and before it blocks, and gives the group up
+ * (crux_abandon) when one differs: members that passed different counts
+ * or datatype sizes all fail, for one compare per peer and round.
+ *
  * User buffers are only touched by their owner, so a call returns as soon as
  * its own result is complete; a member only waits, before writing a bank
  * again, for the peers to have finished reading it two rounds ago, so one
@@ -53,6 +59,7 @@ typedef struct {
     /* hierarchical only */
     const crux_coll_inter_t *inter;
     unsigned depth;                 /* inter-group steps in flight at most; 0: sequential */
+    uint64_t shape;                 /* the whole call's (crux_shape) */
     void *requests[CRUX_MAX_DEPTH]; /* ring, for chunks [final, reduced) */
 } staged_round_t;
 
@@ -196,11 +203,30 @@ static int copy_out(staged_round_t *s, int p)
     return 1;
 }
 
+/* CRUX_ERR_INVALID when a peer that entered this round (its shape for it
+ * is written) runs a call of another shape. */
+static crux_status_t check_shapes(const staged_round_t *s)
+{
+    const crux_coll_group_t *g = s->g;
+    for (int q = 0; q < g->size; q++) {
+        if (q != g->rank && crux_load(&g->ctrl[q]->staged) >= CRUX_PROGRESS(g->seq, 1) &&
+            crux_peer_shape(g, q) != s->shape) {
+            return CRUX_ERR_INVALID;
+        }
+    }
+    return CRUX_OK;
+}
+
 /* Block on whatever the next step needs (only when no inter-group step is in
- * flight: those need the caller's progress, so the loop keeps polling). */
+ * flight: those need the caller's progress, so the loop keeps polling); a
+ * peer that runs another call would never give it. */
 static crux_status_t wait_for_next(staged_round_t *s)
 {
     crux_coll_group_t *g = s->g;
+    crux_status_t shapes = check_shapes(s);
+    if (shapes != CRUX_OK) {
+        return shapes;
+    }
     if (s->reduced < s->mine) {
         for (int q = 0; q < g->size; q++) {
             if (q != g->rank) {
@@ -246,6 +272,7 @@ static crux_status_t staged_round(staged_round_t *s)
         }
     }
     unsigned steps = crux_shard_chunks(s->cut, 0); /* shard 0 is the longest */
+    crux_set_shape(g, s->shape);
     while (!round_done(s, steps)) {
         int progressed = 0;
         crux_status_t st = CRUX_OK;
@@ -270,6 +297,10 @@ static crux_status_t staged_round(staged_round_t *s)
             return st;
         }
     }
+    crux_status_t shapes = check_shapes(s);
+    if (shapes != CRUX_OK) {
+        return shapes;
+    }
     CRUX_PUBLISH(g, done, g->seq);
     return CRUX_OK;
 }
@@ -281,6 +312,9 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
     const void *inputs[g->size];
     uint8_t *bank[g->size];
     unsigned out[g->size];
+    if (crux_abandoned(g)) {
+        return CRUX_ERR_PEER;
+    }
     const uint8_t *src = sbuf != NULL ? sbuf : rbuf;
     size_t bank_size = g->config.stage_size / 2;
     size_t per_round = bank_size / esize;
@@ -312,6 +346,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
             .dst = (uint8_t *)rbuf + first * esize,
             .inter = inter,
             .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,
+            .shape = crux_shape(count, esize),
         };
         crux_status_t status = staged_round(&s);
         if (status != CRUX_OK) {

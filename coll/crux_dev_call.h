@@ -25,6 +25,9 @@ typedef struct {
     unsigned row0;      /* the stage row of chunk 0 */
     unsigned staged;    /* rows whose pieces are copied in and posted */
     unsigned *gathered; /* [size] chunks of each shard copied out */
+    /* the call's shape (bytes and element size), on every post: a member
+     * whose peer's differs ends the call (mismatched arguments) */
+    uint64_t tag;
     /* a peer reading the stage is far (crux_tl_pair_far): what it reads is
      * written with streaming stores, [member] and for what every peer reads */
     uint8_t *far;

@@ -31,8 +31,10 @@
  * algorithm's three stages go.
  *
  * What a far peer reads of the stage (crux_tl_pair_far) is written with
- * streaming stores, fenced before it is posted.  A member that finds the
- * call's sizes different from a peer's, or a peer gone or giving up while
+ * streaming stores, fenced before it is posted.  Every post carries the
+ * call's shape (its bytes and element size): a member that finds a peer's
+ * shape or a piece's size different from its own (the members passed
+ * different counts or datatype sizes), or a peer gone or giving up while
  * a post it still needs from it is missing (a peer that did its part may
  * leave), abandons the lanes; the peers find that in their waits, and the
  * group's later host calls fail with CRUX_ERR_PEER. */
@@ -166,7 +168,7 @@ static int row_free(const crux_dev_call_t *c, unsigned k)
 static void post(crux_dev_call_t *c, crux_tl_pair_t *pair, const uint8_t *from, size_t bytes,
                  unsigned k, int q, int lane)
 {
-    crux_status_t st = crux_tl_lane_post(pair, from, bytes);
+    crux_status_t st = crux_tl_lane_post(pair, from, bytes, c->tag);
     if (st != CRUX_OK && c->status == CRUX_OK) {
         c->status = st; /* cannot happen while the group keeps to its window */
     }
@@ -225,14 +227,15 @@ static int pieces(crux_dev_call_t *c, unsigned k, const void **inputs)
     crux_status_t st;
     for (int q = 0; q < g->size; q++) {
         size_t got = 0;
+        uint64_t tag = 0;
         if (q == g->rank) {
             inputs[q] = c->src + at;
-        } else if ((st = crux_tl_lane_peek(g->rs[q], &inputs[q], &got)) != CRUX_OK) {
+        } else if ((st = crux_tl_lane_peek(g->rs[q], &inputs[q], &got, &tag)) != CRUX_OK) {
             if (st != CRUX_INPROGRESS && c->status == CRUX_OK) {
                 c->status = st; /* its buffer cannot be mapped */
             }
             return 0;
-        } else if (got != bytes && c->status == CRUX_OK) {
+        } else if ((got != bytes || tag != c->tag) && c->status == CRUX_OK) {
             c->status = CRUX_ERR_INVALID; /* the members disagree on the call */
         }
     }
@@ -378,10 +381,12 @@ static int copy_out(crux_dev_call_t *c, int q)
     int moved = 0;
     const void *from;
     size_t got;
+    uint64_t tag;
     crux_status_t st = CRUX_OK;
-    while (*k < c->chunks[q] && (st = crux_tl_lane_peek(c->g->ag[q], &from, &got)) == CRUX_OK) {
+    while (*k < c->chunks[q] &&
+           (st = crux_tl_lane_peek(c->g->ag[q], &from, &got, &tag)) == CRUX_OK) {
         size_t bytes = crux_dev_chunk_count(c, q, *k) * c->esize;
-        if (got != bytes) {
+        if (got != bytes || tag != c->tag) {
             c->status = c->status == CRUX_OK ? CRUX_ERR_INVALID : c->status;
             return moved;
         }
@@ -453,6 +458,7 @@ void crux_dev_lanes_setup(crux_dev_call_t *c)
     span = span < 2 ? 2 : span;
     span = span > g->config.window ? g->config.window : span;
     c->row0 = g->stage_row;
+    c->tag = (uint64_t)(c->count * c->esize) << 8 | c->esize; /* esize at most 32 */
     g->stage_row = (unsigned)((g->stage_row + c->kmax) % span);
     for (int q = 0; q < g->size; q++) {
         c->far[q] = q != g->rank && (crux_tl_pair_far(g->rs[q]) || crux_tl_pair_far(g->ag[q]));

@@ -31,9 +31,24 @@ typedef struct {
     alignas(64) uint64_t staged;   /* PROGRESS(seq, steps of input copied into the stage) */
     alignas(64) uint64_t reduced;  /* PROGRESS(seq, chunks of own shard reduced) */
     alignas(64) uint64_t done;     /* seq of the last call finished with all peers' data */
-    alignas(64) uint64_t failed;   /* seq of a call this member abandoned */
+    alignas(64) uint64_t failed;   /* CRUX_ABANDONED once this member gave a call up */
     alignas(64) uint32_t sleepers; /* peers asleep (futex) on this block's words */
+    /* [seq % CRUX_SHAPE_SLOTS]: the shape (crux_shape) of the call that
+     * round seq belongs to, written before the round's first progress word
+     * (or its 'arrive'); a peer is never more than two rounds ahead (the
+     * staged algorithm's two banks), so a slot holds until it is read */
+    alignas(64) uint64_t shape[4];
 } crux_ctrl_t;
+
+#define CRUX_SHAPE_SLOTS 4
+#define CRUX_ABANDONED   UINT64_MAX /* 'failed': for good, every later call fails */
+
+/* A call's shape: its bytes and element size (at most 32), so members that
+ * passed different counts or datatype sizes see different shapes. */
+static inline uint64_t crux_shape(size_t count, size_t esize)
+{
+    return (uint64_t)(count * esize) << 8 | esize;
+}
 
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
 
@@ -128,10 +143,33 @@ static inline int crux_look(crux_coll_group_t *group, int peer, size_t offset, u
 #define CRUX_REACHED(group, peer, field, target) \
     crux_look((group), (peer), offsetof(crux_ctrl_t, field), (target))
 
-/* Tell the peers this member abandons the current call. */
+/* Tell the peers this member abandons the current call, and with it the
+ * group: the members' rounds no longer line up, so every later call of
+ * every member fails (CRUX_ERR_PEER) instead of mixing calls. */
 static inline void crux_abandon(crux_coll_group_t *group)
 {
-    CRUX_PUBLISH(group, failed, group->seq);
+    CRUX_PUBLISH(group, failed, CRUX_ABANDONED);
+}
+
+/* Whether this member gave the group up (its later calls fail at once). */
+static inline int crux_abandoned(const crux_coll_group_t *group)
+{
+    return crux_load(&group->ctrl[group->rank]->failed) == CRUX_ABANDONED;
+}
+
+/* This member's shape for round group->seq: before the round's first
+ * progress word, whose publication orders it. */
+static inline void crux_set_shape(crux_coll_group_t *group, uint64_t shape)
+{
+    __atomic_store_n(&group->ctrl[group->rank]->shape[group->seq % CRUX_SHAPE_SLOTS], shape,
+                     __ATOMIC_RELAXED);
+}
+
+/* Member q's shape for round group->seq: valid once one of q's progress
+ * words of the round was seen (an acquire load, before this one). */
+static inline uint64_t crux_peer_shape(const crux_coll_group_t *group, int q)
+{
+    return __atomic_load_n(&group->ctrl[q]->shape[group->seq % CRUX_SHAPE_SLOTS], __ATOMIC_RELAXED);
 }
 
 #endif

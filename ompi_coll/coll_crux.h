@@ -63,8 +63,9 @@ typedef struct {
     char *shm_mds;
     char *fill_components;
 
-    int output;        /* opal_output stream for verbose messages */
-    int service_level; /* the job level's network settings (-1: none) */
+    bool algorithms_off; /* a parameter was refused: only the stock components run */
+    int output;          /* opal_output stream for verbose messages */
+    int service_level;   /* the job level's network settings (-1: none) */
     int traffic_class;
 } mca_coll_crux_component_t;
 
@@ -118,8 +119,17 @@ OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
 int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int *priority);
 
-/* stock components crux fills the empty slots from when it runs alone: by
- * default those Open MPI's own selection would use (coll_crux_fill.c) */
+/* A message of help-mpi-coll-crux.txt on stderr, by this process, or with
+ * 'node_once' by the node's first process alone (coll_crux_say.c). */
+void coll_crux_say(bool node_once, const char *topic, ...);
+
+/* the parameters' range checks (coll_crux_params.c): false, said once
+ * through the help file, when a value is refused */
+bool coll_crux_params_valid(const mca_coll_crux_component_t *c);
+
+/* The stock components crux fills the empty slots from when it runs alone:
+ * by default those Open MPI's own selection would use; those of this list
+ * not named fill whatever slots the named ones leave (coll_crux_fill.c). */
 #define CRUX_FILL_DEFAULT "self,inter,tuned,basic,libnbc"
 int coll_crux_fill_open(const char *names);
 int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_threads);

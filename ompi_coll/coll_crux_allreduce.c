@@ -28,8 +28,15 @@ static void log_choice(mca_coll_crux_module_t *m, crux_alg_t alg, size_t bytes, 
     }
 }
 
+/* CRUX_ERR_INVALID: this process found a peer's call of another shape
+ * (different counts or datatype sizes); the peers get CRUX_ERR_PEER. */
 static int failed(mca_coll_crux_module_t *m, crux_status_t status)
 {
+    if (status == CRUX_ERR_INVALID) {
+        opal_show_help("help-mpi-coll-crux.txt", "allreduce-mismatch", true,
+                       ompi_comm_rank(m->comm), m->comm->c_name);
+        return OMPI_ERR_BAD_PARAM;
+    }
     opal_show_help("help-mpi-coll-crux.txt", "allreduce-failed", true, ompi_comm_rank(m->comm),
                    m->comm->c_name, crux_status_string(status));
     return status == CRUX_ERR_PEER ? OMPI_ERR_UNREACH : OMPI_ERROR;

@@ -231,7 +231,8 @@ static int crux_register(void)
                "Stock coll components crux takes the collectives it does not implement from "
                "when no other component provides them (crux alone): per communicator, those "
                "that accept it, the highest priority first as in Open MPI's own selection "
-               "(the one named first among equals); none usable: the default",
+               "(the one named first among equals); those of the default list fill whatever "
+               "slots the named ones leave empty",
                OPAL_INFO_LVL_6, &c->fill_components);
     return OMPI_SUCCESS;
 }
@@ -251,48 +252,16 @@ static void add_help_dirs(void)
     }
 }
 
-static bool invalid(const char *name, long long value, const char *why)
-{
-    char text[32];
-    snprintf(text, sizeof(text), "%lld", value);
-    opal_show_help("help-mpi-coll-crux.txt", "invalid-param", true, name, text, why);
-    return true;
-}
-
-/* Sizes the algorithms rely on; a bad value disables crux rather than
- * breaking collectives later. */
-static bool params_invalid(const mca_coll_crux_component_t *c)
-{
-    return (c->stage_size < (64u << 10) &&
-            invalid("stage_size", (long long)c->stage_size, "must be at least 65536")) ||
-           (c->chunk_size < 64 &&
-            invalid("chunk_size", (long long)c->chunk_size, "must be at least 64")) ||
-           (c->chunk_size > c->stage_size && invalid("chunk_size", (long long)c->chunk_size,
-                                                     "must not exceed coll_crux_stage_size")) ||
-           (c->cma_chunk_size < 4096 &&
-            invalid("cma_chunk_size", (long long)c->cma_chunk_size, "must be at least 4096")) ||
-           (c->group_size < 0 && invalid("group_size", c->group_size, "must not be negative")) ||
-           (c->far_latency_ns < 0 &&
-            invalid("far_latency_ns", c->far_latency_ns, "must not be negative")) ||
-           ((c->hier_depth < 0 || c->hier_depth > 64) &&
-            invalid("hier_depth", c->hier_depth, "must be between 0 and 64")) ||
-           (c->priority_poll_ms < 0 &&
-            invalid("priority_poll_ms", c->priority_poll_ms, "must not be negative")) ||
-           (c->arb_max_wait_us < 0 &&
-            invalid("arb_max_wait_us", c->arb_max_wait_us, "must not be negative")) ||
-           (c->profile_interval_s < 1 &&
-            invalid("profile_interval_s", c->profile_interval_s, "must be at least 1"));
-}
-
 static int crux_open(void)
 {
     mca_coll_crux_component_t *c = &mca_coll_crux_component;
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
     add_help_dirs();
-    if (params_invalid(c)) {
-        c->priority = -1; /* comm_query then declines every communicator */
-    }
+    /* A refused value leaves crux filling the collectives from the stock
+     * components, its own algorithms off: with crux alone (--mca coll
+     * crux) the communicators would otherwise have none. */
+    c->algorithms_off = !coll_crux_params_valid(c);
     /* the profile directory: the parameter, else what a batch system's
      * task prolog exported */
     const char *dir =

@@ -9,7 +9,10 @@
  * with the highest-priority component that has it (coll/inter's on an
  * intercommunicator rather than coll/basic's, coll/self's rather than
  * coll/tuned's on MPI_COMM_SELF).  A component that refuses a kind of
- * communicator simply gives nothing. */
+ * communicator simply gives nothing.  The components of the default list
+ * that were not named then fill, the same way, whatever slots the named
+ * ones left empty: no value of coll_crux_fill_components can leave a
+ * communicator without a collective (Open MPI would refuse it). */
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -33,6 +36,7 @@ typedef struct {
     void *dl;                                         /* loaded here, else NULL */
     const mca_coll_base_component_2_0_0_t *component; /* when loaded here */
     bool refused;                                     /* its init_query refused this process */
+    bool spare; /* from the default list, not named: fills what the named leave */
 } fill_t;
 
 static fill_t fills[CRUX_MAX_FILL];
@@ -111,8 +115,8 @@ static bool valid_name(const char *name)
     return true;
 }
 
-/* Add a named component; false when it cannot be used. */
-static bool add(const char *name)
+/* Add a component; false when it cannot be used. */
+static bool add(const char *name, bool spare)
 {
     if (strcmp(name, "crux") == 0) {
         return true;
@@ -126,7 +130,7 @@ static bool add(const char *name)
         return false;
     }
     fill_t *fill = &fills[num_fills];
-    *fill = (fill_t){ .name = strdup(name) };
+    *fill = (fill_t){ .name = strdup(name), .spare = spare };
     /* The framework's own components are looked up when needed: the
      * framework may still drop some of them before communicators exist. */
     if (fill->name != NULL && (framework_component(fill->name) != NULL || load(fill) == 0)) {
@@ -138,29 +142,36 @@ static bool add(const char *name)
     return false;
 }
 
-static void add_list(const char *names, bool complain)
+/* The named components, then the default list's as spares.  Names that
+ * cannot be used, or a list with none usable, are said once per node,
+ * naming the parameter. */
+int coll_crux_fill_open(const char *names)
 {
-    char **list = opal_argv_split(names, ',');
+    char **list = opal_argv_split(names != NULL ? names : "", ',');
+    char refused[256] = "";
     for (int i = 0; list != NULL && list[i] != NULL; i++) {
-        if (!add(list[i]) && complain) {
-            char shown[CRUX_MAX_NAME + 4];
-            snprintf(shown, sizeof(shown), "%.*s%s", CRUX_MAX_NAME - 1, list[i],
-                     strlen(list[i]) >= CRUX_MAX_NAME ? "..." : "");
-            opal_show_help("help-mpi-coll-crux.txt", "fill-unusable", true, shown);
+        if (!add(list[i], false) || strcmp(list[i], "crux") == 0) {
+            size_t at = strlen(refused);
+            snprintf(refused + at, sizeof(refused) - at, "%s\"%.*s\"", at > 0 ? ", " : "",
+                     CRUX_MAX_NAME, list[i]);
         }
     }
     opal_argv_free(list);
-}
-
-int coll_crux_fill_open(const char *names)
-{
-    add_list(names != NULL ? names : "", true);
-    if (num_fills == 0) {
-        /* Alone, crux would leave collective slots empty and every
-         * communicator would be refused. */
-        opal_show_help("help-mpi-coll-crux.txt", "fill-none", true, CRUX_FILL_DEFAULT);
-        add_list(CRUX_FILL_DEFAULT, false);
+    if (num_fills == 0 || refused[0] != '\0') {
+        char why[320];
+        snprintf(why, sizeof(why), "%s%s",
+                 num_fills == 0 ? "it names no coll component crux can use"
+                                : "not coll components of this Open MPI crux can use: ",
+                 num_fills == 0 ? "" : refused);
+        coll_crux_say(true, "invalid-fill", names != NULL ? names : "", why, CRUX_FILL_DEFAULT);
     }
+    list = opal_argv_split(CRUX_FILL_DEFAULT, ',');
+    for (int i = 0; list != NULL && list[i] != NULL; i++) {
+        if (!add(list[i], true)) {
+            CRUX_VERBOSE(1, "the stock component %s cannot fill collectives", list[i]);
+        }
+    }
+    opal_argv_free(list);
     return OMPI_SUCCESS;
 }
 
@@ -236,26 +247,19 @@ static void log_fill(ompi_communicator_t *comm, const offer_t *offers, int n, co
     }
 }
 
-int coll_crux_fill_comm(ompi_communicator_t *comm)
+/* One round: the modules of this round's components (the named ones, or
+ * the spares) that take the communicator, enabled lowest priority first as
+ * the framework enables them, each into the slots 'own' marks; among equal
+ * priorities the one named first comes last, so it wins.  The modules go to
+ * 'offers' (their query's reference, released by the caller); their count
+ * is returned. */
+static int fill_round(ompi_communicator_t *comm, const bool *own, bool spare, offer_t *offers)
 {
-    /* Only the slots empty now: the ones other components already filled
-     * are theirs (crux runs with them, not alone). */
-    bool own[CRUX_NUM_SLOTS];
-    CRUX_FOR_EACH_SLOT(CRUX_SLOT_EMPTY)
-    bool any = false;
-    for (int s = 0; s < CRUX_NUM_SLOTS; s++) {
-        any = any || own[s];
-    }
-    if (!any) {
-        return OMPI_SUCCESS;
-    }
-
-    /* The modules of the components that take this communicator, lowest
-     * priority first as the framework enables them; among equal
-     * priorities the one named first comes last, so it wins. */
-    offer_t offers[CRUX_MAX_FILL];
     int n = 0;
     for (int i = 0; i < num_fills; i++) {
+        if (fills[i].spare != spare) {
+            continue;
+        }
         const mca_coll_base_component_2_0_0_t *component = usable(&fills[i]);
         int priority = -1;
         mca_coll_base_module_t *module =
@@ -284,6 +288,31 @@ int coll_crux_fill_comm(ompi_communicator_t *comm)
             CRUX_FOR_EACH_SLOT(CRUX_FILL_SLOT)
         }
     }
+    return n;
+}
+
+#define CRUX_SLOT_LEFT(slot) \
+    left[CRUX_SLOT_##slot] = own[CRUX_SLOT_##slot] && comm->c_coll->coll_##slot == NULL;
+
+int coll_crux_fill_comm(ompi_communicator_t *comm)
+{
+    /* Only the slots empty now: the ones other components already filled
+     * are theirs (crux runs with them, not alone). */
+    bool own[CRUX_NUM_SLOTS];
+    CRUX_FOR_EACH_SLOT(CRUX_SLOT_EMPTY)
+    bool any = false;
+    for (int s = 0; s < CRUX_NUM_SLOTS; s++) {
+        any = any || own[s];
+    }
+    if (!any) {
+        return OMPI_SUCCESS;
+    }
+    offer_t offers[CRUX_MAX_FILL];
+    int n = fill_round(comm, own, false, offers);
+    /* the spares, for the slots the named components left empty */
+    bool left[CRUX_NUM_SLOTS];
+    CRUX_FOR_EACH_SLOT(CRUX_SLOT_LEFT)
+    n += fill_round(comm, left, true, offers + n);
     if (mca_coll_crux_component.verbose >= 2) {
         log_fill(comm, offers, n, own);
     }

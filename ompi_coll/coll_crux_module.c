@@ -83,6 +83,9 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
 
     /* Alone, crux must leave no collective slot empty. */
     coll_crux_fill_comm(comm);
+    if (mca_coll_crux_component.algorithms_off) {
+        return OMPI_SUCCESS; /* a refused parameter: filling is all crux does */
+    }
     coll_crux_job_init(); /* the job's level, before any transport opens */
     m->comm = comm;
     m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
@@ -120,7 +123,7 @@ mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int 
     }
     *priority = mca_coll_crux_component.priority;
     m->super.coll_module_enable = crux_module_enable;
-    if (crux_handles(comm)) {
+    if (crux_handles(comm) && !mca_coll_crux_component.algorithms_off) {
         m->super.coll_allreduce = mca_coll_crux_allreduce;
     }
     return &m->super;

@@ -35,6 +35,7 @@ static struct {
     size_t sizes[HISTORY];
     double starts[HISTORY];
     uint64_t recorded; /* calls ever recorded, the ring's head */
+    bool warned;       /* a failed write was said */
 } prof = { .lock = PTHREAD_MUTEX_INITIALIZER, .leader = -1 };
 
 double coll_crux_now(void)
@@ -124,7 +125,14 @@ static void write_profile(double now)
     };
     p.nhosts = hosts_of_world(&p.hosts, &p.host_ranks);
     if (crux_profile_write(path, &p, err, sizeof(err)) != CRUX_OK) {
-        CRUX_VERBOSE(1, "profile not written: %s", err);
+        /* a directory that cannot be written fails every time: said once,
+         * visibly, then only at verbosity 1 */
+        if (!prof.warned) {
+            prof.warned = true;
+            coll_crux_say(false, "profile-failed", coll_crux_profile_dir(), err);
+        } else {
+            CRUX_VERBOSE(1, "profile not written: %s", err);
+        }
     }
     for (int h = 0; h < p.nhosts; h++) {
         free(p.hosts[h]);

@@ -433,21 +433,25 @@ int crux_tl_pair_direct(const crux_tl_pair_t *pair);
  * ring entries do. */
 
 /* Post [ptr, ptr + bytes) of one of this engine's shared buffers to the
- * peer.  CRUX_ERR_INVALID when no shared buffer holds it (or the pair is
+ * peer, with 'tag', a word the receiver's peek returns as it is (a
+ * collective's description of the call, which the receiver compares with
+ * its own: one compare tells that both sides run the same call).
+ * CRUX_ERR_INVALID when no shared buffer holds it (or the pair is
  * not direct: crux_tl_pair_direct), CRUX_ERR_NO_RESOURCE when
  * CRUX_TL_LANE_DEPTH posts are not consumed yet, CRUX_ERR_PEER once either
  * side abandoned the lanes. */
 #define CRUX_TL_LANE_DEPTH 64
-crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes);
+crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes, uint64_t tag);
 /* Posts made to the peer so far; whether it consumed the first 'upto' of
  * them (a look at its word only when what was seen before falls short). */
 uint64_t crux_tl_lane_posted(const crux_tl_pair_t *pair);
 int crux_tl_lane_consumed(crux_tl_pair_t *pair, uint64_t upto);
 /* The peer's oldest post not consumed yet, mapped here: CRUX_OK with its
- * place, CRUX_INPROGRESS while there is none; CRUX_ERR_NO_RESOURCE when
+ * place and tag, CRUX_INPROGRESS while there is none; CRUX_ERR_NO_RESOURCE when
  * its buffer cannot be mapped.  The place stays the peer's to rewrite once
  * consumed. */
-crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p);
+crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p,
+                                uint64_t *tag_p);
 /* 1 when the peer's next 'count' posts (not consumed yet, at most
  * CRUX_TL_LANE_DEPTH) are all there: what a receiver still needs from a
  * peer that went away may have been posted before it did. */

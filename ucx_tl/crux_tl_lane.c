@@ -46,7 +46,7 @@ static int abandoned(const crux_tl_pair_t *pair)
     return mp_load(&pair->mine->lane_abandoned) != 0 || mp_load(&pair->theirs->lane_abandoned) != 0;
 }
 
-crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes)
+crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t bytes, uint64_t tag)
 {
     const crux_tl_shared_t *s = crux_tl_shared_find(pair->engine, ptr, bytes);
     if (s == NULL || !crux_tl_pair_direct(pair)) {
@@ -68,6 +68,7 @@ crux_status_t crux_tl_lane_post(crux_tl_pair_t *pair, const void *ptr, size_t by
     w->shared_id = s->id;
     w->offset = (uint64_t)((const uint8_t *)ptr - s->base);
     w->bytes = bytes;
+    w->tag = tag;
     __atomic_store_n(&w->seq, n + 1, __ATOMIC_SEQ_CST); /* before the doorbell's look */
     pair->lane_posted = n + 1;
     crux_tl_ring(pair);
@@ -115,7 +116,8 @@ static crux_status_t map_buffer(crux_tl_pair_t *pair, uint64_t id, unsigned k)
     return CRUX_OK;
 }
 
-crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p)
+crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t *bytes_p,
+                                uint64_t *tag_p)
 {
     uint64_t n = pair->lane_received;
     unsigned k = (unsigned)(n % CRUX_TL_LANE_DEPTH);
@@ -141,6 +143,7 @@ crux_status_t crux_tl_lane_peek(crux_tl_pair_t *pair, const void **ptr_p, size_t
     }
     *ptr_p = pair->lane_base + w->offset;
     *bytes_p = (size_t)w->bytes;
+    *tag_p = w->tag;
     return CRUX_OK;
 }
 

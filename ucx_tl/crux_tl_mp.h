@@ -106,6 +106,7 @@ typedef struct {
     alignas(64) uint64_t seq; /* post number + 1 once the place is valid */
     uint64_t shared_id;
     uint64_t offset, bytes; /* in the shared buffer */
+    uint64_t tag;           /* the sender's word for the receiver (crux_tl_lane_post) */
 } crux_tl_wire_lane_t;
 
 typedef struct {

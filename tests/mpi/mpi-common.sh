@@ -32,23 +32,11 @@ run_mpi() {
     read -r -a launcher <<<"$MPI_LAUNCHER"
     separator=(--)
   fi
-  local attempt
-  for attempt in 1 2; do
-    out=$(timeout -k 10 "$MPI_TIMEOUT" "${launcher[@]}" "${mpiargs[@]}" "${separator[@]}" "$@" \
-          2>"$last_stderr" </dev/null)
-    rc=$?
-    # Open MPI's daemons of fake nodes occasionally fail to start on a loaded
-    # machine, or to connect to each other over its runtime's TCP, before any
-    # test ran (no TAP line; mpirun prints the reason on stdout or stderr):
-    # that is Open MPI's launch, not crux, so such a run is tried once more.
-    # Any other failure counts.
-    [ $attempt -eq 1 ] && [ $rc -ne 0 ] && [ -n "${MPI_LAUNCHER:-}" ] &&
-      ! grep -q -E '^(not )?ok - ' <<<"$out" &&
-      cat "$last_stderr" - <<<"$out" |
-        grep -q -E 'unable to reliably start one or more daemons|orte_init failed|unable to complete a TCP connection' ||
-      break
-    echo "# [$where $label] Open MPI's daemons did not start; trying once more"
-  done
+  # No retry: a failed launch fails the test (scripts/fakenodes keeps its
+  # daemons apart, so that launches hold on a loaded machine).
+  out=$(timeout -k 10 "$MPI_TIMEOUT" "${launcher[@]}" "${mpiargs[@]}" "${separator[@]}" "$@" \
+        2>"$last_stderr" </dev/null)
+  rc=$?
   cat "$last_stderr" >&2
   while IFS= read -r line; do
     case $line in

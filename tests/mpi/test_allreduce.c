@@ -10,7 +10,10 @@
  *                MINLOC/MAXLOC
  *   bits    float sum of random data: every rank holds identical bits
  *   info    communicators that pick crux's algorithm with the info key
- *           "crux_allreduce_algorithm" (auto, staged, cma, fallback, junk) */
+ *           "crux_allreduce_algorithm" (auto, staged, cma, fallback, junk)
+ *   mismatch  ranks passing different counts, or datatypes of different
+ *           sizes, to one Allreduce: an error on every rank, and on every
+ *           rank again at the communicator's next Allreduce (docs/usage) */
 #include <complex.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -523,6 +526,44 @@ static void suite_info(void)
     }
 }
 
+/* One Allreduce on a fresh duplicate of MPI_COMM_WORLD where rank 'odd'
+ * passes 'odd_count' elements of 'odd_type' and the others 'count' floats;
+ * then a correct one on the same communicator. */
+static void mismatch_case(const char *what, int count, int odd, int odd_count,
+                          MPI_Datatype odd_type)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    size_t bytes = 2 * ((size_t)count + 1) * sizeof(double); /* room for any view */
+    float *in = calloc(1, bytes), *out = calloc(1, bytes);
+    for (int i = 0; i < count; i++) {
+        in[i] = (float)(rank + 1);
+    }
+    int rc = rank == odd ? MPI_Allreduce(in, out, odd_count, odd_type, MPI_SUM, comm)
+                         : MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+    tap_check(rc != MPI_SUCCESS, "%s, %d floats: an error on every rank", what, count);
+    rc = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+    tap_check(rc != MPI_SUCCESS, "%s, %d floats: the communicator's next Allreduce fails too", what,
+              count);
+    MPI_Comm_free(&comm);
+    free(in);
+    free(out);
+}
+
+static void suite_mismatch(void)
+{
+    const int counts[] = { 4096, 262144 }; /* 16 KiB, 1 MiB: above the hand-off */
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        int n = counts[c];
+        mismatch_case("rank 0 passes half the count", n, 0, n / 2, MPI_FLOAT);
+        mismatch_case("the last rank passes one element more", n, size - 1, n + 1, MPI_FLOAT);
+        mismatch_case("rank 0 passes as many bytes of doubles", n, 0, n / 2, MPI_DOUBLE);
+    }
+    /* a fresh communicator is not affected */
+    tap_check(check_allreduce(MPI_COMM_WORLD, MPI_FLOAT, K_FLOAT, MPI_SUM, 262147, false),
+              "MPI_COMM_WORLD's Allreduce still exact");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -546,6 +587,8 @@ int main(int argc, char **argv)
             suite_bits();
         else if (!strcmp(argv[a], "info"))
             suite_info();
+        else if (!strcmp(argv[a], "mismatch"))
+            suite_mismatch();
         else
             tap_check(0, "unknown suite %s", argv[a]);
     }

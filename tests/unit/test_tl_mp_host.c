@@ -813,7 +813,7 @@ END_TEST
 
 /* Lanes, both ways at once.  A full lane refuses a post; posts go out from
  * two shared buffers in turn (the receiver maps each), the receiver reads
- * every place in order, in place, with its size; abandoning the lanes
+ * every place in order, in place, with its size and tag; abandoning the lanes
  * fails them on both sides.  A private buffer cannot be posted. */
 static int lane_round(crux_tl_pair_t *pair, unsigned char *const *buf, uint64_t first,
                       uint64_t count, unsigned salt)
@@ -821,19 +821,21 @@ static int lane_round(crux_tl_pair_t *pair, unsigned char *const *buf, uint64_t 
     for (uint64_t i = first; i < first + count; i++) { /* place i: 100 + i % 900 bytes */
         unsigned char *at = buf[i % 2] + (i % CRUX_TL_LANE_DEPTH) * 1024;
         tl_fill(at, 100 + i % 900, salt + (unsigned)i);
-        if (crux_tl_lane_post(pair, at, 100 + i % 900) != CRUX_OK) {
+        if (crux_tl_lane_post(pair, at, 100 + i % 900, (uint64_t)salt << 32 | i) != CRUX_OK) {
             return 1;
         }
     }
     for (uint64_t i = first; i < first + count; i++) {
         const void *got;
         size_t bytes;
+        uint64_t tag;
         crux_status_t st;
-        while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
+        while ((st = crux_tl_lane_peek(pair, &got, &bytes, &tag)) == CRUX_INPROGRESS) {
         }
         unsigned char want[1024];
         tl_fill(want, 100 + i % 900, (1 - salt) + (unsigned)i);
-        if (st != CRUX_OK || bytes != 100 + i % 900 || memcmp(got, want, bytes) != 0) {
+        if (st != CRUX_OK || bytes != 100 + i % 900 || tag != ((uint64_t)(1 - salt) << 32 | i) ||
+            memcmp(got, want, bytes) != 0) {
             return 2;
         }
         crux_tl_lane_consume(pair);
@@ -857,10 +859,11 @@ static int lanes(fork_group_member_t *m, void *argp)
     }
     const void *got;
     size_t bytes;
+    uint64_t tag;
     int rc = 0;
-    if (crux_tl_lane_post(pair, priv, sizeof(priv)) != CRUX_ERR_INVALID ||
-        crux_tl_lane_post(pair, buf[0] + size - 8, 16) != CRUX_ERR_INVALID ||
-        crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
+    if (crux_tl_lane_post(pair, priv, sizeof(priv), 0) != CRUX_ERR_INVALID ||
+        crux_tl_lane_post(pair, buf[0] + size - 8, 16, 0) != CRUX_ERR_INVALID ||
+        crux_tl_lane_peek(pair, &got, &bytes, &tag) != CRUX_INPROGRESS) {
         rc = 12;
     }
     fork_group_barrier(m); /* both looked at an empty lane */
@@ -868,9 +871,9 @@ static int lanes(fork_group_member_t *m, void *argp)
     unsigned salt = (unsigned)m->rank;
     if (rc == 0) {
         for (uint64_t i = 0; i < CRUX_TL_LANE_DEPTH; i++) {
-            rc |= crux_tl_lane_post(pair, buf[0] + i * 1024, 64) != CRUX_OK ? 13 : 0;
+            rc |= crux_tl_lane_post(pair, buf[0] + i * 1024, 64, 0) != CRUX_OK ? 13 : 0;
         }
-        rc |= crux_tl_lane_post(pair, buf[0], 64) != CRUX_ERR_NO_RESOURCE ? 14 : 0;
+        rc |= crux_tl_lane_post(pair, buf[0], 64, 0) != CRUX_ERR_NO_RESOURCE ? 14 : 0;
         rc |= crux_tl_lane_posted(pair) != CRUX_TL_LANE_DEPTH ? 15 : 0;
     }
     while (rc == 0 && !crux_tl_lane_ready(pair, CRUX_TL_LANE_DEPTH)) {
@@ -881,7 +884,7 @@ static int lanes(fork_group_member_t *m, void *argp)
               : 0; /* a full lane is there; more than a lane holds never is */
     for (uint64_t i = 0; rc == 0 && i < CRUX_TL_LANE_DEPTH; i++) {
         crux_status_t st;
-        while ((st = crux_tl_lane_peek(pair, &got, &bytes)) == CRUX_INPROGRESS) {
+        while ((st = crux_tl_lane_peek(pair, &got, &bytes, &tag)) == CRUX_INPROGRESS) {
         }
         rc = st != CRUX_OK || bytes != 64 ? 16 : 0;
         crux_tl_lane_consume(pair);
@@ -906,7 +909,7 @@ static int lanes(fork_group_member_t *m, void *argp)
     }
     fork_group_barrier(m);
     if (rc == 0 && (crux_tl_lane_check(pair) != CRUX_ERR_PEER ||
-                    crux_tl_lane_post(pair, buf[0], 8) != CRUX_ERR_PEER)) {
+                    crux_tl_lane_post(pair, buf[0], 8, 0) != CRUX_ERR_PEER)) {
         rc = 20;
     }
     fork_group_barrier(m);
@@ -941,9 +944,10 @@ static int lane_peer_dies(fork_group_member_t *m, void *argp)
     }
     const void *got;
     size_t bytes;
+    uint64_t tag;
     double deadline = now_s() + 20;
     while (crux_tl_lane_check(pair) == CRUX_OK && now_s() < deadline) {
-        if (crux_tl_lane_peek(pair, &got, &bytes) != CRUX_INPROGRESS) {
+        if (crux_tl_lane_peek(pair, &got, &bytes, &tag) != CRUX_INPROGRESS) {
             return 12; /* nothing was posted */
         }
     }
@@ -976,12 +980,13 @@ static int doorbell(fork_group_member_t *m, void *argp)
     int rc = 0;
     const void *got;
     size_t bytes;
+    uint64_t tag;
     for (int round = 0; round < 3 && rc == 0; round++) {
         if (m->rank == 0) {
             uint32_t ticket = crux_tl_engine_doze(t.engine);
             fork_group_barrier(m); /* dozing before the peer posts */
             double start = now_s();
-            while (crux_tl_lane_peek(pair, &got, &bytes) == CRUX_INPROGRESS &&
+            while (crux_tl_lane_peek(pair, &got, &bytes, &tag) == CRUX_INPROGRESS &&
                    now_s() < start + 30) {
                 crux_tl_engine_sleep(t.engine, ticket, 10.0);
                 ticket = crux_tl_engine_doze(t.engine);
@@ -992,7 +997,7 @@ static int doorbell(fork_group_member_t *m, void *argp)
         } else {
             fork_group_barrier(m);
             usleep(20000); /* the peer is asleep by now */
-            rc = crux_tl_lane_post(pair, buf, 64) != CRUX_OK ? 13 : 0;
+            rc = crux_tl_lane_post(pair, buf, 64, 0) != CRUX_OK ? 13 : 0;
         }
         fork_group_barrier(m);
     }
