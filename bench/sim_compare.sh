@@ -21,7 +21,7 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$src/bench/out/sim}
 build=${2:-$src/build}
-sim=$build/sched/crux-sim
+sim=$build/sim/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
 PLACEMENTS=${PLACEMENTS:-packed random}

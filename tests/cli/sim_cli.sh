@@ -3,7 +3,7 @@
 # output files, reproducibility, and errors (exit 2, one line naming the
 # file and line; exit 1 for an unwritable output).
 . "$(dirname "$0")/sched_tap.sh"
-SIM=${CRUX_SIM:-../sched/crux-sim}
+SIM=${CRUX_SIM:-../sim/crux-sim}
 
 cat >"$WORK/c.json" <<'JSON'
 {"type": "clos2", "tors": 4, "aggs": 2, "hosts_per_tor": 4, "uplink_gbps": 400}

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/simtool.h"
+#include "sim/simtool.h"
 #include "sched/tool.h"
 
 static const char run_usage[] =
@@ -372,7 +372,7 @@ int simtool_gen(int argc, char **argv)
 int simtool_models(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        puts("usage: crux-sim models\nLists the generator's models (sched/sim_models.c).");
+        puts("usage: crux-sim models\nLists the generator's models (sim/models.c).");
         return SIMTOOL_OK;
     }
     if (argc > 1) {

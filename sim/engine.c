@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 void crux_sim_config_defaults(crux_sim_config_t *c)
 {

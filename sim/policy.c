@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static const char *const policy_names[CRUX_SIM_POLICIES] = { "none",      "sincronia", "taccl",
                                                              "cassini",   "crux-pa",   "crux-ps-pa",

@@ -6,7 +6,7 @@
  * its jobs in a heap by the time of their next state change (compute end,
  * hold end, fixed latency end, transfer end at the current rate).  An
  * event touches one job, plus, when the set of transferring jobs changed,
- * the transferring jobs connected to it (sim_rates.c).
+ * the transferring jobs connected to it (rates.c).
  *
  * Fast-forward.  At every iteration end of an anchor job (the one with the
  * median iteration time alone) the state of every job of the component is
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #define EPS       1e-12 /* remaining amounts this small are done */
 #define SNAP_VALS 9     /* values per job in a snapshot */

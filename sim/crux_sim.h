@@ -108,7 +108,7 @@ crux_status_t crux_sim_workload_write(const crux_sim_workload_t *w,
 int crux_sim_placement_format(const crux_sched_cluster_t *cluster,
                               const crux_sched_place_t *placement, int n, char *buf, size_t len);
 
-/* The model mix of the generator (sim_models.c documents each figure). */
+/* The model mix of the generator (models.c documents each figure). */
 typedef struct {
     const char *name;
     double share;       /* of the jobs */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static const char *const place_names[CRUX_SIM_PLACEMENTS] = { "packed", "random", "spread" };
 

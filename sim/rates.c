@@ -17,7 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 /* The set: the seeds, then every transferring job sharing a slot with a
  * member, in position order (levels, highest first).  Every job whose
