@@ -186,6 +186,12 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
             list_transferring(c, q, on);
         j->xfer = on;
         j->x = on ? c->rate[q] / j->flow_bytes : 0;
+        if (s->cfg.check && on && !(j->x > 0) && j->comm_left <= SIM_EPS && !s->failed) {
+            crux_errf(s->err, s->errlen,
+                      "job %s: waits at %.17g s with a transfer done but for %g of it", j->spec->id,
+                      now, j->comm_left);
+            s->failed = SIM_BROKEN;
+        }
     }
     return n;
 }

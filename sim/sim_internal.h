@@ -111,6 +111,9 @@ typedef struct {
     int shared;           /* ever in a component with another job */
 } sim_job_t;
 
+/* Remaining amounts (seconds, fractions of a transfer) this small are done. */
+#define SIM_EPS 1e-12
+
 static inline int sim_transferring(const sim_job_t *j)
 {
     return j->phase == PH_COMM && j->fixed_left <= 0 && j->comm_left > 0;
@@ -212,9 +215,11 @@ typedef struct {
     char *fresh; /* jobs started since the last policy run */
     char *err;
     size_t errlen;
-    int failed;
+    int failed; /* 1: out of memory; SIM_BROKEN: an invariant broke (cfg.check) */
     uint64_t progress_mark;
 } sim_t;
+
+#define SIM_BROKEN 2
 
 /* stats.c: utilisation over time */
 int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held);
