@@ -2,7 +2,8 @@
 # Crux against Sincronia, TACCL* and CASSINI on crux-sim: the Lingjun
 # three-layer Clos, a two-layer Clos and the double-sided topology, each
 # with a generated two-week workload of 5,000 jobs, placed packed (fewest
-# ToRs) and at random.  Writes into OUT (default bench/out/sim):
+# ToRs), first fit (the holes arrivals and departures leave, rack order)
+# and at random.  Writes into OUT (default bench/out/sim):
 #   table.csv, table.md            average GPU utilisation per topology,
 #                                  placement and policy; Crux-full's gain
 #   table-wide.md                  the same, a row per topology and placement
@@ -10,7 +11,7 @@
 #   util-time-<topo>-<placement>.png, util-bars.png, jct-cdf-<topo>-<placement>.png
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
-# ("packed random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
+# ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1":
 # random placement on Lingjun makes one contention component of most of
 # its 6,776 GPUs, about 45 CPU-minutes per policy for two weeks), REUSE=1:
@@ -24,7 +25,7 @@ build=${2:-$src/build}
 sim=$build/sim/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
-PLACEMENTS=${PLACEMENTS:-packed random}
+PLACEMENTS=${PLACEMENTS:-packed first-fit random}
 SHORT=${SHORT-lingjun-random:1}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
 POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full"

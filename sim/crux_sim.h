@@ -56,6 +56,9 @@ typedef enum {
     CRUX_SIM_PLACE_PACKED, /* fewest ToRs; best-fit host for small jobs */
     CRUX_SIM_PLACE_RANDOM, /* free hosts at random */
     CRUX_SIM_PLACE_SPREAD, /* one host per ToR in turn; emptiest host */
+    /* the first free GPUs in rack order (ToR by ToR): the holes that
+     * arrivals and departures leave, as a batch scheduler fills them */
+    CRUX_SIM_PLACE_FIRST_FIT,
     CRUX_SIM_PLACEMENTS
 } crux_sim_placement_t;
 

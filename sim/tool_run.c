@@ -22,7 +22,7 @@ static const char run_usage[] =
     "  --policy LIST       comma-separated: none sincronia taccl cassini crux-pa\n"
     "                      crux-ps-pa crux-full fixed, or all (all but fixed);\n"
     "                      default crux-full\n"
-    "  --placement P       packed, random or spread (packed)\n"
+    "  --placement P       packed, first-fit, random or spread (packed)\n"
     "  --levels K          priority levels (8)\n"
     "  --seed S            placement and planning seed (1)\n"
     "  --alpha-us A        latency per ring step, microseconds (5)\n"
