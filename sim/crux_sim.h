@@ -44,8 +44,15 @@ typedef enum {
     CRUX_SIM_CASSINI,    /* ECMP, one level; time-shifts jobs sharing links */
     CRUX_SIM_CRUX_PA,    /* ECMP paths, Crux priorities, levels by rank */
     CRUX_SIM_CRUX_PS_PA, /* Crux paths and priorities, levels by rank */
-    CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities and compression (Alg. 1) */
+    CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities that see the network
+                                    (crux_sched_plan_network_priorities) and
+                                    compression (Alg. 1) */
     CRUX_SIM_FIXED,      /* ECMP paths, each job's level from the workload */
+    /* the ablation */
+    CRUX_SIM_CRUX_PS,         /* Crux paths, one level */
+    CRUX_SIM_CRUX_PA_NET,     /* ECMP, network priorities, levels by rank */
+    CRUX_SIM_CRUX_PS_PA_NET,  /* Crux paths, network priorities, by rank */
+    CRUX_SIM_CRUX_FULL_PAPER, /* the paper's: Crux paths, P = k I, Alg. 1 */
     CRUX_SIM_POLICIES
 } crux_sim_policy_t;
 
