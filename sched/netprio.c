@@ -9,11 +9,12 @@
  * small k (each two-job comparison says they lose little), land on the
  * lowest levels, and then lose much more than any one comparison shows.
  *
- * The model.  Job a blocks job b on a link both cross when together they
- * could overfill it (M_a / t_a + M_b / t_b > B, each at its pace alone);
- * while a transfers (a fraction d_a = t_a / period_a of the time) b's ring
- * is held.  With the set H of jobs above b, b's ring is free a fraction
- * f_b = prod over a in H of (1 - d_a) of the time, so its transfer takes
+ * The model.  A link is contended when its users together could overfill
+ * it: the sum of their shares u = M / (t B), each at its pace alone, the
+ * load L, exceeds 1.  Job a holds job b on a contended link both cross
+ * while a transfers (a fraction d_a = t_a / period_a of the time), the more
+ * so the more of the overfilled link a takes: by min(1, u_a L).  With the set H of jobs above b, b's ring is free a fraction
+ * f_b = prod over a in H of (1 - d_a min(1, u_a L)) of the time, so its transfer takes
  * t_b / f_b, and it completes W_b / period(t_b / f_b) instead of
  * W_b / period(t_b) computation per second: its loss.  Overlap counts:
  * a transfer hidden behind computation loses nothing until it outgrows the
@@ -149,23 +150,30 @@ crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *p)
             link_use[at] = j->comm_s > 0 ? p->jl_bytes[x] / (j->comm_s * c->links[l].bw) : 0;
         }
     }
-    /* neighbours: for job b, each job a that blocks it somewhere, and
-     * log(1 - d_a) over the worst such link (shares above 1 count as 1) */
+    /* each link's load: its users' shares together; above 1 it is
+     * contended (they could overfill it) */
+    double *load = calloc((size_t)nl + 1, sizeof(double));
+    if (load == NULL)
+        goto out;
+    for (int l = 0; l < nl; l++)
+        for (int q = link_off[l]; q < link_off[l + 1]; q++)
+            load[l] += link_use[q];
+    /* neighbours: for job b, each job a that holds it somewhere, with
+     * log(1 - d_a min(1, u_a L)) over the worst contended link they share
+     * (u_a: a's share of it, L: its load) */
     for (int b = 0; b < n; b++) {
         const plan_job_t *jb = &p->jobs[b];
         int first = (int)nn;
         for (int k = 0; k < jb->nlinks; k++) {
-            size_t x = jb->link_off + (size_t)k;
-            int l = p->jl_link[x];
-            double ub = 0;
-            for (int q = link_off[l]; q < link_off[l + 1]; q++)
-                if (link_jobs[q] == b)
-                    ub = link_use[q];
+            int l = p->jl_link[jb->link_off + (size_t)k];
+            if (load[l] <= 1 + 1e-9)
+                continue;
             for (int q = link_off[l]; q < link_off[l + 1]; q++) {
                 int a = link_jobs[q];
-                if (a == b || duty[a] <= 0 || link_use[q] + ub <= 1 + 1e-9)
+                if (a == b || duty[a] <= 0)
                     continue;
-                double w = log(1 - duty[a] * (link_use[q] < 1 ? link_use[q] : 1));
+                double hold = link_use[q] * load[l];
+                double w = log(1 - duty[a] * (hold < 1 ? hold : 1));
                 if (mark[a] == b) {
                     if (w < best[a])
                         best[a] = w;
@@ -180,8 +188,10 @@ crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *p)
                     double *nw = realloc(nbw, 2 * cap * sizeof(double));
                     if (nw != NULL)
                         nbw = nw;
-                    if (nt == NULL || nw == NULL)
+                    if (nt == NULL || nw == NULL) {
+                        free(load);
                         goto out;
+                    }
                     cap *= 2;
                 }
                 nb[nn++] = a;
@@ -193,6 +203,7 @@ crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *p)
         }
         nb_off[b + 1] = (int)nn;
     }
+    free(load);
     /* from the bottom: the job that loses least below all the others */
     int m = 0;
     for (int i = 0; i < n; i++)
