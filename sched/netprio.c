@@ -13,10 +13,11 @@
  * it: the sum of their shares u = M / (t B), each at its pace alone, the
  * load L, exceeds 1.  Job a holds job b on a contended link both cross
  * while a transfers (a fraction d_a = t_a / period_a of the time), the more
- * so the more of the overfilled link a takes: by min(1, u_a L).  With the set H of jobs above b, b's ring is free a fraction
- * f_b = prod over a in H of (1 - d_a min(1, u_a L)) of the time, so its transfer takes
- * t_b / f_b, and it completes W_b / period(t_b / f_b) instead of
- * W_b / period(t_b) computation per second: its loss.  Overlap counts:
+ * so the more of the overfilled link a takes: by min(1, u_a L).  With the
+ * set H of jobs above b, b's ring is free a fraction
+ * f_b = prod over a in H of (1 - d_a min(1, u_a L)) of the time, so its
+ * transfer takes t_b / f_b, and it completes W_b / period(t_b / f_b)
+ * instead of W_b / period(t_b) computation per second: its loss.  Overlap counts:
  * a transfer hidden behind computation loses nothing until it outgrows the
  * slack.
  *
