@@ -2,7 +2,8 @@
 # Crux against Sincronia, TACCL* and CASSINI on crux-sim: the Lingjun
 # three-layer Clos, a two-layer Clos and the double-sided topology, each
 # with a generated two-week workload of 5,000 jobs, placed packed (fewest
-# ToRs) and at random.  Writes into OUT (default bench/out/sim):
+# ToRs), first fit (the holes arrivals and departures leave, rack order)
+# and at random.  Writes into OUT (default bench/out/sim):
 #   table.csv, table.md            average GPU utilisation per topology,
 #                                  placement and policy; Crux-full's gain
 #   table-wide.md                  the same, a row per topology and placement
@@ -10,7 +11,7 @@
 #   util-time-<topo>-<placement>.png, util-bars.png, jct-cdf-<topo>-<placement>.png
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
-# ("packed random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
+# ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1":
 # random placement on Lingjun makes one contention component of most of
 # its 6,776 GPUs, about 45 CPU-minutes per policy for two weeks), REUSE=1:
@@ -21,13 +22,13 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$src/bench/out/sim}
 build=${2:-$src/build}
-sim=$build/sched/crux-sim
+sim=$build/sim/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
-PLACEMENTS=${PLACEMENTS:-packed random}
+PLACEMENTS=${PLACEMENTS:-packed first-fit random}
 SHORT=${SHORT-lingjun-random:1}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
-POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full"
+POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper"
 mkdir -p "$out"
 
 # The clusters (the crux-sched cluster format).  Lingjun: its topo.csv,
@@ -56,7 +57,7 @@ for topo in $TOPOLOGIES; do
     done
     echo "== $topo, $place placement: $JOBS jobs over $DAYS days ${until:+(first ${until#--until } s)}"
     if [ "${REUSE:-0}" = 1 ] && [ -f "$out/$topo-$place/summary.csv" ] &&
-       [ "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$out/$topo-$place/summary.csv")" -eq 7 ]; then
+       [ "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$out/$topo-$place/summary.csv")" -eq 8 ]; then
       echo "   kept: $out/$topo-$place"
       continue
     fi
@@ -92,15 +93,15 @@ done >>"$out/table.csv"
 } >"$out/table.md"
 # The same, one row per topology and placement (the README's table).
 {
-  echo "| topology | placement | days | none | Sincronia | TACCL* | CASSINI | Crux-PA | Crux-PS-PA | Crux-full | Crux-full vs best baseline |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| topology | placement | days | none | Sincronia | TACCL* | CASSINI | Crux-PA | Crux-PS-PA | Crux-full | Crux-full (paper) | Crux-full vs best baseline |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F, 'NR > 1 { key = $1 " | " $2; if (!(key in seen)) { seen[key] = ++n; name[n] = key; days[key] = $14 }
                     u[key, $3] = 100 * $4 }
-           END { split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full", P, " ")
+           END { split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper", P, " ")
                  for (i = 1; i <= n; i++) { k = name[i]; best = ""; bu = -1
                    for (q = 1; q <= 4; q++) if (u[k, P[q]] > bu) { bu = u[k, P[q]]; best = P[q] }
                    printf "| %s | %.0f |", k, days[k]
-                   for (q = 1; q <= 7; q++) printf " %.2f%% |", u[k, P[q]]
+                   for (q = 1; q <= 8; q++) printf " %.2f%% |", u[k, P[q]]
                    printf " %+.2f pt (%s) |\n", u[k, "crux-full"] - bu, best } }' "$out/table.csv"
 } >"$out/table-wide.md"
 cat "$out/table.md" "$out/table-wide.md"
@@ -138,10 +139,10 @@ done
 # bars: one group per topology and placement, one bar per policy
 awk -F, 'NR > 1 { key = $1 " " $2; if (!(key in seen)) { seen[key] = ++n; name[n] = key }
                   u[key, $3] = $4 }
-         END { printf "case"; split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full", P, " ")
-               for (k = 1; k <= 7; k++) printf ",%s", P[k]; print ""
+         END { printf "case"; split("none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper", P, " ")
+               for (k = 1; k <= 8; k++) printf ",%s", P[k]; print ""
                for (i = 1; i <= n; i++) { printf "%s", name[i]
-                 for (k = 1; k <= 7; k++) printf ",%s", u[name[i], P[k]]; print "" } }' \
+                 for (k = 1; k <= 8; k++) printf ",%s", u[name[i], P[k]]; print "" } }' \
   "$out/table.csv" >"$out/util-bars.dat"
 gnuplot <<EOF
 set terminal pngcairo size 1000,420 font ',10'
@@ -151,6 +152,6 @@ set title 'Average GPU utilisation per policy'
 set style data histogram; set style histogram clustered gap 1; set style fill solid 0.8 border -1
 set ylabel 'busy / held GPU time'; set yrange [0.5:1.02]; set key outside right
 set xtics rotate by -20
-plot for [k=2:8] '$out/util-bars.dat' using k:xtic(1) title columnheader(k)
+plot for [k=2:9] '$out/util-bars.dat' using k:xtic(1) title columnheader(k)
 EOF
 echo "plots in $out"

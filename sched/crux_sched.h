@@ -226,6 +226,13 @@ crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *plan, double 
 crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int reserve, int orders,
                                        uint64_t seed);
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
+/* Priorities that see the network, after crux_sched_plan_assign_priorities:
+ * replaces each P_j by the job's place in an order built from the bottom,
+ * each time the job that loses the least computation when every job left
+ * may hold its ring on any hop they could overfill together (netprio.c
+ * gives the model); P = k I breaks ties.  Compression then keeps that
+ * order. */
+crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
 /* Path selection with the jobs in a given order instead of by intensity:
  * each flow onto its least congested candidate given the load of the jobs
  * before it (baselines such as TACCL* route in arrival order).  `order`

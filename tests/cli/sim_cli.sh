@@ -3,7 +3,7 @@
 # output files, reproducibility, and errors (exit 2, one line naming the
 # file and line; exit 1 for an unwritable output).
 . "$(dirname "$0")/sched_tap.sh"
-SIM=${CRUX_SIM:-../sched/crux-sim}
+SIM=${CRUX_SIM:-../sim/crux-sim}
 
 cat >"$WORK/c.json" <<'JSON'
 {"type": "clos2", "tors": 4, "aggs": 2, "hosts_per_tor": 4, "uplink_gbps": 400}
@@ -23,8 +23,8 @@ check "gen is reproducible" sh -c "
   '$SIM' gen $C --jobs 40 --days 0.02 --seed 5 | cmp -s - '$WORK/w.csv'"
 check "run all policies" "$SIM" run $C --workload "$WORK/w.csv" --policy all --placement random \
   --check --out "$WORK/res"
-check "summary: 7 policies" sh -c "test \$(wc -l <'$WORK/res/summary.csv') -eq 8"
-for p in none sincronia taccl cassini crux-pa crux-ps-pa crux-full; do
+check "summary: 8 policies" sh -c "test \$(wc -l <'$WORK/res/summary.csv') -eq 9"
+for p in none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper; do
   check "$p: jobs, util and links files" sh -c "
     test \$(wc -l <'$WORK/res/jobs-$p.csv') -eq 41 && test -s '$WORK/res/util-$p.csv' &&
     test -s '$WORK/res/links-$p.csv'"

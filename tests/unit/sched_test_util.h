@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "sched/crux_sim.h"
+#include "sim/crux_sim.h"
 
 /* `tors` ToRs under one aggregation switch, 4 hosts each with one NIC for
  * all 8 GPUs, NICs 10x faster than the ToR uplinks (1 GB/s): a job from a

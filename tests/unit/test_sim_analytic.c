@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/crux_sim.h"
+#include "sim/crux_sim.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/sched_test_util.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 #include "tests/unit/check_main.h"
 
 static crux_sched_cluster_t *small_clos(void)
@@ -244,6 +244,41 @@ START_TEST(placement_policies)
 }
 END_TEST
 
+START_TEST(first_fit_follows_the_holes)
+{
+    /* 4 ToRs x 4 hosts.  A takes ToR 0's first two hosts, B the other two
+     * and ToR 1's first; A leaves: C (4 hosts) fills A's hole and goes on
+     * in ToR 1, across two ToRs as a fragmented cluster makes it */
+    crux_sched_cluster_t *c = small_clos();
+    sim_alloc_t a;
+    ck_assert_int_eq(sim_alloc_init(&a, c, 1), CRUX_OK);
+    crux_sched_place_t pa[2], pb[3], pc[4], small[3];
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 16, pa), 2);
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 24, pb), 3);
+    ck_assert_int_eq(tor_of(&a, &pb[0]), 0);
+    ck_assert_int_eq(tor_of(&a, &pb[1]), 0);
+    ck_assert_int_eq(tor_of(&a, &pb[2]), 1);
+    sim_alloc_release(&a, pa, 2);
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 32, pc), 4);
+    ck_assert(pc[0].host == pa[0].host && pc[1].host == pa[1].host);
+    ck_assert_int_eq(tor_of(&a, &pc[2]), 1);
+    ck_assert_int_eq(tor_of(&a, &pc[3]), 1);
+    ck_assert(pc[2].host != pb[2].host && pc[3].host != pb[2].host);
+    /* small jobs: the first host in rack order with room, lowest GPUs */
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 5, &small[0]), 1);
+    ck_assert_int_eq(tor_of(&a, &small[0]), 1);
+    ck_assert_uint_eq(small[0].gpus, 0x1F);
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 3, &small[1]), 1);
+    ck_assert_int_eq(small[1].host, small[0].host);
+    ck_assert_uint_eq(small[1].gpus, 0xE0);
+    ck_assert_int_eq(sim_alloc_place(&a, CRUX_SIM_PLACE_FIRST_FIT, 2, &small[2]), 1);
+    ck_assert(small[2].host != small[0].host);
+    ck_assert_int_eq(crux_sim_placement_from_name("first-fit"), CRUX_SIM_PLACE_FIRST_FIT);
+    sim_alloc_free(&a);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sim_workload");
@@ -253,6 +288,7 @@ static Suite *suite(void)
     tcase_add_test(t, csv_errors_name_the_line);
     tcase_add_test(t, generator);
     tcase_add_test(t, placement_policies);
+    tcase_add_test(t, first_fit_follows_the_holes);
     suite_add_tcase(s, t);
     return s;
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static void comp_arrays_free(sim_comp_t *c)
 {
@@ -316,7 +316,7 @@ static int unchanged(const sim_t *s, const sim_comp_t *o, const sim_comp_t *c)
  * alone (the upper one of two).  Its iterations set the averaging window,
  * long enough for most jobs to complete several, short enough that a large
  * component is not stepped through for many iterations of its slowest job
- * after every change (sim_step.c). */
+ * after every change (step.c). */
 static int median_period(const sim_t *s, const sim_comp_t *c)
 {
     sched_keyed_t *p = malloc((size_t)(c->n ? c->n : 1) * sizeof(*p));

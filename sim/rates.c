@@ -14,23 +14,31 @@
  * connected to them through shared contended links can see their rates
  * change (the water-filling of the others is a separate problem), so the
  * filling runs on that set alone. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
-/* The set: the seeds, then every transferring job sharing a slot with a
- * member, in position order (levels, highest first).  Every job whose
- * transferring state changed since its rate was set is a seed, so the
- * transferring users listed per slot are the others. */
+/* The set: the seeds, then every transferring job of their level or below
+ * sharing a slot with a member, in position order (levels, highest first).
+ * Every job whose transferring state changed since its rate was set is a
+ * seed, so the transferring users listed per slot are the others.  Jobs
+ * above every seed keep their rates (strict priority: what happens below
+ * them cannot slow them down), so they are left out and what they use of
+ * each slot is taken off its capacity instead: a change then costs the
+ * jobs it can reach downwards, not the whole contended component. */
 static int collect(sim_comp_t *c, const int *seeds, int nseeds)
 {
-    int n = 0, mark = ++c->mark;
-    for (int i = 0; i < nseeds; i++)
+    int n = 0, mark = ++c->mark, top = INT_MAX;
+    for (int i = 0; i < nseeds; i++) {
+        if (c->level[seeds[i]] < top)
+            top = c->level[seeds[i]];
         if (c->job_mark[seeds[i]] != mark) {
             c->job_mark[seeds[i]] = mark;
             c->set[n++] = seeds[i];
         }
+    }
     for (int i = 0; i < n; i++) {
         int q = c->set[i];
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
@@ -38,15 +46,18 @@ static int collect(sim_comp_t *c, const int *seeds, int nseeds)
             if (c->slot_mark[e] == mark)
                 continue;
             c->slot_mark[e] = mark;
-            c->slot_rem[e] = c->slot_bw[e];
+            double rem = c->slot_bw[e];
             c->slot_sum[e] = 0;
             for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
                 int v = c->su[u];
-                if (c->job_mark[v] != mark) {
+                if (c->level[v] < top) {
+                    rem -= c->rate[v] * c->w[c->suk[u]];
+                } else if (c->job_mark[v] != mark) {
                     c->job_mark[v] = mark;
                     c->set[n++] = v;
                 }
             }
+            c->slot_rem[e] = rem > 0 ? rem : 0;
         }
     }
     for (int i = 1; i < n; i++) { /* insertion sort: sets are small */
@@ -186,6 +197,12 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
             list_transferring(c, q, on);
         j->xfer = on;
         j->x = on ? c->rate[q] / j->flow_bytes : 0;
+        if (s->cfg.check && on && !(j->x > 0) && j->comm_left <= SIM_EPS && !s->failed) {
+            crux_errf(s->err, s->errlen,
+                      "job %s: waits at %.17g s with a transfer done but for %g of it", j->spec->id,
+                      now, j->comm_left);
+            s->failed = SIM_BROKEN;
+        }
     }
     return n;
 }

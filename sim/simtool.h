@@ -4,7 +4,7 @@
 #ifndef CRUX_SIMTOOL_H
 #define CRUX_SIMTOOL_H
 
-#include "sched/crux_sim.h"
+#include "sim/crux_sim.h"
 
 enum { SIMTOOL_OK = 0, SIMTOOL_RUNTIME = 1, SIMTOOL_INPUT = 2 };
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 void crux_sim_config_defaults(crux_sim_config_t *c)
 {
@@ -357,6 +357,8 @@ static crux_status_t finish(sim_t *s, double end)
         if (s->jobs[i].state == JOB_RUNNING)
             sim_flush_links(s, &s->jobs[i]);
     if (s->failed) {
+        if (s->failed == SIM_BROKEN)
+            return CRUX_ERR_INVALID;
         if (s->err && s->err[0] == '\0')
             crux_errf(s->err, s->errlen, "out of memory");
         return CRUX_ERR_NO_MEMORY;

@@ -44,8 +44,15 @@ typedef enum {
     CRUX_SIM_CASSINI,    /* ECMP, one level; time-shifts jobs sharing links */
     CRUX_SIM_CRUX_PA,    /* ECMP paths, Crux priorities, levels by rank */
     CRUX_SIM_CRUX_PS_PA, /* Crux paths and priorities, levels by rank */
-    CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities and compression (Alg. 1) */
+    CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities that see the network
+                                    (crux_sched_plan_network_priorities) and
+                                    compression (Alg. 1) */
     CRUX_SIM_FIXED,      /* ECMP paths, each job's level from the workload */
+    /* the ablation */
+    CRUX_SIM_CRUX_PS,         /* Crux paths, one level */
+    CRUX_SIM_CRUX_PA_NET,     /* ECMP, network priorities, levels by rank */
+    CRUX_SIM_CRUX_PS_PA_NET,  /* Crux paths, network priorities, by rank */
+    CRUX_SIM_CRUX_FULL_PAPER, /* the paper's: Crux paths, P = k I, Alg. 1 */
     CRUX_SIM_POLICIES
 } crux_sim_policy_t;
 
@@ -56,6 +63,9 @@ typedef enum {
     CRUX_SIM_PLACE_PACKED, /* fewest ToRs; best-fit host for small jobs */
     CRUX_SIM_PLACE_RANDOM, /* free hosts at random */
     CRUX_SIM_PLACE_SPREAD, /* one host per ToR in turn; emptiest host */
+    /* the first free GPUs in rack order (ToR by ToR): the holes that
+     * arrivals and departures leave, as a batch scheduler fills them */
+    CRUX_SIM_PLACE_FIRST_FIT,
     CRUX_SIM_PLACEMENTS
 } crux_sim_placement_t;
 
@@ -108,7 +118,7 @@ crux_status_t crux_sim_workload_write(const crux_sim_workload_t *w,
 int crux_sim_placement_format(const crux_sched_cluster_t *cluster,
                               const crux_sched_place_t *placement, int n, char *buf, size_t len);
 
-/* The model mix of the generator (sim_models.c documents each figure). */
+/* The model mix of the generator (models.c documents each figure). */
 typedef struct {
     const char *name;
     double share;       /* of the jobs */

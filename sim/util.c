@@ -1,6 +1,6 @@
 /* Small helpers of the simulator: random numbers, GPU masks. */
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 /* splitmix64: one 64-bit state, equidistributed, the same on every
  * platform, so a seed reproduces a workload and a run exactly. */

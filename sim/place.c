@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
-static const char *const place_names[CRUX_SIM_PLACEMENTS] = { "packed", "random", "spread" };
+static const char *const place_names[CRUX_SIM_PLACEMENTS] = { "packed", "random", "spread",
+                                                              "first-fit" };
 
 const char *crux_sim_placement_name(crux_sim_placement_t p)
 {
@@ -134,11 +135,15 @@ static uint64_t lowest_free(uint64_t f, int need)
 }
 
 /* Small jobs: one host with room.  packed: the fullest that fits (keeps
- * idle hosts for large jobs); spread: the emptiest; random: any. */
+ * idle hosts for large jobs); spread: the emptiest; random: any;
+ * first-fit: the first in rack order. */
 static int place_small(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_sched_place_t *out)
 {
     int best = -1, bestfree = 0, fits = 0;
-    for (int h = 0; h < a->nhosts; h++) {
+    for (int i = 0; i < a->nhosts && how == CRUX_SIM_PLACE_FIRST_FIT && best < 0; i++)
+        if (__builtin_popcountll(a->free[a->tor_hosts[i]]) >= gpus)
+            best = a->tor_hosts[i];
+    for (int h = 0; h < a->nhosts && how != CRUX_SIM_PLACE_FIRST_FIT; h++) {
         int f = __builtin_popcountll(a->free[h]);
         if (f < gpus)
             continue;
@@ -149,7 +154,7 @@ static int place_small(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_
             bestfree = f;
         }
     }
-    if (fits == 0)
+    if (best < 0)
         return 0;
     if (how == CRUX_SIM_PLACE_RANDOM) {
         uint64_t k = sim_rng_below(&a->rng, (uint64_t)fits);
@@ -256,6 +261,19 @@ static int place_spread(sim_alloc_t *a, int nh, crux_sched_place_t *out)
     return n;
 }
 
+/* first-fit: the first idle hosts in rack order (ToR by ToR), as a batch
+ * scheduler's linear allocator takes them: whatever arrivals and departures
+ * left free, so a job lands in the holes of several ToRs once the cluster
+ * is fragmented. */
+static int place_first_fit(sim_alloc_t *a, int nh, crux_sched_place_t *out)
+{
+    int n = 0;
+    for (int t = 0; t < a->ntors && n < nh; t++)
+        if (a->tor_idle[t] > 0)
+            n = take_from_tor(a, t, nh - n, out, n);
+    return n;
+}
+
 static int place_random(sim_alloc_t *a, int nh, int idle_hosts, crux_sched_place_t *out)
 {
     int *pool = malloc((size_t)idle_hosts * sizeof(int)), k = 0;
@@ -285,9 +303,10 @@ int sim_alloc_place(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_sch
         idle_hosts += a->tor_idle[t];
     if (idle_hosts < nh)
         return 0;
-    int n = how == CRUX_SIM_PLACE_PACKED   ? place_packed(a, nh, out)
-            : how == CRUX_SIM_PLACE_SPREAD ? place_spread(a, nh, out)
-                                           : place_random(a, nh, idle_hosts, out);
+    int n = how == CRUX_SIM_PLACE_PACKED      ? place_packed(a, nh, out)
+            : how == CRUX_SIM_PLACE_SPREAD    ? place_spread(a, nh, out)
+            : how == CRUX_SIM_PLACE_FIRST_FIT ? place_first_fit(a, nh, out)
+                                              : place_random(a, nh, idle_hosts, out);
     if (n != nh)
         return n < 0 ? -1 : 0;
     return ring_order(a, out, n);

@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
-static const char *const policy_names[CRUX_SIM_POLICIES] = { "none",      "sincronia", "taccl",
-                                                             "cassini",   "crux-pa",   "crux-ps-pa",
-                                                             "crux-full", "fixed" };
+static const char *const policy_names[CRUX_SIM_POLICIES] = {
+    "none",      "sincronia", "taccl",   "cassini",     "crux-pa",        "crux-ps-pa",
+    "crux-full", "fixed",     "crux-ps", "crux-pa-net", "crux-ps-pa-net", "crux-full-paper"
+};
 
 const char *crux_sim_policy_name(crux_sim_policy_t p)
 {
@@ -60,8 +61,11 @@ static crux_status_t plan_levels(sim_t *s, const crux_sched_plan_t *plan, const 
 static crux_status_t choose_paths(sim_t *s, crux_sched_plan_t *plan, int n)
 {
     switch (s->cfg.policy) {
+    case CRUX_SIM_CRUX_PS:
     case CRUX_SIM_CRUX_PS_PA:
+    case CRUX_SIM_CRUX_PS_PA_NET:
     case CRUX_SIM_CRUX_FULL:
+    case CRUX_SIM_CRUX_FULL_PAPER:
         return crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_CRUX, s->cfg.seed);
     case CRUX_SIM_TACCL: {
         /* the running list is in arrival order, as plan indices */
@@ -78,6 +82,12 @@ static crux_status_t choose_paths(sim_t *s, crux_sched_plan_t *plan, int n)
     }
 }
 
+/* The policies whose priorities see the network (the others: P = k I). */
+static int net_priorities(crux_sim_policy_t p)
+{
+    return p == CRUX_SIM_CRUX_FULL || p == CRUX_SIM_CRUX_PA_NET || p == CRUX_SIM_CRUX_PS_PA_NET;
+}
+
 static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int *jobs, int n)
 {
     int K = s->cfg.levels;
@@ -87,10 +97,17 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
     case CRUX_SIM_TACCL: return sim_taccl_levels(s, plan, jobs, n);
     case CRUX_SIM_CRUX_PA:
     case CRUX_SIM_CRUX_PS_PA:
+    case CRUX_SIM_CRUX_PA_NET:
+    case CRUX_SIM_CRUX_PS_PA_NET:
         st = crux_sched_plan_assign_priorities(plan, 3.0);
+        if (st == CRUX_OK && net_priorities(s->cfg.policy))
+            st = crux_sched_plan_network_priorities(plan);
         return st == CRUX_OK ? rank_levels(s, plan, jobs, n) : st;
     case CRUX_SIM_CRUX_FULL:
+    case CRUX_SIM_CRUX_FULL_PAPER:
         st = crux_sched_plan_assign_priorities(plan, 3.0);
+        if (st == CRUX_OK && net_priorities(s->cfg.policy))
+            st = crux_sched_plan_network_priorities(plan);
         if (st == CRUX_OK)
             st = crux_sched_plan_compress(plan, K, 0, s->cfg.orders, s->cfg.seed);
         return st == CRUX_OK ? plan_levels(s, plan, jobs, n) : st;
@@ -100,7 +117,7 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
             s->jobs[jobs[i]].next.level = l < K ? l : K - 1;
         }
         return CRUX_OK;
-    default: /* none, CASSINI: one level, fair sharing */
+    default: /* none, CASSINI, Crux path selection alone: one level, fair sharing */
         for (int i = 0; i < n; i++)
             s->jobs[jobs[i]].next.level = 0;
         return CRUX_OK;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static crux_status_t add_job(crux_sched_plan_t *plan, const sim_job_t *j, char *err, size_t len)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/simtool.h"
+#include "sim/simtool.h"
 #include "sched/tool.h"
 
 static const char run_usage[] =
@@ -20,9 +20,10 @@ static const char run_usage[] =
     "  --load L            offered share of the GPUs (0.85)\n"
     "  --gen-seed S        generator seed (default: --seed)\n"
     "  --policy LIST       comma-separated: none sincronia taccl cassini crux-pa\n"
-    "                      crux-ps-pa crux-full fixed, or all (all but fixed);\n"
-    "                      default crux-full\n"
-    "  --placement P       packed, random or spread (packed)\n"
+    "                      crux-ps-pa crux-full crux-full-paper fixed crux-ps\n"
+    "                      crux-pa-net crux-ps-pa-net; all (the first eight) or\n"
+    "                      ablation (the seven crux ones); default crux-full\n"
+    "  --placement P       packed, first-fit, random or spread (packed)\n"
     "  --levels K          priority levels (8)\n"
     "  --seed S            placement and planning seed (1)\n"
     "  --alpha-us A        latency per ring step, microseconds (5)\n"
@@ -84,14 +85,27 @@ int simtool_workload(const crux_sched_cluster_t *c, const char *csv, const crux_
     return SIMTOOL_OK;
 }
 
-/* "a,b,c" or "all" into policies; the count, or -1. */
+/* "a,b,c", "all" (the comparison: every policy but fixed and the three
+ * that only the ablation needs) or "ablation" (Crux's pieces alone and
+ * together) into policies; the count, or -1. */
 static int parse_policies(char *list, crux_sim_policy_t *out)
 {
+    static const crux_sim_policy_t ablation[] = {
+        CRUX_SIM_CRUX_PS,    CRUX_SIM_CRUX_PA,        CRUX_SIM_CRUX_PA_NET,
+        CRUX_SIM_CRUX_PS_PA, CRUX_SIM_CRUX_PS_PA_NET, CRUX_SIM_CRUX_FULL_PAPER,
+        CRUX_SIM_CRUX_FULL,
+    };
     int n = 0;
     if (strcmp(list, "all") == 0) {
         for (int p = 0; p < CRUX_SIM_POLICIES; p++)
-            if (p != CRUX_SIM_FIXED)
+            if (p != CRUX_SIM_FIXED && p != CRUX_SIM_CRUX_PS && p != CRUX_SIM_CRUX_PA_NET &&
+                p != CRUX_SIM_CRUX_PS_PA_NET)
                 out[n++] = (crux_sim_policy_t)p;
+        return n;
+    }
+    if (strcmp(list, "ablation") == 0) {
+        for (size_t k = 0; k < sizeof(ablation) / sizeof(ablation[0]); k++)
+            out[n++] = ablation[k];
         return n;
     }
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -372,7 +386,7 @@ int simtool_gen(int argc, char **argv)
 int simtool_models(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        puts("usage: crux-sim models\nLists the generator's models (sched/sim_models.c).");
+        puts("usage: crux-sim models\nLists the generator's models (sim/models.c).");
         return SIMTOOL_OK;
     }
     if (argc > 1) {

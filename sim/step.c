@@ -6,7 +6,7 @@
  * its jobs in a heap by the time of their next state change (compute end,
  * hold end, fixed latency end, transfer end at the current rate).  An
  * event touches one job, plus, when the set of transferring jobs changed,
- * the transferring jobs connected to it (sim_rates.c).
+ * the transferring jobs connected to it (rates.c).
  *
  * Fast-forward.  At every iteration end of an anchor job (the one with the
  * median iteration time alone) the state of every job of the component is
@@ -22,15 +22,16 @@
  * window when it completed fewer than two).  A frozen component thaws when
  * a job nears its last iteration, or is brought up to
  * date when a global event (arrival, departure) touches it. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
-#define EPS       1e-12 /* remaining amounts this small are done */
-#define SNAP_VALS 9     /* values per job in a snapshot */
-#define WARMUP    1     /* anchor iterations before the window opens */
+#define EPS       SIM_EPS
+#define SNAP_VALS 9 /* values per job in a snapshot */
+#define WARMUP    1 /* anchor iterations before the window opens */
 
 /* Events a component may take to recur before its window is averaged:
  * about a dozen iterations per job, at least a few hundred events. */
@@ -139,6 +140,14 @@ void sim_comp_schedule(sim_t *s, int ci)
 
 /* ---- one job */
 
+/* The resolution of the clock near t, with a margin: times of events
+ * computed along different paths (one job's own remaining time, another's
+ * t - j->t) agree to within it. */
+static double clock_eps(double t)
+{
+    return 64 * DBL_EPSILON * (fabs(t) + 1);
+}
+
 /* Moves the job's state dt on, to time t = j->t + dt. */
 static void advance(sim_t *s, sim_job_t *j, double dt, double t)
 {
@@ -157,6 +166,14 @@ static void advance(sim_t *s, sim_job_t *j, double dt, double t)
             j->fixed_left -= dt;
         } else if (j->phase == PH_COMM && j->comm_left > 0 && j->x > 0) {
             double d = j->x * dt;
+            /* what is left is rounding noise (an amount within EPS, or
+             * less than the clock can resolve at t at this rate): the
+             * transfer is done now.  Left as it is, a job brought up to
+             * date at another job's event would keep 1e-16 of a transfer
+             * and, preempted at that instant, wait through a whole higher
+             * transfer for it. */
+            if (j->comm_left - d <= EPS || j->comm_left - d <= j->x * clock_eps(t))
+                d = j->comm_left;
             j->comm_left -= d;
             j->units += d;
             if (s->link_check)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 crux_sim_workload_t *crux_sim_workload_new(void)
 {

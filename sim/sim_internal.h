@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "common/crux_err.h"
-#include "sched/crux_sim.h"
+#include "sim/crux_sim.h"
 
 /* ---- random numbers (splitmix64: small, seeded, the same everywhere) */
 typedef struct {
@@ -41,7 +41,7 @@ struct crux_sim_workload {
 /* GPUs of the whole host as a mask. */
 uint64_t sim_all_gpus(int gpus);
 
-/* ---- GPU allocation (sim_place.c) */
+/* ---- GPU allocation (place.c) */
 typedef struct {
     int nhosts, ntors, host_gpus; /* host_gpus: the smallest host */
     int *tor_of;                  /* host -> ToR index */
@@ -111,12 +111,15 @@ typedef struct {
     int shared;           /* ever in a component with another job */
 } sim_job_t;
 
+/* Remaining amounts (seconds, fractions of a transfer) this small are done. */
+#define SIM_EPS 1e-12
+
 static inline int sim_transferring(const sim_job_t *j)
 {
     return j->phase == PH_COMM && j->fixed_left <= 0 && j->comm_left > 0;
 }
 
-/* ---- components (sim_comp.c) */
+/* ---- components (comp.c) */
 #define SIM_SNAPS 64 /* anchor iterations remembered */
 
 typedef struct {
@@ -156,7 +159,7 @@ typedef struct {
     double *delta; /* per job: busy, units, begun over a period */
 } sim_comp_t;
 
-/* ---- the event heap (sim_heap.c) */
+/* ---- the event heap (heap.c) */
 enum { EV_COMP, EV_THAW, EV_END };
 typedef struct {
     double t;
@@ -212,23 +215,25 @@ typedef struct {
     char *fresh; /* jobs started since the last policy run */
     char *err;
     size_t errlen;
-    int failed;
+    int failed; /* 1: out of memory; SIM_BROKEN: an invariant broke (cfg.check) */
     uint64_t progress_mark;
 } sim_t;
 
-/* sim_stats.c: utilisation over time */
+#define SIM_BROKEN 2
+
+/* stats.c: utilisation over time */
 int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held);
 void sim_flush_links(sim_t *s, sim_job_t *j);
 
-/* sim_rates.c: water-filling of the transferring jobs connected (through
+/* rates.c: water-filling of the transferring jobs connected (through
  * contended links) to the given seed positions: brings each to `now` and
  * sets its x; returns how many (their positions are in c->set) */
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now);
 
-/* sim_comp.c: components from the policy's decisions, at s->now */
+/* comp.c: components from the policy's decisions, at s->now */
 int sim_comps_rebuild(sim_t *s);
 void sim_comp_release(sim_t *s, int comp);
-/* sim_step.c */
+/* step.c */
 void sim_job_bring(sim_t *s, sim_job_t *j, double t); /* its state up to t */
 void sim_comp_heap_init(sim_t *s, sim_comp_t *c);
 void sim_comp_schedule(sim_t *s, int comp); /* push its next event */
@@ -237,9 +242,9 @@ void sim_comp_thaw(sim_t *s, int comp);
 void sim_comp_materialize(sim_t *s, int comp, double t); /* bring it to t */
 int sim_comp_snapshot_vals(void);
 
-/* sim_policy.c: runs cfg.policy for the running jobs (next decisions) */
+/* policy.c: runs cfg.policy for the running jobs (next decisions) */
 crux_status_t sim_policy_run(sim_t *s);
-/* sim_plan.c: libcrux_sched plans of the running jobs */
+/* plan.c: libcrux_sched plans of the running jobs */
 crux_sched_plan_t *sim_plan_build(sim_t *s, const int *jobs, int n);
 crux_status_t sim_plan_extract(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
 crux_status_t sim_decision_copy(sim_decision_t *to, const sim_decision_t *from);
@@ -251,7 +256,7 @@ crux_status_t sim_sincronia_levels(sim_t *s, const int *jobs, int n);
 crux_status_t sim_taccl_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
 crux_status_t sim_cassini_shifts(sim_t *s, const int *jobs, int n);
 
-/* sim_stats.c */
+/* stats.c */
 int sim_check_links(sim_t *s);
 void sim_summarize(sim_t *s, double end);
 crux_sim_result_t *sim_result_make(const sim_t *s);

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "sched/keyed.h"
-#include "sched/simtool.h"
+#include "sim/simtool.h"
 
 int simtool_out_dir(const char *dir)
 {

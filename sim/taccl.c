@@ -1,12 +1,12 @@
 /* TACCL* as the Crux paper ran it: each job on its least congested paths
- * in arrival order (sim_policy.c), and priority to traffic with the longer
+ * in arrival order (policy.c), and priority to traffic with the longer
  * transmission distance.  A job's distance is the hop count of its longest
  * flow; the distinct distances of the running jobs take the levels from
  * the top down (the longest on level K-1), those past the K-th share
  * level 0. */
 #include <stdlib.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 #define MAX_HOPS 64 /* longer flows count as this long */
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 typedef struct {
     int nl;

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #include "sched/keyed.h"
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static const crux_sim_model_t models[] = {
     /* name            share  gpus                  n  compute bytes    overlap */

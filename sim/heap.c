@@ -4,7 +4,7 @@
  * generation of its component, and stale ones are skipped when popped. */
 #include <stdlib.h>
 
-#include "sched/sim_internal.h"
+#include "sim/sim_internal.h"
 
 static int before(const sim_event_t *a, const sim_event_t *b)
 {

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sched/simtool.h"
+#include "sim/simtool.h"
 
 static const char usage[] =
     "usage: crux-sim COMMAND [OPTIONS]   (crux-sim COMMAND --help for each)\n"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "sched/simtool.h"
+#include "sim/simtool.h"
 
 static double wall(void)
 {
