@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/keyed.h"
+#include "sched/plan/keyed.h"
 #include "sim/sim_internal.h"
 
 static void comp_arrays_free(sim_comp_t *c)

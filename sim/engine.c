@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/keyed.h"
+#include "sched/plan/keyed.h"
 #include "sim/sim_internal.h"
 
 void crux_sim_config_defaults(crux_sim_config_t *c)

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched/keyed.h"
+#include "sched/plan/keyed.h"
 #include "sim/sim_internal.h"
 
 static const crux_sim_model_t models[] = {

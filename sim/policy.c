@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/keyed.h"
+#include "sched/plan/keyed.h"
 #include "sim/sim_internal.h"
 
 static const char *const policy_names[CRUX_SIM_POLICIES] = {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sched/keyed.h"
+#include "sched/plan/keyed.h"
 #include "sim/simtool.h"
 
 int simtool_out_dir(const char *dir)

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "sim/simtool.h"
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 static const char run_usage[] =
     "usage: crux-sim run --cluster FILE (--workload FILE.csv | --jobs N) [OPTIONS]\n"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 static const char usage[] =
     "usage: crux-sched COMMAND [OPTIONS]   (crux-sched COMMAND --help for each)\n"

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/keyed.h"
-#include "sched/sched_plan.h"
+#include "sched/plan/keyed.h"
+#include "sched/plan/sched_plan.h"
 
 /* t from the job's bytes through each of its NICs (all ports together). */
 static void edge_times(crux_sched_plan_t *p)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 #define GBPS(x) ((x)*1e9 / 8.0)
 

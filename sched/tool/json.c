@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/prio_util.h"
-#include "sched/tool.h"
+#include "sched/runtime/prio_util.h"
+#include "sched/tool/tool.h"
 
 void tool_error(const char *path, int line, const char *fmt, ...)
 {

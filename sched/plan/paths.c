@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 int sched_scratch_init(sched_scratch_t *s, const crux_sched_cluster_t *c)
 {

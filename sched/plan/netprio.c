@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_plan.h"
+#include "sched/plan/sched_plan.h"
 
 #define DUTY_MAX 0.95 /* a job always transferring would block forever */
 #define FREE_MIN 1e-3 /* the least share of time a ring is assumed free */

@@ -27,8 +27,8 @@
 
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
-#include "sched/prio_util.h"
-#include "sched/tool.h"
+#include "sched/runtime/prio_util.h"
+#include "sched/tool/tool.h"
 
 static const char daemon_usage[] =
     "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [--levels K]\n"

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "sched/crux_arb.h"
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 static const char status_usage[] =
     "usage: crux-sched status [--arb PATH] [--json]\n"

@@ -2,7 +2,7 @@
  * double-sided (dual-homed) three-layer topology. */
 #include <stdio.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 #define GBPS(x) ((x)*1e9 / 8.0)
 

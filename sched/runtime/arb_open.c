@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/crux_err.h"
-#include "sched/arb_table.h"
+#include "sched/runtime/arb_table.h"
 #include "sched/crux_arb.h"
 
 const char *crux_arb_default_path(char *buf, size_t len)

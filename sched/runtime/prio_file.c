@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "sched/crux_prio.h"
-#include "sched/prio_util.h"
+#include "sched/runtime/prio_util.h"
 
 crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err, size_t errlen)
 {

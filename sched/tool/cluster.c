@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 #define GBPS(x) ((x)*1e9 / 8.0)
 

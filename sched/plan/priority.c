@@ -9,7 +9,7 @@
  * while the high one has nothing to send. */
 #include <math.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 double crux_sched_period(const crux_sched_timing_t *t)
 {

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched/arb_table.h"
+#include "sched/runtime/arb_table.h"
 #include "sched/crux_arb.h"
 
 #define ARB_RECHECK_NS 10000000ULL /* 10 ms */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_plan.h"
+#include "sched/plan/sched_plan.h"
 
 crux_sched_plan_t *crux_sched_plan_new(const crux_sched_cluster_t *c)
 {

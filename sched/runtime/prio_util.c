@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/prio_util.h"
+#include "sched/runtime/prio_util.h"
 
 crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st, char *err,
                             size_t errlen)

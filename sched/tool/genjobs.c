@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
-#include "sched/tool.h"
+#include "sched/plan/sched_internal.h"
+#include "sched/tool/tool.h"
 
 typedef struct {
     const char *name;

@@ -7,7 +7,7 @@
 
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
-#include "sched/prio_util.h"
+#include "sched/runtime/prio_util.h"
 
 void crux_profile_clear(crux_profile_t *p)
 {

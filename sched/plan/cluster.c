@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 crux_sched_cluster_t *crux_sched_cluster_new(void)
 {

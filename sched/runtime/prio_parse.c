@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "sched/crux_prio.h"
-#include "sched/prio_util.h"
+#include "sched/runtime/prio_util.h"
 
 int crux_prio_token_ok(const char *s)
 {

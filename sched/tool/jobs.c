@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "sched/crux_prio.h"
-#include "sched/prio_util.h"
-#include "sched/tool.h"
+#include "sched/runtime/prio_util.h"
+#include "sched/tool/tool.h"
 
 void tool_job_free(tool_job_t *j)
 {

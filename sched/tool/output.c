@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sched/crux_prio.h"
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 /* "3,0,12": the path index of each flow, in the plan's flow order. */
 static char *path_list(const crux_sched_plan_t *plan, int job, int max_items)

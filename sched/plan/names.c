@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 struct sched_names {
     size_t cap, used;  /* cap is a power of two */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/tool.h"
+#include "sched/tool/tool.h"
 
 static const char plan_usage[] =
     "usage: crux-sched plan --cluster FILE --jobs FILE [--levels K] [--reserve R]\n"

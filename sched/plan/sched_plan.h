@@ -3,7 +3,7 @@
 #ifndef CRUX_SCHED_PLAN_H
 #define CRUX_SCHED_PLAN_H
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 typedef struct {
     char *id;

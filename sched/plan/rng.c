@@ -1,6 +1,6 @@
 /* Seeded random numbers for the planner: xoshiro256** seeded by
  * splitmix64, so a seed reproduces a plan on every platform. */
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched_internal.h"
+#include "sched/plan/sched_internal.h"
 
 /* The candidate list of one layer: values are implicit, kept as the head
  * and tail values and the gaps d[j] = g(j) - g(next(j)) > 0. */

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/keyed.h"
-#include "sched/sched_plan.h"
+#include "sched/plan/keyed.h"
+#include "sched/plan/sched_plan.h"
 
 crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *p, double horizon_iters)
 {

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "sched/crux_prio.h"
-#include "sched/prio_util.h"
+#include "sched/runtime/prio_util.h"
 
 #ifdef CLOCK_MONOTONIC_COARSE
 #define READER_CLOCK CLOCK_MONOTONIC_COARSE
