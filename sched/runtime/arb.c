@@ -4,7 +4,6 @@
  * every ARB_RECHECK_NS to reclaim holders that died without releasing. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -14,10 +13,10 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crux_futex.h"
 #include "sched/runtime/arb_table.h"
 #include "sched/crux_arb.h"
 
@@ -30,42 +29,13 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Field 22 of /proc/PID/stat (start time); 0 when the process is gone or a
- * zombie, which counts as dead. */
-uint64_t arb_proc_start(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command name may hold blanks */
-    if (p == NULL || p[1] != ' ')
-        return 0;
-    char state = p[2];
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return 0;
-    p += 2;
-    for (int field = 3; field < 22 && p; field++) {
-        p = strchr(p, ' ');
-        if (p)
-            p++;
-    }
-    return p ? strtoull(p, NULL, 10) : 0;
-}
-
 static int entry_alive(const arb_entry_t *e)
 {
     if (kill(e->pid, 0) != 0 && errno == ESRCH)
         return 0;
     if (e->start_time == 0) /* /proc was unreadable: trust kill() alone */
         return 1;
-    return arb_proc_start(e->pid) == e->start_time;
+    return crux_proc_start_time(e->pid) == e->start_time;
 }
 
 int arb_lock(arb_table_t *t)
@@ -79,7 +49,7 @@ int arb_lock(arb_table_t *t)
 static void wake_all(arb_table_t *t)
 {
     atomic_fetch_add(&t->seq, 1);
-    syscall(SYS_futex, &t->seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    crux_futex_wake((const uint32_t *)&t->seq);
 }
 
 /* Free the entries of dead processes; wakes waiters if any was active. */
@@ -156,7 +126,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         return CRUX_ERR_INVALID;
     if (getpid() != a->my_pid) { /* opened before a fork */
         a->my_pid = getpid();
-        a->my_start = arb_proc_start(a->my_pid);
+        a->my_start = crux_proc_start_time(a->my_pid);
     }
     uint64_t start = mono_ns();
     arb_lock(t);
@@ -191,8 +161,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
             left = ARB_RECHECK_NS;
         uint32_t seen = atomic_load(&t->seq);
         pthread_mutex_unlock(&t->lock);
-        struct timespec ts = { (time_t)(left / 1000000000ULL), (long)(left % 1000000000ULL) };
-        syscall(SYS_futex, &t->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+        crux_futex_wait((const uint32_t *)&t->seq, seen, (long)left);
         arb_lock(t);
         if (e->pid != a->my_pid || e->state != CRUX_ARB_WAITING) {
             /* taken from us (only if /proc lied about our start time) */

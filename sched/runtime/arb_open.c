@@ -199,7 +199,7 @@ crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char 
     }
     a->t = t;
     a->my_pid = getpid();
-    a->my_start = arb_proc_start(a->my_pid);
+    a->my_start = crux_proc_start_time(a->my_pid);
     t = MAP_FAILED;
     *out = a;
     st = CRUX_OK;

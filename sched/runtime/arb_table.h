@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/crux_proc.h"
 #include "sched/crux_arb.h"
 
 #define ARB_MAGIC   0x63727578617262ULL /* "cruxarb" */
@@ -38,8 +39,6 @@ struct crux_arb {
     pid_t my_pid;
 };
 
-/* Start time of pid (field 22 of /proc/PID/stat); 0 when gone or a zombie. */
-uint64_t arb_proc_start(pid_t pid);
 /* Lock the table's robust mutex (a dead holder's lock is made consistent);
  * nonzero when the mutex is unusable. */
 int arb_lock(arb_table_t *t);
