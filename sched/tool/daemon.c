@@ -253,7 +253,8 @@ static int replan(const daemon_t *d)
         es[i].has_prof = got > 0;
         rejected += got < 0;
     }
-    qsort(es, (size_t)n, sizeof(*es), by_id); /* readdir order is arbitrary */
+    if (n > 1) /* readdir order is arbitrary; es is NULL when the spool is empty */
+        qsort(es, (size_t)n, sizeof(*es), by_id);
     crux_sched_plan_t *plan = rc == TOOL_OK ? crux_sched_plan_new(d->c) : NULL;
     if (rc == TOOL_OK && plan == NULL)
         rc = TOOL_RUNTIME;
