@@ -10,43 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_modes.h"
 #include "tap_mpi.h"
 
 #define N 5 /* elements per block */
-
-typedef enum { BLOCKING, NONBLOCKING, PERSISTENT } mode_t_;
-static const char *const mode_names[] = { "blocking", "nonblocking", "persistent" };
 
 static int val(int rank, int i)
 {
     return rank * 100 + i;
 }
-
-/* Finish a nonblocking or persistent call: persistent ones are started
- * twice, to check they can be reused. */
-static bool finish(mode_t_ mode, MPI_Request *req)
-{
-    if (mode == BLOCKING) {
-        return true;
-    }
-    if (mode == PERSISTENT) {
-        if (MPI_Start(req) != MPI_SUCCESS || MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-            MPI_Start(req) != MPI_SUCCESS) {
-            return false;
-        }
-    }
-    bool ok = MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-    if (mode == PERSISTENT) {
-        ok = MPI_Request_free(req) == MPI_SUCCESS && ok;
-    }
-    return ok;
-}
-
-/* Call the blocking, nonblocking or persistent form of a collective. */
-#define CALL(mode, req, blocking, nonblocking, persistent)                       \
-    ((mode) == BLOCKING      ? (blocking) == MPI_SUCCESS                         \
-     : (mode) == NONBLOCKING ? (nonblocking) == MPI_SUCCESS && finish(mode, req) \
-                             : (persistent) == MPI_SUCCESS && finish(mode, req))
 
 static void intracomm_suite(MPI_Comm comm, const char *name, mode_t_ mode)
 {

@@ -10,13 +10,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "coll_modes.h"
 #include "tap_mpi.h"
 
 #define N 5  /* elements per block */
 #define T 60 /* reduce_scatter length: divisible by every group size up to 6 */
-
-typedef enum { BLOCKING, NONBLOCKING, PERSISTENT } mode_t_;
-static const char *const mode_names[] = { "blocking", "nonblocking", "persistent" };
 
 /* One side of an intercommunicator. */
 typedef struct {
@@ -48,31 +46,6 @@ static int group_sum(int g, int size, int i)
 {
     return size * g * 10000 + 100 * size * (size - 1) / 2 + size * i;
 }
-
-/* Finish a nonblocking or persistent call: persistent ones are started
- * twice, to check they can be reused. */
-static bool finish(mode_t_ mode, MPI_Request *req)
-{
-    if (mode == BLOCKING) {
-        return true;
-    }
-    if (mode == PERSISTENT) {
-        if (MPI_Start(req) != MPI_SUCCESS || MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-            MPI_Start(req) != MPI_SUCCESS) {
-            return false;
-        }
-    }
-    bool ok = MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-    if (mode == PERSISTENT) {
-        ok = MPI_Request_free(req) == MPI_SUCCESS && ok;
-    }
-    return ok;
-}
-
-#define CALL(mode, req, blocking, nonblocking, persistent)                       \
-    ((mode) == BLOCKING      ? (blocking) == MPI_SUCCESS                         \
-     : (mode) == NONBLOCKING ? (nonblocking) == MPI_SUCCESS && finish(mode, req) \
-                             : (persistent) == MPI_SUCCESS && finish(mode, req))
 
 static int s[T * 8], d[T * 8];
 
