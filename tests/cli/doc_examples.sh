@@ -5,7 +5,7 @@
 #               scratch directory that looks like the top of the source tree
 #               (a symbolic link to each entry), with the build's tools on
 #               PATH and the component from the build's stage/ directory
-#   ```json     parsed: one JSON document, or one per line
+#   ```json     parsed: one JSON document, or several in a row
 #   ```console  not run (a GPU, a real cluster, a system install or a long
 #               run); the files under examples/ that it names must exist
 # Other blocks (```text, ```c, a bare ```) are illustrations, not checked.
@@ -74,14 +74,22 @@ missing_examples() { # BLOCK: prints the named example paths that do not exist
   done < <(example_paths "$1")
 }
 
-json_ok() { # FILE: one JSON document, or one per non-empty line
-  python3 -m json.tool "$1" >/dev/null 2>&1 && return 0
-  local line
-  [ -s "$1" ] || return 1
-  while IFS= read -r line; do
-    [ -z "$line" ] && continue
-    printf '%s\n' "$line" | python3 -m json.tool >/dev/null || return 1
-  done <"$1"
+json_ok() { # FILE: one JSON document or several in a row (e.g. one a line)
+  python3 -c '
+import json, sys
+text = open(sys.argv[1]).read()
+dec, i, n = json.JSONDecoder(), 0, 0
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i == len(text):
+        break
+    try:
+        _, i = dec.raw_decode(text, i)
+    except ValueError as e:
+        sys.exit("%s" % e)
+    n += 1
+sys.exit(0 if n else "no JSON document")' "$1"
 }
 
 # a scratch directory that looks like the top of the source tree
@@ -124,8 +132,7 @@ for page in "${pages[@]}"; do
         fi
         ;;
       json)
-        if json_ok "$body"; then tap ok "$where: json parses"; else
-          python3 -m json.tool "$body" >"$WORK/err" 2>&1
+        if json_ok "$body" 2>"$WORK/err"; then tap ok "$where: json parses"; else
           tap "not ok" "$where: json parses" "$WORK/err"
         fi
         ;;
