@@ -9,6 +9,7 @@
 #   ```console  not run (a GPU, a real cluster, a system install or a long
 #               run); the files under examples/ that it names must exist
 # Other blocks (```text, ```c, a bare ```) are illustrations, not checked.
+# Each page's relative links ([text](path)) must name files that exist.
 # Each file under examples/ must be named by some block, and a .json one
 # must parse.  Arguments, when given, replace the list of pages (the test
 # of this script uses that).  See docs/testing.md.
@@ -106,6 +107,16 @@ for page in "${pages[@]}"; do
   if ! split_blocks "$page" 2>"$WORK/err"; then
     tap "not ok" "$rel: fenced blocks" "$WORK/err"
     continue
+  fi
+  # relative links outside code: the file each names exists
+  awk '/^[ \t]*```/ { inb = !inb; next } !inb' "$page" | grep -o '\]([^)]*)' | sed 's/^](//; s/)$//; s/#.*//; s/ .*//' |
+    grep -v -E '^(https?:|mailto:|$)' | sort -u >"$WORK/links"
+  if [ -s "$WORK/links" ]; then
+    : >"$WORK/err"
+    while IFS= read -r l; do
+      [ -e "$(dirname "$page")/$l" ] || echo "missing: $l" >>"$WORK/err"
+    done <"$WORK/links"
+    if [ -s "$WORK/err" ]; then tap "not ok" "$rel: links resolve" "$WORK/err"; else tap ok "$rel: links resolve"; fi
   fi
   run="$WORK/run/$(echo "$rel" | tr '/' '_')"
   scratch_top "$run"

@@ -1,10 +1,11 @@
 #!/bin/sh
 # tests/cli/doc_examples.sh fails on a broken example: a page with one good
-# and one bad block of each kind gives exactly the expected TAP lines.
+# and one bad block of each kind, and a broken link, gives exactly the
+# expected TAP lines.
 . "$(dirname "$0")/sched_tap.sh"
 DOC="$(dirname "$0")/doc_examples.sh"
 cat >"$WORK/page.md" <<'EOT'
-# a page
+# a page [on the web](https://example.org/x) and [missing](no-such-page.md#part)
 
 ```sh
 echo made >made.txt
@@ -51,5 +52,7 @@ check "json that does not parse: not ok" want "not ok" 16 json
 check "indented JSON lines: ok" want ok 20 json
 check "console naming an example that exists: ok" want ok 25 console
 check "console naming a missing example: not ok" want "not ok" 29 console
-check "text blocks make no line; plan 1..7" sh -c "grep -c '^\(ok\|not ok\) ' '$WORK/tap' | grep -qx 7 && grep -qx '1..7' '$WORK/tap'"
+check "a link to a missing page: not ok, naming it" sh -c "grep -q '^not ok [0-9]* - .*page.md: links resolve' '$WORK/tap' &&
+  grep -q '^# missing: no-such-page.md\$' '$WORK/tap' && ! grep -q 'missing: https' '$WORK/tap'"
+check "text blocks make no line; plan 1..8" sh -c "grep -c '^\(ok\|not ok\) ' '$WORK/tap' | grep -qx 8 && grep -qx '1..8' '$WORK/tap'"
 tap_done
