@@ -108,8 +108,8 @@ for page in "${pages[@]}"; do
     tap "not ok" "$rel: fenced blocks" "$WORK/err"
     continue
   fi
-  # relative links outside code: the file each names exists
-  awk '/^[ \t]*```/ { inb = !inb; next } !inb' "$page" | grep -o '\]([^)]*)' | sed 's/^](//; s/)$//; s/#.*//; s/ .*//' |
+  # relative links outside code blocks and code spans: the file each names exists
+  awk '/^[ \t]*```/ { inb = !inb; next } !inb' "$page" | sed 's/`[^`]*`//g' | grep -o '\]([^)]*)' | sed 's/^](//; s/)$//; s/#.*//; s/ .*//' |
     grep -v -E '^(https?:|mailto:|$)' | sort -u >"$WORK/links"
   if [ -s "$WORK/links" ]; then
     : >"$WORK/err"

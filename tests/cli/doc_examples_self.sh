@@ -5,7 +5,7 @@
 . "$(dirname "$0")/sched_tap.sh"
 DOC="$(dirname "$0")/doc_examples.sh"
 cat >"$WORK/page.md" <<'EOT'
-# a page [on the web](https://example.org/x) and [missing](no-such-page.md#part)
+# a page [on the web](https://example.org/x), [missing](no-such-page.md#part) and `[code](not-a-link)`
 
 ```sh
 echo made >made.txt
@@ -53,6 +53,6 @@ check "indented JSON lines: ok" want ok 20 json
 check "console naming an example that exists: ok" want ok 25 console
 check "console naming a missing example: not ok" want "not ok" 29 console
 check "a link to a missing page: not ok, naming it" sh -c "grep -q '^not ok [0-9]* - .*page.md: links resolve' '$WORK/tap' &&
-  grep -q '^# missing: no-such-page.md\$' '$WORK/tap' && ! grep -q 'missing: https' '$WORK/tap'"
+  grep -q '^# missing: no-such-page.md\$' '$WORK/tap' && ! grep -q 'missing: https' '$WORK/tap' && ! grep -q 'not-a-link' '$WORK/tap'"
 check "text blocks make no line; plan 1..8" sh -c "grep -c '^\(ok\|not ok\) ' '$WORK/tap' | grep -qx 8 && grep -qx '1..8' '$WORK/tap'"
 tap_done
