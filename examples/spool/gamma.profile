@@ -1,0 +1,10 @@
+crux-profile 1
+job gamma
+ranks 16
+hosts h2:8,h6:8
+window_s 30
+collectives 3000
+bytes 3e10
+coll_s 6
+gap_s 24
+period_s 0.3
