@@ -79,7 +79,9 @@ int simtool_workload(const crux_sched_cluster_t *c, const char *csv, const crux_
     if (st != CRUX_OK) {
         fprintf(stderr, "%s%s\n", csv ? "" : "crux-sim: ", err);
         crux_sim_workload_free(w);
-        return st == CRUX_ERR_NO_MEMORY ? SIMTOOL_RUNTIME : SIMTOOL_INPUT;
+        /* a file that cannot be read is a runtime failure, a bad one an
+         * input error */
+        return st == CRUX_ERR_NO_MEMORY || st == CRUX_ERR_IO ? SIMTOOL_RUNTIME : SIMTOOL_INPUT;
     }
     *out = w;
     return SIMTOOL_OK;
@@ -374,7 +376,7 @@ int simtool_gen(int argc, char **argv)
         FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
         if (f == NULL || crux_sim_workload_write(w, c, f) != CRUX_OK ||
             (f != stdout && fclose(f) != 0)) {
-            fprintf(stderr, "%s:0: cannot write\n", out);
+            fprintf(stderr, "%s: cannot write\n", out);
             rc = SIMTOOL_RUNTIME;
         }
     }
@@ -386,15 +388,16 @@ int simtool_gen(int argc, char **argv)
 int simtool_models(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        puts("usage: crux-sim models\nLists the generator's models (sim/models.c).");
+        puts("usage: crux-sim models\nLists the generators' model mix (sched/plan/models.c), the "
+             "one crux-sched gen-jobs uses too.");
         return SIMTOOL_OK;
     }
     if (argc > 1) {
         fprintf(stderr, "crux-sim models: takes no arguments\n");
         return SIMTOOL_INPUT;
     }
-    const crux_sim_model_t *m;
-    int n = crux_sim_models(&m);
+    const crux_sched_model_t *m;
+    int n = crux_sched_models(&m);
     printf("%-16s %6s %10s %12s %8s  %s\n", "model", "share", "compute s", "bytes", "overlap",
            "GPUs");
     for (int i = 0; i < n; i++) {

@@ -52,8 +52,12 @@ check "malformed workload: names file and line 3" one_line_names "$WORK/bad.csv:
 printf 'id,arrival_s,gpus,compute_s,bytes,iterations,colour\n' >"$WORK/col.csv"
 check "unknown column: exit 2" exits 2 "$SIM" run $C --workload "$WORK/col.csv"
 check "unknown column: named at line 1" one_line_names "$WORK/col.csv:1: header: unknown column"
-check "missing workload: exit 2" exits 2 "$SIM" run $C --workload "$WORK/none.csv"
-check "missing workload: named" one_line_names "$WORK/none.csv:0:"
+check "missing workload: exit 1" exits 1 "$SIM" run $C --workload "$WORK/none.csv"
+check "missing workload: named, no line number" one_line_names "$WORK/none.csv: cannot read"
+check "missing cluster file: exit 1" exits 1 "$SIM" run --cluster "$WORK/none.json" --workload "$WORK/w.csv"
+check "missing cluster file: named, no line number" one_line_names "$WORK/none.json: "
+check "--version: exit 0" exits 0 "$SIM" --version
+check "--version names crux-sim and the version" grep -q "^crux-sim (crux) [0-9]" "$WORK/out"
 check "unknown policy: exit 2" exits 2 "$SIM" run $C --workload "$WORK/w.csv" --policy varys
 check "needs a workload: exit 2" exits 2 "$SIM" run $C
 check "bad cluster: exit 2" exits 2 "$SIM" run --cluster "$WORK/w.csv" --jobs 5
