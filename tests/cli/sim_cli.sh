@@ -15,6 +15,16 @@ for cmd in run gen models; do
   check "$cmd --help: exit 0" exits 0 "$SIM" $cmd --help
 done
 check "models lists 11 models" sh -c "test \$('$SIM' models | tail -n +2 | wc -l) -eq 11"
+# crux-sim gen and crux-sched gen-jobs draw from one model mix: each model
+# with the same Allreduce bytes and overlap in both, all eleven in both
+"$SIM" gen $C --jobs 400 --days 0.02 --seed 5 | grep -v '^#' |
+  awk -F, 'NR > 1 { printf "%s %.0f %.2f\n", $3, $7, $6 }' | sort -u >"$WORK/mix-sim"
+"$CRUX_SCHED" gen-jobs $C --count 400 --seed 5 2>/dev/null |
+  sed -n 's/.*"model": "\([^"]*\)".*"overlap": \([0-9.]*\), "allreduce_bytes": \([0-9]*\).*/\1 \3 \2/p' |
+  awk '{ printf "%s %.0f %.2f\n", $1, $2, $3 }' | sort -u >"$WORK/mix-sched"
+check "gen and gen-jobs: the same models, bytes and overlaps" cmp "$WORK/mix-sim" "$WORK/mix-sched"
+check "... all eleven models" test "$(wc -l <"$WORK/mix-sim")" -eq 11
+check "... bert-large Allreduces fp32 gradients (335M x 4 B)" grep -qx "bert-large 1340000000 0.50" "$WORK/mix-sched"
 check "gen writes a workload" "$SIM" gen $C --jobs 40 --days 0.02 --seed 5 --out "$WORK/w.csv"
 check "gen: header and 40 jobs" sh -c "
   grep -q '^id,arrival_s,model,gpus,compute_s,overlap,bytes,work,iterations,duration_s,level,placement\$' '$WORK/w.csv' &&
