@@ -31,15 +31,20 @@
 #include "sched/tool/tool.h"
 
 static const char daemon_usage[] =
-    "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [--levels K]\n"
-    "                         [--reserve R] [--orders M] [--seed S] [--report FILE]\n"
-    "                         [--settle-ms N] [--once] [--profiles DIR2]\n"
-    "                         [--default-compute-s S] [--default-bytes B]\n"
+    "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [OPTIONS]\n"
     "Watches DIR for <id>.job, <id>.profile and <id>.end files and replans on every\n"
-    "change.  --once processes the spool once and exits (2 if a file was rejected).\n"
-    "--profiles: also read <id>.profile of registered jobs from DIR2, when the job's\n"
-    "\"uid\" owns it.  A job with no figures and no profile yet is planned with\n"
-    "compute_s S (default 1) and allreduce_bytes B (default 1e8).\n";
+    "change; each stderr line starts with the UTC time.\n"
+    "  --levels K, --reserve R, --orders M, --seed S   as for crux-sched plan\n"
+    "  --report FILE           rewrite a text report after each plan\n"
+    "  --settle-ms N           wait for N ms of quiet before replanning, 0-60000 (200)\n"
+    "  --once                  process the spool once and exit (2 if a file was rejected)\n"
+    "  --profiles DIR2         also read <id>.profile of registered jobs from DIR2,\n"
+    "                          when the job's \"uid\" owns the file\n"
+    "  --default-compute-s S   compute_s of a job with no figures and no profile yet,\n"
+    "                          1e-6-1e6 (1)\n"
+    "  --default-bytes B       its allreduce_bytes, 0-1e15 (1e8)\n"
+    "Exit status: 0 success (or stopped by SIGINT/SIGTERM), 1 runtime failure,\n"
+    "2 usage or input error.\n";
 
 typedef struct {
     char id[256];

@@ -17,9 +17,14 @@
 #include "sched/tool/tool.h"
 
 static const char gen_usage[] =
-    "usage: crux-sched gen-jobs --cluster FILE --count N [--seed S]\n"
-    "                           [--placement packed|random] [--out FILE]\n"
-    "Writes a job list (JSON) of N jobs drawn from a fixed model mix.\n";
+    "usage: crux-sched gen-jobs --cluster FILE --count N [OPTIONS]\n"
+    "Writes a job list (JSON) of N jobs, 1-10000000, drawn from the model mix that\n"
+    "crux-sim gen uses too (crux-sim models lists it).\n"
+    "  --seed S                      (1); the same seed gives the same list\n"
+    "  --placement packed|random     hosts in ToR order from a moving cursor, or at\n"
+    "                                random (packed)\n"
+    "  --out FILE                    (stdout)\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n";
 
 typedef struct {
     const crux_sched_cluster_t *c;

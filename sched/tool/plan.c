@@ -7,12 +7,21 @@
 #include "sched/tool/tool.h"
 
 static const char plan_usage[] =
-    "usage: crux-sched plan --cluster FILE --jobs FILE [--levels K] [--reserve R]\n"
-    "                       [--orders M] [--seed S] [--paths crux|ecmp|random]\n"
-    "                       [--out PRIOFILE] [--report FILE|-] [--json] [--timing]\n"
-    "Plans the jobs (path selection, priorities, compression to K levels, default 8,\n"
-    "the top R reserved) and writes the priority file and a report (to stdout when\n"
-    "neither --out nor --report is given).  --timing prints each phase's time on stderr.\n";
+    "usage: crux-sched plan --cluster FILE --jobs FILE [OPTIONS]\n"
+    "Plans the jobs on the cluster (path selection, priorities, compression to\n"
+    "levels) and writes the priority file and a report.\n"
+    "  --cluster FILE     cluster file (JSON)\n"
+    "  --jobs FILE        job list (JSON)\n"
+    "  --levels K         priority levels, 1-16 (8)\n"
+    "  --reserve R        top levels left to other traffic, 0-(K-1) (0)\n"
+    "  --orders M         random topological orders tried by the compression, 1-1000 (10)\n"
+    "  --seed S           seed of those orders and of --paths random (1)\n"
+    "  --paths MODE       crux (least congested), ecmp or random (crux)\n"
+    "  --out PRIOFILE     write the priority file (atomically)\n"
+    "  --report FILE|-    write the report (to stdout when neither --out nor --report)\n"
+    "  --json             the report in JSON\n"
+    "  --timing           each phase's time on stderr\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n";
 
 static double now_s(void)
 {
