@@ -66,6 +66,12 @@ check "missing workload: exit 1" exits 1 "$SIM" run $C --workload "$WORK/none.cs
 check "missing workload: named, no line number" one_line_names "$WORK/none.csv: cannot read"
 check "missing cluster file: exit 1" exits 1 "$SIM" run --cluster "$WORK/none.json" --workload "$WORK/w.csv"
 check "missing cluster file: named, no line number" one_line_names "$WORK/none.json: "
+check "run --levels 17: exit 2" exits 2 "$SIM" run $C --jobs 5 --levels 17
+check "... one line naming option, value and range" one_line_names "crux-sim run: --levels: \"17\" is not an integer 1-16"
+check "gen --frob: exit 2" exits 2 "$SIM" gen $C --frob
+check "... one line naming the option" one_line_names "crux-sim gen: unknown option \"--frob\""
+check "gen --seed without a value: exit 2" exits 2 "$SIM" gen $C --seed
+check "... one line naming the option" one_line_names "crux-sim gen: --seed needs a value"
 check "--version: exit 0" exits 0 "$SIM" --version
 check "--version names crux-sim and the version" grep -q "^crux-sim (crux) [0-9]" "$WORK/out"
 check "unknown policy: exit 2" exits 2 "$SIM" run $C --workload "$WORK/w.csv" --policy varys
