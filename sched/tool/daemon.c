@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crux_version.h"
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
 #include "sched/runtime/prio_util.h"
@@ -62,12 +63,11 @@ typedef struct {
     crux_sched_options_t o;
 } daemon_t;
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop; /* the signal that stopped the daemon */
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop = 1;
+    stop = sig;
 }
 
 static int has_suffix(const char *s, const char *suf, size_t *base)
@@ -339,6 +339,9 @@ static int watch(const daemon_t *d, int settle_ms)
     sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    tool_log("crux-sched daemon: version %s, watching %s%s%s, %d levels (%d reserved), writing %s",
+             crux_version(), d->spool, d->profiles ? " and " : "", d->profiles ? d->profiles : "",
+             d->o.levels, d->o.reserve, d->out);
     int rc = replan(d);
     if (rc == TOOL_RUNTIME) {
         close(fd);
@@ -357,6 +360,7 @@ static int watch(const daemon_t *d, int settle_ms)
             tool_log("crux-sched daemon: keeping the previous priority file");
     }
     close(fd);
+    tool_log("crux-sched daemon: stopped by %s", stop == SIGINT ? "SIGINT" : "SIGTERM");
     return TOOL_OK;
 }
 

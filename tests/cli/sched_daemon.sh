@@ -104,4 +104,9 @@ touch "$S/alpha.end"
 check "the daemon replans on a deregistration" wait_for "! grep -q '^job alpha ' '$WORK/prio'"
 kill -TERM $pid
 check "the daemon stops on SIGTERM with status 0" wait $pid
+check "its log: started, planned, stopped, each line stamped" sh -c "
+  grep -q '^$STAMP crux-sched daemon: version [0-9].*, watching $S, 8 levels (0 reserved), writing $WORK/prio\$' '$WORK/daemon.err' &&
+  grep -q '^$STAMP crux-sched daemon: planned ' '$WORK/daemon.err' &&
+  tail -1 '$WORK/daemon.err' | grep -q '^$STAMP crux-sched daemon: stopped by SIGTERM\$' &&
+  ! grep -v '^$STAMP ' '$WORK/daemon.err'"
 tap_done
