@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sched/crux_arb.h"
 #include "sched/tool/tool.h"
@@ -62,6 +63,8 @@ int tool_status(int argc, char **argv)
         char dir[4096];
         if (missing_dir(path, dir, sizeof(dir)))
             fprintf(stderr, "%s: no such directory %s\n", path, dir);
+        else if (access(path, F_OK) == 0) /* there, but never initialised */
+            fprintf(stderr, "%s\n", err);
         else
             fprintf(stderr, "%s: no arbitration table (no crux job has used it on this host)\n",
                     path);
