@@ -1,6 +1,6 @@
 #!/bin/sh
 # Planning time of crux-sched for 5,000 jobs on the 847-host Lingjun cluster
-# with 8 levels (the target: under 1 s on the 2-core build machine).
+# with 8 levels (the target: under 1 s on the 2-core build machine).
 # Usage: bench/sched_plan_time.sh [BUILD_DIR] [RUNS]   (default ./build, 5)
 # Generates the job list (gen-jobs, seed 1), then runs `crux-sched plan
 # --timing` RUNS times and prints each run's phases and the median.

@@ -27,6 +27,11 @@ typedef struct crux_arb crux_arb_t;
 
 /* crux_arb_open's flags */
 #define CRUX_ARB_NO_CREATE 1 /* open an existing table only (CRUX_ERR_NOT_FOUND) */
+/* Look only (crux-sched status): an existing, initialised table, mapped
+ * read-only; nothing is ever written to it (no lock taken, dead entries
+ * skipped, not reclaimed).  CRUX_ERR_NOT_FOUND when it is missing or was
+ * never initialised.  Such a handle takes snapshots only. */
+#define CRUX_ARB_READ_ONLY 2
 
 /* path NULL: $CRUX_ARB_PATH, else /dev/shm/crux-arb-<euid>.  Created with
  * O_EXCL|O_NOFOLLOW, mode 0600, when missing.  An existing one is used only
@@ -70,7 +75,9 @@ typedef struct {
     uint64_t since_ns; /* CLOCK_MONOTONIC */
 } crux_arb_entry_t;
 /* Who is active and who is waiting (dead processes' entries are reclaimed
- * first).  Writes at most max entries; *n gets how many there are. */
+ * first; on a read-only handle, skipped).  Writes at most max entries; *n
+ * gets how many there are.  CRUX_ERR_INVALID when a read-only handle finds
+ * the table damaged since it was opened. */
 crux_status_t crux_arb_snapshot(crux_arb_t *arb, crux_arb_entry_t *out, int max, int *n);
 
 #endif

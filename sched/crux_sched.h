@@ -331,6 +331,22 @@ crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int
                                       int orders, uint64_t seed, int *level_out, double *cut_out);
 
 /* ------------------------------------------------------------------ */
+/* Generated workloads                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The model mix that crux-sched gen-jobs and crux-sim gen draw jobs from
+ * (plan/models.c documents each figure). */
+typedef struct {
+    const char *name;
+    double share;       /* of the jobs; the shares sum to 1 */
+    int gpus[6], ngpus; /* GPU counts, equally likely */
+    double compute_s;   /* per iteration per GPU (+-20% per job) */
+    double bytes;       /* gradients Allreduced per iteration */
+    double overlap;
+} crux_sched_model_t;
+int crux_sched_models(const crux_sched_model_t **models);
+
+/* ------------------------------------------------------------------ */
 /* Levels to network settings                                          */
 /* ------------------------------------------------------------------ */
 
@@ -342,8 +358,10 @@ typedef struct {
     int levels;
     crux_sched_netclass_t cls[CRUX_SCHED_MAX_LEVELS];
 } crux_sched_nettable_t;
-/* Level l: sl = l, dscp = 8 l (the class selectors CS0..CS7) for up to 8
- * levels; above 8, dscp = 4 l. */
+/* Level l: sl = l; a DSCP below CS6 (48), which networks keep for their
+ * own control traffic: up to 7 levels CS0, AF11, AF21, AF31, AF41, CS5,
+ * EF (0, 10, 18, 26, 34, 40, 46); 8 levels 0, 10, 18, 26, 32 (CS4), 34,
+ * 40, 46; more than 8, dscp = 3 l (0..45). */
 void crux_sched_nettable_default(crux_sched_nettable_t *table, int levels);
 crux_status_t crux_sched_nettable_check(const crux_sched_nettable_t *table);
 

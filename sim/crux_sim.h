@@ -118,17 +118,8 @@ crux_status_t crux_sim_workload_write(const crux_sim_workload_t *w,
 int crux_sim_placement_format(const crux_sched_cluster_t *cluster,
                               const crux_sched_place_t *placement, int n, char *buf, size_t len);
 
-/* The model mix of the generator (models.c documents each figure). */
-typedef struct {
-    const char *name;
-    double share;       /* of the jobs */
-    int gpus[6], ngpus; /* GPU counts, equally likely */
-    double compute_s;   /* per iteration per GPU (+-20% per job) */
-    double bytes;       /* gradients Allreduced per iteration */
-    double overlap;
-} crux_sim_model_t;
-int crux_sim_models(const crux_sim_model_t **models);
-
+/* The generator draws jobs from crux_sched_models(), the model mix that
+ * crux-sched gen-jobs uses too. */
 typedef struct {
     int jobs;            /* (5000) */
     double span_s;       /* arrivals uniform in [0, span) (14 days) */

@@ -243,7 +243,7 @@ crux_status_t crux_sim_workload_read(crux_sim_workload_t *w, const crux_sched_cl
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        crux_errf(err, len, "%s:0: cannot read: %s", path, strerror(errno));
+        crux_errf(err, len, "%s: cannot read: %s", path, strerror(errno));
         return CRUX_ERR_IO;
     }
     int col[NCOLS], have_header = 0, lineno = 0;

@@ -12,7 +12,7 @@
 int simtool_out_dir(const char *dir)
 {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s:0: cannot create: %s\n", dir, strerror(errno));
+        fprintf(stderr, "%s: cannot create: %s\n", dir, strerror(errno));
         return -1;
     }
     return 0;
@@ -27,7 +27,7 @@ static FILE *open_out(const char *dir, const char *name, const char *policy, con
         snprintf(path, len, "%s/%s.csv", dir, name);
     FILE *f = fopen(path, mode);
     if (f == NULL)
-        fprintf(stderr, "%s:0: cannot write: %s\n", path, strerror(errno));
+        fprintf(stderr, "%s: cannot write: %s\n", path, strerror(errno));
     return f;
 }
 
@@ -35,7 +35,7 @@ static int close_out(FILE *f, const char *path)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "%s:0: write failed\n", path);
+        fprintf(stderr, "%s: write failed\n", path);
         return -1;
     }
     return 0;
@@ -146,7 +146,7 @@ int simtool_write_jobs(const char *dir, const char *policy, const crux_sched_clu
                 place);
     }
     if (place == NULL)
-        fprintf(stderr, "%s:0: out of memory\n", path);
+        fprintf(stderr, "%s: out of memory\n", path);
     free(place);
     return close_out(f, path);
 }

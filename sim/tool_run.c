@@ -41,9 +41,22 @@ static const char gen_usage[] =
     "Writes a workload (CSV) drawn from the model mix (crux-sim models): N jobs\n"
     "(5000) arriving over D days (14), durations offering L of the GPUs (0.85).\n";
 
-static int bad_number(const char *cmd, const char *opt, const char *arg)
+/* One line naming the option, the value and what it accepts. */
+static int bad_number(const char *cmd, const char *opt, const char *arg, const char *want)
 {
-    fprintf(stderr, "crux-sim %s: --%s: bad value \"%s\"\n", cmd, opt, arg);
+    fprintf(stderr, "crux-sim %s: --%s: \"%s\" is not %s (crux-sim %s --help)\n", cmd, opt, arg,
+            want, cmd);
+    return SIMTOOL_INPUT;
+}
+
+/* After getopt_long (optstring ":") returned '?' or ':'. */
+static int bad_option(const char *cmd, int opt, char **argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (opt == ':')
+        fprintf(stderr, "crux-sim %s: %s needs a value (crux-sim %s --help)\n", cmd, arg, cmd);
+    else
+        fprintf(stderr, "crux-sim %s: unknown option \"%s\" (crux-sim %s --help)\n", cmd, arg, cmd);
     return SIMTOOL_INPUT;
 }
 
@@ -79,7 +92,9 @@ int simtool_workload(const crux_sched_cluster_t *c, const char *csv, const crux_
     if (st != CRUX_OK) {
         fprintf(stderr, "%s%s\n", csv ? "" : "crux-sim: ", err);
         crux_sim_workload_free(w);
-        return st == CRUX_ERR_NO_MEMORY ? SIMTOOL_RUNTIME : SIMTOOL_INPUT;
+        /* a file that cannot be read is a runtime failure, a bad one an
+         * input error */
+        return st == CRUX_ERR_NO_MEMORY || st == CRUX_ERR_IO ? SIMTOOL_RUNTIME : SIMTOOL_INPUT;
     }
     *out = w;
     return SIMTOOL_OK;
@@ -148,7 +163,7 @@ static int parse_run(int argc, char **argv, run_opts_t *o)
     o->npolicies = 1;
     optind = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         long v;
         double d;
         int idx = -1;
@@ -166,63 +181,63 @@ static int parse_run(int argc, char **argv, run_opts_t *o)
         case 'q': o->quiet = 1; break;
         case 'n':
             if (whole(optarg, 1, 10000000, &v) != 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "an integer 1-10000000");
             o->gen.jobs = (int)v;
             break;
         case 'd':
             if (num(optarg, &d) != 0 || !(d > 0))
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a number of days > 0");
             o->gen.span_s = d * 86400;
             break;
         case 'l':
             if (num(optarg, &d) != 0 || !(d > 0) || d > 10)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a load in (0, 10]");
             o->gen.load = d;
             break;
         case 'g':
             if (whole(optarg, 0, 1L << 53, &v) != 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "an integer 0-2^53");
             o->gen.seed = (uint64_t)v;
             o->gen_seed_given = 1;
             break;
         case 'p':
             if ((o->npolicies = parse_policies(optarg, o->policies)) < 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a list of known policies");
             break;
         case 'P': {
             int p = crux_sim_placement_from_name(optarg);
             if (p < 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "packed, first-fit, random or spread");
             o->cfg.placement = (crux_sim_placement_t)p;
             break;
         }
         case 'K':
             if (whole(optarg, 1, CRUX_SCHED_MAX_LEVELS, &v) != 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "an integer 1-16");
             o->cfg.levels = (int)v;
             break;
         case 's':
             if (whole(optarg, 0, 1L << 53, &v) != 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "an integer 0-2^53");
             o->cfg.seed = (uint64_t)v;
             break;
         case 'a':
             if (num(optarg, &d) != 0 || d < 0)
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a number of microseconds >= 0");
             o->cfg.alpha_s = d * 1e-6;
             break;
         case 'b':
             if (num(optarg, &d) != 0 || !(d > 0))
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a number of seconds > 0");
             o->cfg.bin_s = d;
             break;
         case 'u':
             if (num(optarg, &d) != 0 || !(d > 0))
-                return bad_number("run", name, optarg);
+                return bad_number("run", name, optarg, "a number of seconds > 0");
             o->cfg.until_s = d;
             break;
         case 'h': fputs(run_usage, stdout); return -1;
-        default: fputs(run_usage, stderr); return SIMTOOL_INPUT;
+        default: return bad_option("run", opt, argv);
         }
     }
     if (!o->gen_seed_given)
@@ -330,7 +345,7 @@ int simtool_gen(int argc, char **argv)
     crux_sim_gen_defaults(&gen);
     optind = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         long v;
         double d;
         switch (opt) {
@@ -338,26 +353,26 @@ int simtool_gen(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'n':
             if (whole(optarg, 1, 10000000, &v) != 0)
-                return bad_number("gen", "jobs", optarg);
+                return bad_number("gen", "jobs", optarg, "an integer 1-10000000");
             gen.jobs = (int)v;
             break;
         case 'd':
             if (num(optarg, &d) != 0 || !(d > 0))
-                return bad_number("gen", "days", optarg);
+                return bad_number("gen", "days", optarg, "a number of days > 0");
             gen.span_s = d * 86400;
             break;
         case 'l':
             if (num(optarg, &d) != 0 || !(d > 0) || d > 10)
-                return bad_number("gen", "load", optarg);
+                return bad_number("gen", "load", optarg, "a load in (0, 10]");
             gen.load = d;
             break;
         case 's':
             if (whole(optarg, 0, 1L << 53, &v) != 0)
-                return bad_number("gen", "seed", optarg);
+                return bad_number("gen", "seed", optarg, "an integer 0-2^53");
             gen.seed = (uint64_t)v;
             break;
         case 'h': fputs(gen_usage, stdout); return SIMTOOL_OK;
-        default: fputs(gen_usage, stderr); return SIMTOOL_INPUT;
+        default: return bad_option("gen", opt, argv);
         }
     }
     if (cluster == NULL || optind != argc) {
@@ -374,7 +389,7 @@ int simtool_gen(int argc, char **argv)
         FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
         if (f == NULL || crux_sim_workload_write(w, c, f) != CRUX_OK ||
             (f != stdout && fclose(f) != 0)) {
-            fprintf(stderr, "%s:0: cannot write\n", out);
+            fprintf(stderr, "%s: cannot write\n", out);
             rc = SIMTOOL_RUNTIME;
         }
     }
@@ -386,15 +401,16 @@ int simtool_gen(int argc, char **argv)
 int simtool_models(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        puts("usage: crux-sim models\nLists the generator's models (sim/models.c).");
+        puts("usage: crux-sim models\nLists the generators' model mix (sched/plan/models.c), the "
+             "one crux-sched gen-jobs uses too.");
         return SIMTOOL_OK;
     }
     if (argc > 1) {
         fprintf(stderr, "crux-sim models: takes no arguments\n");
         return SIMTOOL_INPUT;
     }
-    const crux_sim_model_t *m;
-    int n = crux_sim_models(&m);
+    const crux_sched_model_t *m;
+    int n = crux_sched_models(&m);
     printf("%-16s %6s %10s %12s %8s  %s\n", "model", "share", "compute s", "bytes", "overlap",
            "GPUs");
     for (int i = 0; i < n; i++) {

@@ -122,6 +122,15 @@ double crux_sched_correction(const crux_sched_timing_t *ref, const crux_sched_ti
     return ratio * i_ref / i_job;
 }
 
+/* DSCP code points in increasing order that leave CS6 (48) and CS7 (56) to
+ * network control (routing protocols; RoCE's congestion notification
+ * packets are commonly sent on 48 too).  Up to 7 levels: CS0 (best effort),
+ * AF11, AF21, AF31, AF41, CS5, EF, one per priority 0..5 of a switch's
+ * usual DSCP / 8 map below the top two.  8 levels insert CS4 under AF41.
+ * More than 8: 3 l, 0..45. */
+static const int dscp_up_to_7[] = { 0, 10, 18, 26, 34, 40, 46 };
+static const int dscp_8[] = { 0, 10, 18, 26, 32, 34, 40, 46 };
+
 void crux_sched_nettable_default(crux_sched_nettable_t *t, int levels)
 {
     if (levels < 1)
@@ -131,7 +140,12 @@ void crux_sched_nettable_default(crux_sched_nettable_t *t, int levels)
     t->levels = levels;
     for (int l = 0; l < CRUX_SCHED_MAX_LEVELS; l++) {
         t->cls[l].sl = l;
-        t->cls[l].dscp = levels <= 8 ? 8 * l : 4 * l;
+        if (levels <= 7 && l < 7)
+            t->cls[l].dscp = dscp_up_to_7[l];
+        else if (levels == 8 && l < 8)
+            t->cls[l].dscp = dscp_8[l];
+        else
+            t->cls[l].dscp = 3 * l;
     }
 }
 

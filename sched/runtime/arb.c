@@ -75,7 +75,7 @@ static int table_nres(const arb_table_t *t)
 
 crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
 {
-    if (name == NULL || *name == '\0' || strlen(name) >= CRUX_ARB_NAME_LEN)
+    if (a->read_only || name == NULL || *name == '\0' || strlen(name) >= CRUX_ARB_NAME_LEN)
         return CRUX_ERR_INVALID;
     arb_table_t *t = a->t;
     crux_status_t st = CRUX_ERR_NO_RESOURCE;
@@ -121,7 +121,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
 {
     arb_table_t *t = a->t;
     *tk = (crux_arb_ticket_t){ -1, 0, 0, 0 };
-    if (resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0 ||
+    if (a->read_only || resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0 ||
         level > CRUX_ARB_MAX_LEVEL)
         return CRUX_ERR_INVALID;
     if (getpid() != a->my_pid) { /* opened before a fork */
@@ -179,7 +179,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
 
 void crux_arb_release(crux_arb_t *a, crux_arb_ticket_t *tk)
 {
-    if (tk == NULL || tk->entry < 0 || tk->entry >= CRUX_ARB_MAX_ENTRIES)
+    if (a->read_only || tk == NULL || tk->entry < 0 || tk->entry >= CRUX_ARB_MAX_ENTRIES)
         return;
     arb_table_t *t = a->t;
     arb_lock(t);
@@ -191,15 +191,14 @@ void crux_arb_release(crux_arb_t *a, crux_arb_ticket_t *tk)
     tk->entry = -1;
 }
 
-crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, int *n)
+/* The live entries of t (a copy when read-only, the table under its lock
+ * otherwise). */
+static int list_entries(const arb_table_t *t, crux_arb_entry_t *out, int max)
 {
-    arb_table_t *t = a->t;
     int k = 0;
-    arb_lock(t);
-    reclaim(t);
     for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
         const arb_entry_t *e = &t->e[i];
-        if (e->state == 0)
+        if (e->state == 0 || !entry_alive(e))
             continue;
         if (k < max) {
             crux_arb_entry_t *o = &out[k];
@@ -214,7 +213,30 @@ crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, i
         }
         k++;
     }
+    return k;
+}
+
+crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, int *n)
+{
+    *n = 0;
+    if (a->read_only) {
+        arb_table_t *copy = malloc(sizeof(*copy));
+        char why[160];
+        if (copy == NULL)
+            return CRUX_ERR_NO_MEMORY;
+        arb_copy_stable(a->t, copy);
+        crux_status_t st = CRUX_ERR_INVALID;
+        if (arb_check_entries(copy, why, sizeof(why)) == 0) {
+            *n = list_entries(copy, out, max);
+            st = CRUX_OK;
+        }
+        free(copy);
+        return st;
+    }
+    arb_table_t *t = a->t;
+    arb_lock(t);
+    reclaim(t);
+    *n = list_entries(t, out, max);
     pthread_mutex_unlock(&t->lock);
-    *n = k;
     return CRUX_OK;
 }

@@ -6,6 +6,7 @@
  * ours with mode 0600, the exact size, and a header and entries that all
  * validate; anything else is refused before a byte of it is trusted. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -54,56 +55,6 @@ static int terminated(const char *s, size_t len)
     return memchr(s, '\0', len) != NULL;
 }
 
-/* Every field in range, under the table's lock; on failure `why` says which
- * field.  The header is checked first, without the lock, since a table that
- * is not ours in layout has no usable mutex either. */
-static int validate(arb_table_t *t, char *why, size_t len)
-{
-    if (t->magic != ARB_MAGIC || t->version != ARB_VERSION || t->size != sizeof(*t)) {
-        snprintf(why, len, "not a crux arbitration table of version %d", ARB_VERSION);
-        return -1;
-    }
-    if (arb_lock(t) != 0) {
-        snprintf(why, len, "its lock is unusable");
-        return -1;
-    }
-    int rc = -1;
-    int32_t nres = t->nres;
-    if (nres < 0 || nres > CRUX_ARB_MAX_RESOURCES) {
-        snprintf(why, len, "resource count %d not in 0..%d", (int)nres, CRUX_ARB_MAX_RESOURCES);
-        goto out;
-    }
-    for (int i = 0; i < nres; i++)
-        if (!terminated(t->res[i], CRUX_ARB_NAME_LEN) || t->res[i][0] == '\0') {
-            snprintf(why, len, "resource %d has no valid name", i);
-            goto out;
-        }
-    for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
-        const arb_entry_t *e = &t->e[i];
-        if (e->state == 0)
-            continue;
-        if (e->state != CRUX_ARB_ACTIVE && e->state != CRUX_ARB_WAITING)
-            snprintf(why, len, "entry %d: state %d", i, (int)e->state);
-        else if (e->resource < 0 || e->resource >= nres)
-            snprintf(why, len, "entry %d: resource %d not in 0..%d", i, (int)e->resource,
-                     (int)nres - 1);
-        else if (e->level < 0 || e->level > CRUX_ARB_MAX_LEVEL)
-            snprintf(why, len, "entry %d: level %d not in 0..%d", i, (int)e->level,
-                     CRUX_ARB_MAX_LEVEL);
-        else if (e->pid <= 0)
-            snprintf(why, len, "entry %d: pid %d", i, (int)e->pid);
-        else if (!terminated(e->job, CRUX_ARB_JOB_LEN))
-            snprintf(why, len, "entry %d: job name not terminated", i);
-        else
-            continue;
-        goto out;
-    }
-    rc = 0;
-out:
-    pthread_mutex_unlock(&t->lock);
-    return rc;
-}
-
 /* The file is a regular file of ours, mode 0600, one link. */
 static int file_ok(const struct stat *sb, char *why, size_t len)
 {
@@ -129,11 +80,154 @@ static int file_ok(const struct stat *sb, char *why, size_t len)
         goto out;                                     \
     } while (0)
 
+/* The header is ours in layout: checked first, without the lock, since a
+ * table that is not ours has no usable mutex either. */
+static int header_ok(const arb_table_t *t, char *why, size_t len)
+{
+    if (t->magic != ARB_MAGIC || t->version != ARB_VERSION || t->size != sizeof(*t)) {
+        snprintf(why, len, "not a crux arbitration table of version %d", ARB_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
+int arb_check_entries(const arb_table_t *t, char *why, size_t len)
+{
+    int32_t nres = t->nres;
+    if (nres < 0 || nres > CRUX_ARB_MAX_RESOURCES) {
+        snprintf(why, len, "resource count %d not in 0..%d", (int)nres, CRUX_ARB_MAX_RESOURCES);
+        return -1;
+    }
+    for (int i = 0; i < nres; i++)
+        if (!terminated(t->res[i], CRUX_ARB_NAME_LEN) || t->res[i][0] == '\0') {
+            snprintf(why, len, "resource %d has no valid name", i);
+            return -1;
+        }
+    for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
+        const arb_entry_t *e = &t->e[i];
+        if (e->state == 0)
+            continue;
+        if (e->state != CRUX_ARB_ACTIVE && e->state != CRUX_ARB_WAITING)
+            snprintf(why, len, "entry %d: state %d", i, (int)e->state);
+        else if (e->resource < 0 || e->resource >= nres)
+            snprintf(why, len, "entry %d: resource %d not in 0..%d", i, (int)e->resource,
+                     (int)nres - 1);
+        else if (e->level < 0 || e->level > CRUX_ARB_MAX_LEVEL)
+            snprintf(why, len, "entry %d: level %d not in 0..%d", i, (int)e->level,
+                     CRUX_ARB_MAX_LEVEL);
+        else if (e->pid <= 0)
+            snprintf(why, len, "entry %d: pid %d", i, (int)e->pid);
+        else if (!terminated(e->job, CRUX_ARB_JOB_LEN))
+            snprintf(why, len, "entry %d: job name not terminated", i);
+        else
+            continue;
+        return -1;
+    }
+    return 0;
+}
+
+/* Every field in range, under the table's lock; on failure `why` says which
+ * field. */
+static int validate(arb_table_t *t, char *why, size_t len)
+{
+    if (header_ok(t, why, len) != 0)
+        return -1;
+    if (arb_lock(t) != 0) {
+        snprintf(why, len, "its lock is unusable");
+        return -1;
+    }
+    int rc = arb_check_entries(t, why, len);
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+void arb_copy_stable(const arb_table_t *t, arb_table_t *out)
+{
+    /* Without the lock a reader may catch a holder between two stores:
+     * copy until two copies of the contents agree (at most a few tries;
+     * the last copy is validated field by field all the same). */
+    const size_t from = offsetof(arb_table_t, nres), n = sizeof(*t) - from;
+    for (int tries = 0; tries < 16; tries++) {
+        memcpy(out, t, sizeof(*t));
+        if (memcmp((const char *)out + from, (const char *)t + from, n) == 0)
+            break;
+    }
+}
+
+/* Read-only: crux-sched status looks without writing a byte, so it neither
+ * creates, sizes nor initialises a table, nor takes its lock (which would
+ * need write access); it reads stable copies instead. */
+static crux_status_t open_read_only(const char *path, crux_arb_t **out, char *err, size_t errlen)
+{
+    char why[160];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == EMLINK) {
+            crux_errf(err, errlen, "%s: a symbolic link: refused", path);
+            return CRUX_ERR_INVALID;
+        }
+        crux_errf(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
+    }
+    struct stat sb;
+    crux_status_t st = CRUX_ERR_IO;
+    arb_table_t *t = MAP_FAILED, *copy = NULL;
+    crux_arb_t *a = NULL;
+    if (fstat(fd, &sb) != 0) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (file_ok(&sb, why, sizeof(why)) != 0)
+        REFUSE("%s: refused", why);
+    /* a shared lock waits out a job that is initialising the table */
+    if (flock(fd, LOCK_SH) != 0 || fstat(fd, &sb) != 0) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (sb.st_size == 0) { /* its creator died before sizing it */
+        crux_errf(err, errlen, "%s: empty, never initialised", path);
+        st = CRUX_ERR_NOT_FOUND;
+        goto out;
+    }
+    if (sb.st_size != (off_t)sizeof(arb_table_t))
+        REFUSE("%lld bytes, not %zu: refused", (long long)sb.st_size, sizeof(arb_table_t));
+    t = mmap(NULL, sizeof(*t), PROT_READ, MAP_SHARED, fd, 0);
+    copy = malloc(sizeof(*copy));
+    a = malloc(sizeof(*a));
+    if (t == MAP_FAILED || copy == NULL || a == NULL) {
+        crux_errf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    arb_copy_stable(t, copy);
+    if (copy->magic == 0) { /* sized, never initialised */
+        crux_errf(err, errlen, "%s: empty, never initialised", path);
+        st = CRUX_ERR_NOT_FOUND;
+        goto out;
+    }
+    if (header_ok(copy, why, sizeof(why)) != 0 || arb_check_entries(copy, why, sizeof(why)) != 0)
+        REFUSE("%s: refused", why);
+    *a = (crux_arb_t){ .t = t, .read_only = 1 };
+    *out = a;
+    a = NULL;
+    t = MAP_FAILED;
+    st = CRUX_OK;
+out:
+    free(a);
+    free(copy);
+    if (t != MAP_FAILED)
+        munmap(t, sizeof(*t));
+    close(fd);
+    return st;
+}
+
 crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char *err, size_t errlen)
 {
     char def[256], why[160];
     if (path == NULL)
         path = crux_arb_default_path(def, sizeof(def));
+    if (flags & CRUX_ARB_READ_ONLY)
+        return open_read_only(path, out, err, errlen);
     /* O_NONBLOCK: a FIFO in the table's place must not block the open */
     const int base = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
     int fd = -1;
@@ -200,6 +294,7 @@ crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char 
     a->t = t;
     a->my_pid = getpid();
     a->my_start = crux_proc_start_time(a->my_pid);
+    a->read_only = 0;
     t = MAP_FAILED;
     *out = a;
     st = CRUX_OK;

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,13 +35,19 @@ typedef struct {
 } arb_table_t;
 
 struct crux_arb {
-    arb_table_t *t;
+    arb_table_t *t; /* mapped read-only when read_only */
     uint64_t my_start;
     pid_t my_pid;
+    int read_only;
 };
 
 /* Lock the table's robust mutex (a dead holder's lock is made consistent);
  * nonzero when the mutex is unusable. */
 int arb_lock(arb_table_t *t);
+/* Every resource and entry in range (nonzero and why otherwise); without
+ * the lock, on a table or a copy of one. */
+int arb_check_entries(const arb_table_t *t, char *why, size_t len);
+/* A copy of a table read without its lock, taken until two reads agree. */
+void arb_copy_stable(const arb_table_t *t, arb_table_t *out);
 
 #endif

@@ -9,7 +9,8 @@
 
 #define GBPS(x) ((x)*1e9 / 8.0)
 
-static const char *const common_keys[] = { "type", "levels", "comment", "node_names", NULL };
+static const char *const common_keys[] = { "type",       "levels",       "comment",
+                                           "node_names", "host_pattern", NULL };
 
 static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
 {
@@ -105,6 +106,36 @@ static int build_lingjun(const tool_doc_t *d, crux_sched_cluster_t **out)
     return TOOL_OK;
 }
 
+/* "aliases": ["node7", ...] of each host of an explicit cluster: other
+ * names its jobs may report (a short name, the batch system's). */
+static int host_aliases(const tool_doc_t *d, json_object *hosts, crux_sched_cluster_t *c)
+{
+    for (size_t i = 0; i < json_object_array_length(hosts); i++) {
+        json_object *al;
+        if (!json_object_object_get_ex(json_object_array_get_idx(hosts, i), "aliases", &al))
+            continue;
+        int line = tool_doc_line(d, "hosts", (int)i);
+        if (!json_object_is_type(al, json_type_array)) {
+            tool_error(d->path, line, "host %zu: \"aliases\" must be an array of names", i);
+            return TOOL_INPUT;
+        }
+        for (size_t k = 0; k < json_object_array_length(al); k++) {
+            json_object *v = json_object_array_get_idx(al, k);
+            const char *name =
+                json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+            if (name == NULL || strlen(name) > CRUX_SCHED_MAX_ID ||
+                crux_sched_cluster_add_alias(c, name, (int)i) != CRUX_OK) {
+                tool_error(d->path, line,
+                           "host %zu: alias %zu must be a name of at most %d bytes that no "
+                           "other host or alias has",
+                           i, k, CRUX_SCHED_MAX_ID);
+                return TOOL_INPUT;
+            }
+        }
+    }
+    return TOOL_OK;
+}
+
 /* {"hosts":[{"name","gpus","nics"}], "switches":[{"name","layer"}],
  *  "links":[{"host","nic"?,"switch","gbps"} | {"a","b","gbps","count"?}]} */
 static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
@@ -141,8 +172,9 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
         tool_field_t f[] = { { "name", F_STRING, &name, NULL },
                              { "gpus", F_INT, &gpus, NULL },
                              { "nics", F_INT, &nics, NULL } };
+        static const char *const later[] = { "aliases", NULL }; /* after every host */
         int line = tool_doc_line(d, "hosts", (int)i);
-        if (tool_fields(json_object_array_get_idx(arr[0], i), f, 3, NULL, err, sizeof(err))) {
+        if (tool_fields(json_object_array_get_idx(arr[0], i), f, 3, later, err, sizeof(err))) {
             tool_error(d->path, line, "host %zu: %s", i, err);
             goto out;
         }
@@ -225,6 +257,8 @@ static int build_explicit(const tool_doc_t *d, crux_sched_cluster_t **out)
             goto out;
         }
     }
+    if (host_aliases(d, arr[0], c) != TOOL_OK)
+        goto out;
     if (crux_sched_cluster_seal(c, err, sizeof(err)) != CRUX_OK) {
         tool_error(d->path, 1, "%s", err);
         goto out;
@@ -297,6 +331,45 @@ static int load_node_names(const tool_doc_t *d, crux_sched_cluster_t *c)
     return TOOL_OK;
 }
 
+/* "host_pattern": "node{001}.example": host i of the cluster (in its
+ * order: the builders' h0, h1, ..., an explicit list's order, the Lingjun
+ * CSV's) is also known as the pattern with {001} replaced by i + 1, zero
+ * padded to 3 digits; the digits give the first number and the width. */
+static int load_host_pattern(const tool_doc_t *d, crux_sched_cluster_t *c)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(d->root, "host_pattern", &v))
+        return TOOL_OK;
+    const char *pat = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    const char *open = strchr(pat, '{'), *close = open ? strchr(open, '}') : NULL;
+    size_t width = open && close ? (size_t)(close - open - 1) : 0;
+    int ok = width >= 1 && width <= 9 && strlen(pat) <= 128 && strchr(close + 1, '{') == NULL &&
+             strchr(close + 1, '}') == NULL && memchr(pat, '}', (size_t)(open - pat)) == NULL;
+    for (size_t k = 0; ok && k < width; k++)
+        ok = open[1 + k] >= '0' && open[1 + k] <= '9';
+    if (!ok) {
+        tool_error(d->path, 1,
+                   "\"host_pattern\" must hold one {DIGITS} group (1-9 digits), e.g. "
+                   "\"node{001}\", in at most 128 bytes");
+        return TOOL_INPUT;
+    }
+    long first = strtol(open + 1, NULL, 10);
+    for (int h = 0; h < crux_sched_cluster_hosts(c); h++) {
+        char name[160];
+        snprintf(name, sizeof(name), "%.*s%0*ld%s", (int)(open - pat), pat, (int)width, first + h,
+                 close + 1);
+        if (strlen(name) > CRUX_SCHED_MAX_ID ||
+            crux_sched_cluster_add_alias(c, name, h) != CRUX_OK) {
+            tool_error(d->path, 1,
+                       "\"host_pattern\": \"%s\" (host %d) is too long or already a host's "
+                       "name or alias",
+                       name, h);
+            return TOOL_INPUT;
+        }
+    }
+    return TOOL_OK;
+}
+
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,
                       int levels)
 {
@@ -337,7 +410,9 @@ int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
     }
     if (rc != TOOL_OK)
         return rc;
-    rc = load_node_names(&d, *out);
+    rc = load_host_pattern(&d, *out);
+    if (rc == TOOL_OK)
+        rc = load_node_names(&d, *out);
     if (rc == TOOL_OK && table)
         rc = load_table(&d, table, levels);
     if (rc != TOOL_OK) {

@@ -25,21 +25,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crux_version.h"
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
 #include "sched/runtime/prio_util.h"
 #include "sched/tool/tool.h"
 
 static const char daemon_usage[] =
-    "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [--levels K]\n"
-    "                         [--reserve R] [--orders M] [--seed S] [--report FILE]\n"
-    "                         [--settle-ms N] [--once] [--profiles DIR2]\n"
-    "                         [--default-compute-s S] [--default-bytes B]\n"
+    "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [OPTIONS]\n"
     "Watches DIR for <id>.job, <id>.profile and <id>.end files and replans on every\n"
-    "change.  --once processes the spool once and exits (2 if a file was rejected).\n"
-    "--profiles: also read <id>.profile of registered jobs from DIR2, when the job's\n"
-    "\"uid\" owns it.  A job with no figures and no profile yet is planned with\n"
-    "compute_s S (default 1) and allreduce_bytes B (default 1e8).\n";
+    "change; each stderr line starts with the UTC time.\n"
+    "  --levels K, --reserve R, --orders M, --seed S   as for crux-sched plan\n"
+    "  --report FILE           rewrite a text report after each plan\n"
+    "  --settle-ms N           wait for N ms of quiet before replanning, 0-60000 (200)\n"
+    "  --once                  process the spool once and exit (2 if a file was rejected)\n"
+    "  --profiles DIR2         also read <id>.profile of registered jobs from DIR2,\n"
+    "                          when the job's \"uid\" owns the file\n"
+    "  --default-compute-s S   compute_s of a job with no figures and no profile yet,\n"
+    "                          1e-6-1e6 (1)\n"
+    "  --default-bytes B       its allreduce_bytes, 0-1e15 (1e8)\n"
+    "Exit status: 0 success (or stopped by SIGINT/SIGTERM), 1 runtime failure,\n"
+    "2 usage or input error.\n";
 
 typedef struct {
     char id[256];
@@ -57,12 +63,11 @@ typedef struct {
     crux_sched_options_t o;
 } daemon_t;
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop; /* the signal that stopped the daemon */
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop = 1;
+    stop = sig;
 }
 
 static int has_suffix(const char *s, const char *suf, size_t *base)
@@ -120,7 +125,7 @@ static int load_user_profile(const daemon_t *d, entry_t *e)
     if (s == CRUX_ERR_NOT_FOUND)
         return 0;
     if (s != CRUX_OK) {
-        fprintf(stderr, "%s\n", err);
+        tool_log("%s", err);
         return -1;
     }
     int rc = -1;
@@ -130,7 +135,7 @@ static int load_user_profile(const daemon_t *d, entry_t *e)
         tool_error(path, 0, "owned by uid %u, not by the job's owner %d: ignored",
                    (unsigned)st.st_uid, e->job.uid);
     else if (crux_profile_parse(text, len, path, &e->prof, err, sizeof(err)) != CRUX_OK)
-        fprintf(stderr, "%s\n", err);
+        tool_log("%s", err);
     else if (strcmp(e->prof.job, e->id) != 0) {
         tool_error(path, 1, "job \"%s\" differs from the file name", e->prof.job);
         crux_profile_clear(&e->prof);
@@ -187,7 +192,7 @@ static int replan(const daemon_t *d)
 {
     DIR *dir = opendir(d->spool);
     if (dir == NULL) {
-        fprintf(stderr, "%s:0: %s\n", d->spool, strerror(errno));
+        tool_error(d->spool, 0, "%s", strerror(errno));
         return TOOL_RUNTIME;
     }
     entry_t *es = NULL;
@@ -200,7 +205,7 @@ static int replan(const daemon_t *d)
         if (de->d_name[0] != '.' && has_suffix(de->d_name, ".end", &base) && base < sizeof(id)) {
             snprintf(id, sizeof(id), "%.*s", (int)base, de->d_name);
             remove_job(d, id);
-            fprintf(stderr, "crux-sched daemon: job %s deregistered\n", id);
+            tool_log("crux-sched daemon: job %s deregistered", id);
         }
     }
     rewinddir(dir);
@@ -235,7 +240,7 @@ static int replan(const daemon_t *d)
             }
             tool_doc_free(&doc);
         } else if (crux_profile_load(path, &e->prof, err, sizeof(err)) != CRUX_OK) {
-            fprintf(stderr, "%s\n", err);
+            tool_log("%s", err);
             rejected++;
         } else if (strcmp(e->prof.job, id) != 0) {
             tool_error(path, 1, "job \"%s\" differs from the file name", e->prof.job);
@@ -290,16 +295,17 @@ static int replan(const daemon_t *d)
         char comment[256];
         snprintf(comment, sizeof(comment), "written by crux-sched daemon from %s", d->spool);
         if (st != CRUX_OK) {
-            fprintf(stderr, "%s:0: planning failed: %s\n", d->spool, crux_status_string(st));
+            tool_error(d->spool, 0, "planning failed: %s", crux_status_string(st));
             rc = TOOL_RUNTIME;
         } else {
             rc = tool_write_priorities(plan, d->table, d->o.levels, d->o.reserve, d->out, comment);
         }
         if (rc == TOOL_OK && d->report)
-            rc = tool_write_report(plan, d->c, d->table, d->o.levels, d->o.reserve, d->report, 0);
+            rc = tool_write_report(plan, d->c, d->table, d->o.levels, d->o.reserve, d->report, 0,
+                                   "crux-sched daemon");
         if (rc == TOOL_OK)
-            fprintf(stderr, "crux-sched daemon: planned %d jobs (%d files rejected), wrote %s\n",
-                    crux_sched_plan_jobs(plan), rejected, d->out);
+            tool_log("crux-sched daemon: planned %d jobs (%d files rejected), wrote %s",
+                     crux_sched_plan_jobs(plan), rejected, d->out);
     }
     crux_sched_plan_free(plan);
     for (int i = 0; i < n; i++) {
@@ -323,7 +329,7 @@ static int watch(const daemon_t *d, int settle_ms)
     else if (d->profiles && inotify_add_watch(fd, d->profiles, events) < 0)
         bad = d->profiles;
     if (bad != NULL) {
-        fprintf(stderr, "%s:0: cannot watch: %s\n", bad, strerror(errno));
+        tool_error(bad, 0, "cannot watch: %s", strerror(errno));
         if (fd >= 0)
             close(fd);
         return TOOL_RUNTIME;
@@ -333,6 +339,9 @@ static int watch(const daemon_t *d, int settle_ms)
     sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    tool_log("crux-sched daemon: version %s, watching %s%s%s, %d levels (%d reserved), writing %s",
+             crux_version(), d->spool, d->profiles ? " and " : "", d->profiles ? d->profiles : "",
+             d->o.levels, d->o.reserve, d->out);
     int rc = replan(d);
     if (rc == TOOL_RUNTIME) {
         close(fd);
@@ -348,30 +357,11 @@ static int watch(const daemon_t *d, int settle_ms)
                 ;
         } while (!stop && poll(&p, 1, settle_ms) > 0);
         if (!stop && replan(d) == TOOL_RUNTIME)
-            fprintf(stderr, "crux-sched daemon: keeping the previous priority file\n");
+            tool_log("crux-sched daemon: keeping the previous priority file");
     }
     close(fd);
+    tool_log("crux-sched daemon: stopped by %s", stop == SIGINT ? "SIGINT" : "SIGTERM");
     return TOOL_OK;
-}
-
-static int int_opt(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-static int double_opt(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
 }
 
 int tool_daemon(int argc, char **argv)
@@ -399,34 +389,56 @@ int tool_daemon(int argc, char **argv)
     const char *cluster = NULL;
     int once = 0, settle = 200, opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         int bad = 0;
         switch (opt) {
         case 'd': d.spool = optarg; break;
         case 'c': cluster = optarg; break;
         case 'o': d.out = optarg; break;
-        case 'k': bad = int_opt(optarg, 1, CRUX_SCHED_MAX_LEVELS, &d.o.levels); break;
-        case 'r': bad = int_opt(optarg, 0, CRUX_SCHED_MAX_LEVELS - 1, &d.o.reserve); break;
-        case 'm': bad = int_opt(optarg, 1, 1000, &d.o.orders); break;
-        case 's': d.o.seed = strtoull(optarg, NULL, 10); break;
+        case 'k':
+            bad = tool_int_opt("daemon", "--levels", optarg, 1, CRUX_SCHED_MAX_LEVELS, &d.o.levels);
+            break;
+        case 'r':
+            bad = tool_int_opt("daemon", "--reserve", optarg, 0, CRUX_SCHED_MAX_LEVELS - 1,
+                               &d.o.reserve);
+            break;
+        case 'm': bad = tool_int_opt("daemon", "--orders", optarg, 1, 1000, &d.o.orders); break;
+        case 's': bad = tool_seed_opt("daemon", optarg, &d.o.seed); break;
         case 'R': d.report = optarg; break;
-        case 'S': bad = int_opt(optarg, 0, 60000, &settle); break;
+        case 'S': bad = tool_int_opt("daemon", "--settle-ms", optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;
         case 'P': d.profiles = optarg[0] ? optarg : NULL; break; /* "": none */
-        case 'C': bad = double_opt(optarg, 1e-6, 1e6, &d.default_compute_s); break;
-        case 'B': bad = double_opt(optarg, 0, 1e15, &d.default_bytes); break;
+        case 'C':
+            bad = tool_double_opt("daemon", "--default-compute-s", optarg, 1e-6, 1e6,
+                                  &d.default_compute_s);
+            break;
+        case 'B':
+            bad = tool_double_opt("daemon", "--default-bytes", optarg, 0, 1e15, &d.default_bytes);
+            break;
         case 'h': fputs(daemon_usage, stdout); return TOOL_OK;
-        default: bad = 1;
+        default: return tool_bad_option("daemon", opt, argv);
         }
-        if (bad) {
-            fprintf(stderr, "crux-sched daemon: bad option or value\n%s", daemon_usage);
+        if (bad)
             return TOOL_INPUT;
-        }
     }
-    if (!d.spool || !cluster || !d.out || optind != argc || d.o.reserve >= d.o.levels) {
-        fprintf(stderr, "crux-sched daemon: needs --spool, --cluster and --out\n%s", daemon_usage);
+    if (optind != argc) {
+        tool_usage_error("daemon", "unexpected argument \"%s\"", argv[optind]);
         return TOOL_INPUT;
     }
+    if (!d.spool || !cluster || !d.out) {
+        tool_usage_error("daemon", "%s is missing",
+                         !d.spool   ? "--spool DIR"
+                         : !cluster ? "--cluster FILE"
+                                    : "--out PRIOFILE");
+        return TOOL_INPUT;
+    }
+    if (d.o.reserve >= d.o.levels) {
+        tool_usage_error("daemon",
+                         "--reserve %d leaves no level for jobs with --levels %d (at most %d)",
+                         d.o.reserve, d.o.levels, d.o.levels - 1);
+        return TOOL_INPUT;
+    }
+    tool_log_timestamps(1);
     crux_sched_cluster_t *c = NULL;
     crux_sched_nettable_t table;
     int rc = tool_cluster_load(cluster, &c, &table, d.o.levels);

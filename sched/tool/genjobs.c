@@ -1,14 +1,14 @@
 /* crux-sched gen-jobs: a reproducible job list for a cluster, so that the
  * Lingjun end-to-end run and the planning benchmark can be repeated.
  *
- * Models (share of jobs, GPUs, compute per iteration, gradient bytes per
- * iteration, overlap) are round figures for common training jobs, not
- * measurements; compute varies +-20% per job.  Placement is packed (hosts
+ * Jobs are drawn from crux_sched_models(), the model mix crux-sim gen
+ * uses too (sched/plan/models.c); compute varies +-20% per job.  Placement is packed (hosts
  * in ToR order from a moving cursor, like a locality-seeking job scheduler)
  * or random (hosts chosen at random).  When the cluster is full, placement
  * starts over on an empty cluster: a long list then describes more jobs
  * than run at once (as a two-week trace does), and the planner treats
  * them all as concurrent, a stress test. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,27 +16,15 @@
 #include "sched/plan/sched_internal.h"
 #include "sched/tool/tool.h"
 
-typedef struct {
-    const char *name;
-    double share;
-    int gpus[4], ngpus;
-    double compute_s, bytes, overlap;
-} model_t;
-
-static const model_t models[] = {
-    { "resnet50", 0.35, { 1, 2, 4, 8 }, 4, 0.12, 102e6, 0.6 },  /* 25.6M fp32 params */
-    { "ctr", 0.15, { 4, 8, 16 }, 3, 0.08, 400e6, 0.2 },         /* sparse-dense model */
-    { "nmt", 0.10, { 8, 16 }, 2, 0.25, 420e6, 0.5 },            /* transformer-big fp16 */
-    { "bert-large", 0.25, { 8, 16, 32 }, 3, 0.35, 670e6, 0.5 }, /* 335M fp16 */
-    { "gpt-1.3b", 0.10, { 16, 32, 64 }, 3, 0.9, 2.6e9, 0.3 },
-    { "gpt-13b", 0.05, { 64, 128 }, 2, 2.5, 3.3e9, 0.2 }, /* tensor-parallel 8 in a host */
-};
-#define NMODELS ((int)(sizeof(models) / sizeof(models[0])))
-
 static const char gen_usage[] =
-    "usage: crux-sched gen-jobs --cluster FILE --count N [--seed S]\n"
-    "                           [--placement packed|random] [--out FILE]\n"
-    "Writes a job list (JSON) of N jobs drawn from a fixed model mix.\n";
+    "usage: crux-sched gen-jobs --cluster FILE --count N [OPTIONS]\n"
+    "Writes a job list (JSON) of N jobs, 1-10000000, drawn from the model mix that\n"
+    "crux-sim gen uses too (crux-sim models lists it).\n"
+    "  --seed S                      (1); the same seed gives the same list\n"
+    "  --placement packed|random     hosts in ToR order from a moving cursor, or at\n"
+    "                                random (packed)\n"
+    "  --out FILE                    (stdout)\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n";
 
 typedef struct {
     const crux_sched_cluster_t *c;
@@ -121,37 +109,40 @@ int tool_gen_jobs(int argc, char **argv)
                                           { "out", required_argument, NULL, 'o' },
                                           { "help", no_argument, NULL, 'h' },
                                           { NULL, 0, NULL, 0 } };
+    static const char *const placements[] = { "packed", "random", NULL };
     const char *cluster = NULL, *out = "-";
-    long count = -1;
+    int count = 0, placement = 0, opt;
     uint64_t seed = 1;
-    int packed = 1, opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        char *end = NULL;
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        int bad = 0;
         switch (opt) {
         case 'c': cluster = optarg; break;
-        case 'n':
-            count = strtol(optarg, &end, 10);
-            if (*end)
-                count = -1;
-            break;
-        case 's': seed = strtoull(optarg, NULL, 10); break;
+        case 'n': bad = tool_int_opt("gen-jobs", "--count", optarg, 1, 10000000, &count); break;
+        case 's': bad = tool_seed_opt("gen-jobs", optarg, &seed); break;
         case 'p':
-            if (strcmp(optarg, "packed") == 0 || strcmp(optarg, "random") == 0)
-                packed = strcmp(optarg, "packed") == 0;
-            else
-                count = -2;
+            bad = tool_choice_opt("gen-jobs", "--placement", optarg, placements, &placement);
             break;
         case 'o': out = optarg; break;
         case 'h': fputs(gen_usage, stdout); return TOOL_OK;
-        default: count = -2;
+        default: return tool_bad_option("gen-jobs", opt, argv);
         }
+        if (bad)
+            return TOOL_INPUT;
     }
-    if (cluster == NULL || count < 1 || count > 10000000 || optind != argc) {
-        fprintf(stderr, "crux-sched gen-jobs: needs --cluster and --count N >= 1\n%s", gen_usage);
+    if (optind != argc) {
+        tool_usage_error("gen-jobs", "unexpected argument \"%s\"", argv[optind]);
         return TOOL_INPUT;
     }
+    if (cluster == NULL || count == 0) {
+        tool_usage_error("gen-jobs", "%s is missing",
+                         cluster == NULL ? "--cluster FILE" : "--count N");
+        return TOOL_INPUT;
+    }
+    int packed = placement == 0;
     crux_sched_cluster_t *c = NULL;
+    const crux_sched_model_t *models;
+    const int nmodels = crux_sched_models(&models);
     int rc = tool_cluster_load(cluster, &c, NULL, 8);
     if (rc != TOOL_OK)
         return rc;
@@ -160,8 +151,13 @@ int tool_gen_jobs(int argc, char **argv)
     a.free = malloc((size_t)c->nhosts * sizeof(uint64_t));
     crux_sched_place_t *pl = malloc(sizeof(*pl) * (size_t)(128 + c->nhosts));
     FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
-    if (!a.order || !a.free || !pl || !f) {
-        fprintf(stderr, "%s:0: cannot write\n", out);
+    if (!a.order || !a.free || !pl) {
+        tool_error(cluster, 0, "out of memory");
+        rc = TOOL_RUNTIME;
+        goto done;
+    }
+    if (f == NULL) {
+        tool_error(out, 0, "cannot write: %s", strerror(errno));
         rc = TOOL_RUNTIME;
         goto done;
     }
@@ -176,27 +172,27 @@ int tool_gen_jobs(int argc, char **argv)
     reset(&a);
     sched_rng_seed(&a.rng, seed);
     fprintf(f,
-            "{\n  \"generator\": {\"cluster\": \"%s\", \"count\": %ld, \"seed\": %llu, "
+            "{\n  \"generator\": {\"cluster\": \"%s\", \"count\": %d, \"seed\": %llu, "
             "\"placement\": \"%s\"},\n  \"jobs\": [\n",
             cluster, count, (unsigned long long)seed, packed ? "packed" : "random");
-    for (long i = 0; i < count && rc == TOOL_OK; i++) {
+    for (int i = 0; i < count && rc == TOOL_OK; i++) {
         double u = uniform(&a.rng), acc = 0;
         int m = 0;
-        while (m < NMODELS - 1 && u >= (acc += models[m].share))
+        while (m < nmodels - 1 && u >= (acc += models[m].share))
             m++;
-        const model_t *md = &models[m];
+        const crux_sched_model_t *md = &models[m];
         int gpus = md->gpus[sched_rng_below(&a.rng, (uint64_t)md->ngpus)];
         if (gpus > a.gpus_per_host * c->nhosts)
             gpus = a.gpus_per_host * c->nhosts;
         int nh = place(&a, gpus, pl);
         if (nh < 0) {
-            fprintf(stderr, "%s:0: cannot place a %d-GPU job\n", cluster, gpus);
+            tool_error(cluster, 0, "cannot place a %d-GPU job", gpus);
             rc = TOOL_INPUT;
             break;
         }
         double compute = md->compute_s * (0.8 + 0.4 * uniform(&a.rng));
         fprintf(f,
-                "    {\"id\": \"job-%05ld\", \"model\": \"%s\", \"compute_s\": %.4f, "
+                "    {\"id\": \"job-%05d\", \"model\": \"%s\", \"compute_s\": %.4f, "
                 "\"overlap\": %.2f, \"allreduce_bytes\": %.0f, \"placement\": [",
                 i + 1, md->name, compute, md->overlap, md->bytes);
         for (int k = 0; k < nh; k++) {
@@ -225,7 +221,7 @@ int tool_gen_jobs(int argc, char **argv)
                 a.rounds, a.rounds > 1 ? "s" : "");
 done:
     if (f && f != stdout && fclose(f) != 0 && rc == TOOL_OK) {
-        fprintf(stderr, "%s:0: cannot write\n", out);
+        tool_error(out, 0, "cannot write");
         rc = TOOL_RUNTIME;
     }
     free(a.order);

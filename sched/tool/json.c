@@ -2,22 +2,11 @@
  * line numbers to its errors and finds the line of an array element so
  * that errors about, say, the 812th job name its line. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/runtime/prio_util.h"
 #include "sched/tool/tool.h"
-
-void tool_error(const char *path, int line, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "%s:%d: ", path, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 static int line_at(const char *text, size_t off)
 {
@@ -34,9 +23,14 @@ int tool_doc_load(tool_doc_t *doc, const char *path)
     char err[512];
     memset(doc, 0, sizeof(*doc));
     doc->path = path;
-    if (prio_read_all(path, &doc->text, &doc->len, NULL, err, sizeof(err)) != CRUX_OK) {
-        tool_error(path, 0, "%s", strchr(err, ':') ? strchr(err, ':') + 2 : err);
-        return TOOL_INPUT;
+    crux_status_t st = prio_read_all(path, &doc->text, &doc->len, NULL, err, sizeof(err));
+    if (st != CRUX_OK) {
+        size_t n = strlen(path); /* err is "path: why" */
+        const char *why = strncmp(err, path, n) == 0 && err[n] == ':' ? err + n + 2 : err;
+        tool_error(path, 0, "%s", why);
+        /* too large or not a regular file: the input is wrong; else it
+         * could not be read */
+        return st == CRUX_ERR_INVALID ? TOOL_INPUT : TOOL_RUNTIME;
     }
     return doc_parse(doc);
 }

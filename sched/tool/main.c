@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/crux_version.h"
 #include "sched/tool/tool.h"
 
 static const char usage[] =
@@ -10,6 +11,7 @@ static const char usage[] =
     "  daemon    watch a spool directory of jobs and profiles, replan on every change\n"
     "  status    show the intra-host arbitration table (who transfers, who waits)\n"
     "  gen-jobs  generate a reproducible job list for a cluster\n"
+    "  --version print the version\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n";
 
 int main(int argc, char **argv)
@@ -23,6 +25,10 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return TOOL_OK;
     }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        crux_version_print(stdout, "crux-sched");
+        return TOOL_OK;
+    }
     if (strcmp(cmd, "plan") == 0)
         return tool_plan(argc - 1, argv + 1);
     if (strcmp(cmd, "daemon") == 0)
@@ -31,6 +37,6 @@ int main(int argc, char **argv)
         return tool_status(argc - 1, argv + 1);
     if (strcmp(cmd, "gen-jobs") == 0)
         return tool_gen_jobs(argc - 1, argv + 1);
-    fprintf(stderr, "crux-sched: unknown command \"%s\"\n%s", cmd, usage);
+    fprintf(stderr, "crux-sched: unknown command \"%s\" (crux-sched --help)\n", cmd);
     return TOOL_INPUT;
 }

@@ -1,5 +1,6 @@
 /* What crux-sched plan and daemon write: the priority file (the fixed
  * format of crux_prio.h) and a report for people (text) or programs (JSON). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,7 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
     snprintf(note, sizeof(note), "%s\n%d jobs; levels %d..%d are reserved for other traffic",
              comment, n, levels - reserve, levels - 1);
     if (crux_prio_write(out, &file, reserve ? note : comment, why, sizeof(why)) != CRUX_OK) {
-        fprintf(stderr, "%s\n", why);
+        tool_log("%s", why);
         goto out;
     }
     rc = TOOL_OK;
@@ -132,11 +133,11 @@ static json_object *report_json(const crux_sched_plan_t *plan, const crux_sched_
 
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
                       const crux_sched_nettable_t *table, int levels, int reserve, const char *out,
-                      int json)
+                      int json, const char *who)
 {
     FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
     if (f == NULL) {
-        fprintf(stderr, "%s:0: cannot write the report\n", out);
+        tool_error(out, 0, "cannot write the report: %s", strerror(errno));
         return TOOL_RUNTIME;
     }
     if (json) {
@@ -149,7 +150,7 @@ int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t 
         int n = crux_sched_plan_jobs(plan), ref = crux_sched_plan_reference(plan);
         double cut, total;
         crux_sched_plan_cut(plan, &cut, &total);
-        fprintf(f, "crux-sched plan: %d jobs on %d hosts, %d levels (%d reserved)\n", n,
+        fprintf(f, "%s: %d jobs on %d hosts, %d levels (%d reserved)\n", who, n,
                 crux_sched_cluster_hosts(c), levels, reserve);
         fprintf(f, "contention kept apart by the levels: %.6g of %.6g (%.1f%%)\n", cut, total,
                 total > 0 ? 100.0 * cut / total : 100.0);
@@ -168,7 +169,7 @@ int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t 
         }
     }
     if (f != stdout && fclose(f) != 0) {
-        fprintf(stderr, "%s:0: cannot write the report\n", out);
+        tool_error(out, 0, "cannot write the report");
         return TOOL_RUNTIME;
     }
     if (f == stdout)

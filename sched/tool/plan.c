@@ -1,36 +1,33 @@
 /* crux-sched plan: a cluster and a job list in, the priority file and a
  * report out. */
 #include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "sched/tool/tool.h"
 
 static const char plan_usage[] =
-    "usage: crux-sched plan --cluster FILE --jobs FILE [--levels K] [--reserve R]\n"
-    "                       [--orders M] [--seed S] [--paths crux|ecmp|random]\n"
-    "                       [--out PRIOFILE] [--report FILE|-] [--json] [--timing]\n"
-    "Plans the jobs (path selection, priorities, compression to K levels, default 8,\n"
-    "the top R reserved) and writes the priority file and a report (to stdout when\n"
-    "neither --out nor --report is given).  --timing prints each phase's time on stderr.\n";
+    "usage: crux-sched plan --cluster FILE --jobs FILE [OPTIONS]\n"
+    "Plans the jobs on the cluster (path selection, priorities, compression to\n"
+    "levels) and writes the priority file and a report.\n"
+    "  --cluster FILE     cluster file (JSON)\n"
+    "  --jobs FILE        job list (JSON)\n"
+    "  --levels K         priority levels, 1-16 (8)\n"
+    "  --reserve R        top levels left to other traffic, 0-(K-1) (0)\n"
+    "  --orders M         random topological orders tried by the compression, 1-1000 (10)\n"
+    "  --seed S           seed of those orders and of --paths random (1)\n"
+    "  --paths MODE       crux (least congested), ecmp or random (crux)\n"
+    "  --out PRIOFILE     write the priority file (atomically)\n"
+    "  --report FILE|-    write the report (to stdout when neither --out nor --report)\n"
+    "  --json             the report in JSON\n"
+    "  --timing           each phase's time on stderr\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n";
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Parse an integer option in [lo, hi]; -1 on error. */
-static int int_arg(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 static int load_jobs(const char *path, const crux_sched_cluster_t *c, crux_sched_plan_t *plan)
@@ -63,41 +60,53 @@ int tool_plan(int argc, char **argv)
     int json = 0, timing = 0, opt;
     crux_sched_options_t o;
     crux_sched_options_defaults(&o);
+    static const char *const path_modes[] = { "crux", "ecmp", "random", NULL };
+    static const crux_sched_path_mode_t path_value[] = { CRUX_SCHED_PATHS_CRUX,
+                                                         CRUX_SCHED_PATHS_ECMP,
+                                                         CRUX_SCHED_PATHS_RANDOM };
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        int bad = 0;
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        int bad = 0, mode;
         switch (opt) {
         case 'c': cluster = optarg; break;
         case 'j': jobs = optarg; break;
-        case 'k': bad = int_arg(optarg, 1, CRUX_SCHED_MAX_LEVELS, &o.levels); break;
-        case 'r': bad = int_arg(optarg, 0, CRUX_SCHED_MAX_LEVELS - 1, &o.reserve); break;
-        case 'm': bad = int_arg(optarg, 1, 1000, &o.orders); break;
-        case 's': o.seed = strtoull(optarg, NULL, 10); break;
+        case 'k':
+            bad = tool_int_opt("plan", "--levels", optarg, 1, CRUX_SCHED_MAX_LEVELS, &o.levels);
+            break;
+        case 'r':
+            bad =
+                tool_int_opt("plan", "--reserve", optarg, 0, CRUX_SCHED_MAX_LEVELS - 1, &o.reserve);
+            break;
+        case 'm': bad = tool_int_opt("plan", "--orders", optarg, 1, 1000, &o.orders); break;
+        case 's': bad = tool_seed_opt("plan", optarg, &o.seed); break;
         case 'p':
-            if (strcmp(optarg, "crux") == 0)
-                o.paths = CRUX_SCHED_PATHS_CRUX;
-            else if (strcmp(optarg, "ecmp") == 0)
-                o.paths = CRUX_SCHED_PATHS_ECMP;
-            else if (strcmp(optarg, "random") == 0)
-                o.paths = CRUX_SCHED_PATHS_RANDOM;
-            else
-                bad = 1;
+            bad = tool_choice_opt("plan", "--paths", optarg, path_modes, &mode);
+            if (!bad)
+                o.paths = path_value[mode];
             break;
         case 'o': out = optarg; break;
         case 'R': report = optarg; break;
         case 'J': json = 1; break;
         case 'T': timing = 1; break;
         case 'h': fputs(plan_usage, stdout); return TOOL_OK;
-        default: bad = 1;
+        default: return tool_bad_option("plan", opt, argv);
         }
-        if (bad) {
-            fprintf(stderr, "crux-sched plan: bad option or value\n%s", plan_usage);
+        if (bad)
             return TOOL_INPUT;
-        }
     }
-    if (cluster == NULL || jobs == NULL || optind != argc || o.reserve >= o.levels) {
-        fprintf(stderr, "crux-sched plan: needs --cluster and --jobs (and reserve < levels)\n%s",
-                plan_usage);
+    if (optind != argc) {
+        tool_usage_error("plan", "unexpected argument \"%s\"", argv[optind]);
+        return TOOL_INPUT;
+    }
+    if (cluster == NULL || jobs == NULL) {
+        tool_usage_error("plan", "%s is missing",
+                         cluster == NULL ? "--cluster FILE" : "--jobs FILE");
+        return TOOL_INPUT;
+    }
+    if (o.reserve >= o.levels) {
+        tool_usage_error("plan",
+                         "--reserve %d leaves no level for jobs with --levels %d (at most %d)",
+                         o.reserve, o.levels, o.levels - 1);
         return TOOL_INPUT;
     }
     if (out == NULL && report == NULL)
@@ -126,7 +135,7 @@ int tool_plan(int argc, char **argv)
             st = crux_sched_plan_compress(plan, o.levels, o.reserve, o.orders, o.seed);
         t5 = now_s();
         if (st != CRUX_OK) {
-            fprintf(stderr, "%s:0: planning failed: %s\n", jobs, crux_status_string(st));
+            tool_error(jobs, 0, "planning failed: %s", crux_status_string(st));
             rc = TOOL_RUNTIME;
         }
     }
@@ -136,7 +145,8 @@ int tool_plan(int argc, char **argv)
         rc = tool_write_priorities(plan, &table, o.levels, o.reserve, out, comment);
     }
     if (rc == TOOL_OK && report)
-        rc = tool_write_report(plan, c, &table, o.levels, o.reserve, report, json);
+        rc = tool_write_report(plan, c, &table, o.levels, o.reserve, report, json,
+                               "crux-sched plan");
     if (timing && t5 > t2)
         fprintf(stderr,
                 "timing: cluster %.3f s, jobs %.3f s, paths %.3f s, priorities %.3f s, "

@@ -2,7 +2,9 @@
  * arbitration table. */
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sched/crux_arb.h"
 #include "sched/tool/tool.h"
@@ -11,9 +13,21 @@ static const char status_usage[] =
     "usage: crux-sched status [--arb PATH] [--json]\n"
     "Shows the intra-host arbitration table (default $CRUX_ARB_PATH, else\n"
     "/dev/shm/crux-arb-<uid>): per resource, the jobs active and waiting.\n"
-    "It never creates the table.  Exit status: 0 shown; 1 no table there (no\n"
-    "crux job has run on this host) or it cannot be read; 2 a table refused\n"
-    "(a link, not a regular file, another owner, another mode, bad contents).\n";
+    "It only reads: it never creates, sizes or writes the table.  Exit status:\n"
+    "0 shown; 1 no table there (no crux job has used it on this host) or it\n"
+    "cannot be read; 2 a table refused (a link, not a regular file, another\n"
+    "owner, another mode, bad contents) or a usage error.\n";
+
+/* Whether the directory of `path` is missing; its name into dir. */
+static int missing_dir(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    struct stat sb;
+    if (slash == NULL)
+        return 0;
+    snprintf(dir, len, "%.*s", (int)(slash - path) + (slash == path), path);
+    return stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode);
+}
 
 int tool_status(int argc, char **argv)
 {
@@ -24,7 +38,7 @@ int tool_status(int argc, char **argv)
     const char *path = NULL;
     int json = 0, opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         if (opt == 'a')
             path = optarg;
         else if (opt == 'J')
@@ -32,13 +46,11 @@ int tool_status(int argc, char **argv)
         else if (opt == 'h') {
             fputs(status_usage, stdout);
             return TOOL_OK;
-        } else {
-            fputs(status_usage, stderr);
-            return TOOL_INPUT;
-        }
+        } else
+            return tool_bad_option("status", opt, argv);
     }
     if (optind != argc) {
-        fputs(status_usage, stderr);
+        tool_usage_error("status", "unexpected argument \"%s\"", argv[optind]);
         return TOOL_INPUT;
     }
     char def[256];
@@ -46,9 +58,16 @@ int tool_status(int argc, char **argv)
         path = crux_arb_default_path(def, sizeof(def));
     crux_arb_t *arb;
     char err[512];
-    crux_status_t st = crux_arb_open(path, CRUX_ARB_NO_CREATE, &arb, err, sizeof(err));
+    crux_status_t st = crux_arb_open(path, CRUX_ARB_READ_ONLY, &arb, err, sizeof(err));
     if (st == CRUX_ERR_NOT_FOUND) {
-        fprintf(stderr, "%s: no arbitration table (no crux job has run on this host)\n", path);
+        char dir[4096];
+        if (missing_dir(path, dir, sizeof(dir)))
+            fprintf(stderr, "%s: no such directory %s\n", path, dir);
+        else if (access(path, F_OK) == 0) /* there, but never initialised */
+            fprintf(stderr, "%s\n", err);
+        else
+            fprintf(stderr, "%s: no arbitration table (no crux job has used it on this host)\n",
+                    path);
         return TOOL_RUNTIME;
     }
     if (st != CRUX_OK) {
@@ -57,8 +76,13 @@ int tool_status(int argc, char **argv)
     }
     crux_arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
     int n = 0;
-    crux_arb_snapshot(arb, e, CRUX_ARB_MAX_ENTRIES, &n);
+    st = crux_arb_snapshot(arb, e, CRUX_ARB_MAX_ENTRIES, &n);
     crux_arb_close(arb);
+    if (st != CRUX_OK) {
+        fprintf(stderr, "crux-sched status: %s: %s\n", path,
+                st == CRUX_ERR_INVALID ? "damaged while being read: refused" : "out of memory");
+        return st == CRUX_ERR_INVALID ? TOOL_INPUT : TOOL_RUNTIME;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;

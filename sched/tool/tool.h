@@ -1,10 +1,13 @@
-/* crux-sched internals: JSON inputs with line-numbered errors, and the
- * subcommands.  Exit codes: 0 success, 1 runtime failure, 2 usage or
- * input error; every error is one stderr line naming the file and line. */
+/* crux-sched internals: JSON inputs with line-numbered errors, option
+ * values, and the subcommands.  Exit codes: 0 success, 1 runtime failure
+ * (a file that cannot be read or written, a failed run), 2 usage or input
+ * error; every error is one stderr line naming the option, or the file
+ * and line. */
 #ifndef CRUX_SCHED_TOOL_H
 #define CRUX_SCHED_TOOL_H
 
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sched/crux_sched.h"
@@ -19,8 +22,9 @@ typedef struct {
     json_object *root;
 } tool_doc_t;
 
-/* Read and parse; on failure prints "path:line: why" and returns
- * TOOL_INPUT. */
+/* Read and parse; on failure prints "path: why" and returns TOOL_RUNTIME
+ * when the file cannot be read, "path:line: why" and TOOL_INPUT when its
+ * contents are wrong. */
 int tool_doc_load(tool_doc_t *doc, const char *path);
 /* The same from text in memory (copied), `name` standing for the path. */
 int tool_doc_parse(tool_doc_t *doc, const char *name, const char *text, size_t len);
@@ -28,9 +32,15 @@ void tool_doc_free(tool_doc_t *doc);
 /* The line where element `index` of the top-level array member `key`
  * starts (1 when it cannot be told). */
 int tool_doc_line(const tool_doc_t *doc, const char *key, int index);
-/* Print "path:line: message" on stderr. */
+/* Print "path:line: message" on stderr ("path: message" when line <= 0:
+ * about the file as a whole, e.g. it cannot be opened). */
 void tool_error(const char *path, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Print one line on stderr. */
+void tool_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on, start every line of tool_error and tool_log with the time:
+ * "2026-12-01T18:40:00.123Z " (UTC). */
+void tool_log_timestamps(int on);
 
 /* Typed members of a JSON object, with unknown keys refused. */
 typedef enum { F_INT, F_DOUBLE, F_STRING } tool_ftype_t;
@@ -44,6 +54,19 @@ typedef struct {
  * are allowed and skipped. */
 int tool_fields(json_object *obj, const tool_field_t *fields, int n, const char *const *ignore,
                 char *err, size_t errlen);
+
+/* Option errors, each one stderr line "crux-sched CMD: ..." naming the
+ * option and its value; the parsers return 0, or -1 after saying why. */
+void tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After getopt_long (optstring starting with ':') returned '?' or ':'. */
+int tool_bad_option(const char *cmd, int opt, char **argv);
+int tool_int_opt(const char *cmd, const char *name, const char *s, long lo, long hi, int *out);
+int tool_double_opt(const char *cmd, const char *name, const char *s, double lo, double hi,
+                    double *out);
+int tool_seed_opt(const char *cmd, const char *s, uint64_t *out);
+/* *out = the index of s in choices (NULL-terminated). */
+int tool_choice_opt(const char *cmd, const char *name, const char *s, const char *const *choices,
+                    int *out);
 
 /* Cluster file: a builder or an explicit list; also the level table. */
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,
@@ -72,9 +95,10 @@ int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
 /* Write the priority file and the report of a planned plan. */
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
                           int levels, int reserve, const char *out, const char *comment);
+/* `who` ("crux-sched plan", "crux-sched daemon") heads the text report. */
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
                       const crux_sched_nettable_t *table, int levels, int reserve, const char *out,
-                      int json);
+                      int json, const char *who);
 
 int tool_plan(int argc, char **argv);
 int tool_daemon(int argc, char **argv);

@@ -41,8 +41,15 @@ check "beta is gone from the file" sh -c "! grep -q '^job beta ' '$WORK/prio' &&
   test \$(grep -c '^job ' '$WORK/prio') -eq 2"
 check "beta's files are removed" sh -c "! ls '$S' | grep -q beta"
 echo '{"placement": ["h0", "nohost"], "compute_s": 1}' >"$S/bad.job"
+# the daemon's lines start with the time, ISO 8601 in UTC
+STAMP='[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]\{3\}Z'
 check "a bad registration: exit 2, one line naming it" sh -c "
-  $D --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$S/bad.job:1: .*nohost' '$WORK/err'"
+  $D --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$STAMP $S/bad.job:1: .*nohost' '$WORK/err'"
+check "every daemon line is time-stamped" sh -c "
+  test \$(grep -c . '$WORK/err') -ge 2 && ! grep -v '^$STAMP ' '$WORK/err'"
+check "... in UTC, today" grep -q "^$(date -u +%Y-%m-%d)T" "$WORK/err"
+check "the daemon's report is headed crux-sched daemon" sh -c "
+  $D --once --report '$WORK/drep' 2>/dev/null; grep -q '^crux-sched daemon: 2 jobs' '$WORK/drep'"
 check "the others are still planned" test "$(grep -c '^job ' "$WORK/prio")" -eq 2
 rm "$S/bad.job"
 
@@ -64,7 +71,7 @@ check "node names and a domain map to the cluster's hosts" exits 0 $BD --once
 check "no figures: planned from the defaults (W = 16 GPUs x 1 s)" test "$(w_of)" = 16
 sed 's/^job gamma$/job j1/; s/^hosts .*/hosts h3:8,h7:8/' "$S/gamma.profile" >"$P/j1.profile"
 check "a profile the job's owner does not own: exit 2, one line naming it" sh -c "
-  $BD --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$P/j1.profile:0: owned by uid $me, not by the job.s owner $other' '$WORK/err'"
+  $BD --once 2>'$WORK/err'; test \$? -eq 2 && grep -q '^$STAMP $P/j1.profile: owned by uid $me, not by the job.s owner $other' '$WORK/err'"
 check "... and the job is still planned from the defaults" test "$(w_of)" = 16
 sed -i "s/\"uid\": $other/\"uid\": $me/" "$B/j1.job" # now the job is the profile's owner's
 check "the owner's profile is used" sh -c "$BD --once && test \"\$(awk '\$1 == \"j1\" { print \$4 }' '$WORK/brep')\" != 16"
@@ -97,4 +104,9 @@ touch "$S/alpha.end"
 check "the daemon replans on a deregistration" wait_for "! grep -q '^job alpha ' '$WORK/prio'"
 kill -TERM $pid
 check "the daemon stops on SIGTERM with status 0" wait $pid
+check "its log: started, planned, stopped, each line stamped" sh -c "
+  grep -q '^$STAMP crux-sched daemon: version [0-9].*, watching $S, 8 levels (0 reserved), writing $WORK/prio\$' '$WORK/daemon.err' &&
+  grep -q '^$STAMP crux-sched daemon: planned ' '$WORK/daemon.err' &&
+  tail -1 '$WORK/daemon.err' | grep -q '^$STAMP crux-sched daemon: stopped by SIGTERM\$' &&
+  ! grep -v '^$STAMP ' '$WORK/daemon.err'"
 tap_done

@@ -15,6 +15,16 @@ for cmd in run gen models; do
   check "$cmd --help: exit 0" exits 0 "$SIM" $cmd --help
 done
 check "models lists 11 models" sh -c "test \$('$SIM' models | tail -n +2 | wc -l) -eq 11"
+# crux-sim gen and crux-sched gen-jobs draw from one model mix: each model
+# with the same Allreduce bytes and overlap in both, all eleven in both
+"$SIM" gen $C --jobs 400 --days 0.02 --seed 5 | grep -v '^#' |
+  awk -F, 'NR > 1 { printf "%s %.0f %.2f\n", $3, $7, $6 }' | sort -u >"$WORK/mix-sim"
+"$CRUX_SCHED" gen-jobs $C --count 400 --seed 5 2>/dev/null |
+  sed -n 's/.*"model": "\([^"]*\)".*"overlap": \([0-9.]*\), "allreduce_bytes": \([0-9]*\).*/\1 \3 \2/p' |
+  awk '{ printf "%s %.0f %.2f\n", $1, $2, $3 }' | sort -u >"$WORK/mix-sched"
+check "gen and gen-jobs: the same models, bytes and overlaps" cmp "$WORK/mix-sim" "$WORK/mix-sched"
+check "... all eleven models" test "$(wc -l <"$WORK/mix-sim")" -eq 11
+check "... bert-large Allreduces fp32 gradients (335M x 4 B)" grep -qx "bert-large 1340000000 0.50" "$WORK/mix-sched"
 check "gen writes a workload" "$SIM" gen $C --jobs 40 --days 0.02 --seed 5 --out "$WORK/w.csv"
 check "gen: header and 40 jobs" sh -c "
   grep -q '^id,arrival_s,model,gpus,compute_s,overlap,bytes,work,iterations,duration_s,level,placement\$' '$WORK/w.csv' &&
@@ -52,8 +62,18 @@ check "malformed workload: names file and line 3" one_line_names "$WORK/bad.csv:
 printf 'id,arrival_s,gpus,compute_s,bytes,iterations,colour\n' >"$WORK/col.csv"
 check "unknown column: exit 2" exits 2 "$SIM" run $C --workload "$WORK/col.csv"
 check "unknown column: named at line 1" one_line_names "$WORK/col.csv:1: header: unknown column"
-check "missing workload: exit 2" exits 2 "$SIM" run $C --workload "$WORK/none.csv"
-check "missing workload: named" one_line_names "$WORK/none.csv:0:"
+check "missing workload: exit 1" exits 1 "$SIM" run $C --workload "$WORK/none.csv"
+check "missing workload: named, no line number" one_line_names "$WORK/none.csv: cannot read"
+check "missing cluster file: exit 1" exits 1 "$SIM" run --cluster "$WORK/none.json" --workload "$WORK/w.csv"
+check "missing cluster file: named, no line number" one_line_names "$WORK/none.json: "
+check "run --levels 17: exit 2" exits 2 "$SIM" run $C --jobs 5 --levels 17
+check "... one line naming option, value and range" one_line_names "crux-sim run: --levels: \"17\" is not an integer 1-16"
+check "gen --frob: exit 2" exits 2 "$SIM" gen $C --frob
+check "... one line naming the option" one_line_names "crux-sim gen: unknown option \"--frob\""
+check "gen --seed without a value: exit 2" exits 2 "$SIM" gen $C --seed
+check "... one line naming the option" one_line_names "crux-sim gen: --seed needs a value"
+check "--version: exit 0" exits 0 "$SIM" --version
+check "--version names crux-sim and the version" grep -q "^crux-sim (crux) [0-9]" "$WORK/out"
 check "unknown policy: exit 2" exits 2 "$SIM" run $C --workload "$WORK/w.csv" --policy varys
 check "needs a workload: exit 2" exits 2 "$SIM" run $C
 check "bad cluster: exit 2" exits 2 "$SIM" run --cluster "$WORK/w.csv" --jobs 5

@@ -280,7 +280,7 @@ done
 check "an empty node list: the prolog says so in one line" \
   eval "[ \$(prolog_lines $g prolog) -eq 1 ] && grep -q 'prolog: job $g: empty node list' '$T/crux-slurm.log'"
 check "a node the cluster file lacks: registered, and the daemon names it" \
-  eval "[ \$(prolog_lines $h prolog) -eq 0 ] && grep -q '^$T/spool/$h.job:1: .*unknown host \"crux-nowhere\"' '$T/daemon.err'"
+  eval "[ \$(prolog_lines $h prolog) -eq 0 ] && grep -q '^[-0-9T:.]*Z $T/spool/$h.job:1: .*unknown host \"crux-nowhere\"' '$T/daemon.err'"
 check "a spool the prolog cannot write: one line from the prolog, one from the epilog" \
   eval "[ \$(prolog_lines $i prolog) -eq 1 ] && [ \$(prolog_lines $i epilog) -eq 1 ] &&
     grep -q 'prolog: job $i: cannot write $T/spool/$i.job (Permission denied)' '$T/crux-slurm.log'"

@@ -158,6 +158,84 @@ START_TEST(status_never_creates)
 }
 END_TEST
 
+/* The whole file, for comparing before and after. */
+static void slurp(const char *p, char *buf, size_t len, size_t *got)
+{
+    int fd = open(p, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ssize_t n = read(fd, buf, len);
+    ck_assert_int_ge(n, 0);
+    *got = (size_t)n;
+    close(fd);
+}
+
+START_TEST(read_only_writes_nothing)
+{
+    crux_arb_t *a;
+    char err[256] = "";
+    /* an empty file (its creator died before sizing it) stays empty */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(crux_arb_open(path, CRUX_ARB_READ_ONLY, &a, err, sizeof(err)),
+                     CRUX_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(err, "never initialised") != NULL, "%s", err);
+    ck_assert_int_eq(status_tool(path), 1);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 0);
+    /* sized but all zero: not initialised by a reader */
+    ck_assert_int_eq(truncate(path, sizeof(arb_table_t)), 0);
+    ck_assert_int_eq(crux_arb_open(path, CRUX_ARB_READ_ONLY, &a, NULL, 0), CRUX_ERR_NOT_FOUND);
+    ck_assert_int_eq(status_tool(path), 1);
+    static char before[sizeof(arb_table_t) + 1], after[sizeof(arb_table_t) + 1];
+    size_t nb, na;
+    slurp(path, after, sizeof(after), &na);
+    ck_assert_uint_eq(na, sizeof(arb_table_t));
+    for (size_t i = 0; i < na; i++)
+        ck_assert_int_eq(after[i], 0);
+    unlink(path);
+    /* a live table with an active entry of ours and one of a dead process */
+    crux_arb_t *w;
+    int id;
+    crux_arb_ticket_t tk;
+    ck_assert_int_eq(crux_arb_open(path, 0, &w, NULL, 0), CRUX_OK);
+    ck_assert_int_eq(crux_arb_resource(w, "hostmem", &id), CRUX_OK);
+    ck_assert_int_eq(crux_arb_acquire(w, id, 3, "job-a", 1000000, &tk), CRUX_OK);
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    fd = open(path, O_RDWR);
+    arb_table_t *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(t, MAP_FAILED);
+    close(fd);
+    t->e[9] = (arb_entry_t){ CRUX_ARB_ACTIVE, id, 5, dead, 0, 0, "gone" };
+    slurp(path, before, sizeof(before), &nb);
+    ck_assert_int_eq(crux_arb_open(path, CRUX_ARB_READ_ONLY, &a, err, sizeof(err)), CRUX_OK);
+    crux_arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
+    int n = -1;
+    ck_assert_int_eq(crux_arb_snapshot(a, e, CRUX_ARB_MAX_ENTRIES, &n), CRUX_OK);
+    ck_assert_int_eq(n, 1); /* the dead one is skipped */
+    ck_assert_str_eq(e[0].job, "job-a");
+    ck_assert_int_eq(e[0].level, 3);
+    /* a read-only handle takes no part in arbitration */
+    ck_assert_int_eq(crux_arb_resource(a, "pcie:0", &id), CRUX_ERR_INVALID);
+    crux_arb_ticket_t tk2;
+    ck_assert_int_eq(crux_arb_acquire(a, 0, 1, "x", 1000, &tk2), CRUX_ERR_INVALID);
+    crux_arb_close(a);
+    ck_assert_int_eq(status_tool(path), 0);
+    slurp(path, after, sizeof(after), &na);
+    ck_assert_uint_eq(na, nb);
+    ck_assert(memcmp(before, after, nb) == 0); /* the dead entry is still there */
+    ck_assert_int_eq(t->e[9].state, CRUX_ARB_ACTIVE);
+    munmap(t, sizeof(*t));
+    crux_arb_release(w, &tk);
+    crux_arb_close(w);
+}
+END_TEST
+
 START_TEST(links_and_odd_files_refused)
 {
     char target[160], err[256] = "";
@@ -343,6 +421,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, created_0600_exclusive);
     tcase_add_test(t, status_never_creates);
+    tcase_add_test(t, read_only_writes_nothing);
     tcase_add_test(t, links_and_odd_files_refused);
     tcase_add_test(t, hostile_contents_refused);
     tcase_add_test(t, foreign_user_in_plain_dir);

@@ -232,6 +232,38 @@ END_TEST
  * (1/16 of the time) and its iteration grows from 4 s to about 19 s, while
  * a small job below it waits a quarter of the time: priorities that see
  * the network put the wide job on top. */
+/* The default level table leaves CS6 and CS7 (DSCP 48..63) to network
+ * control, for every level count; higher levels get higher code points,
+ * each level its own, all standard classes up to 8 levels. */
+START_TEST(default_table_leaves_cs6_cs7)
+{
+    static const int standard[] = { 0, 10, 18, 26, 32, 34, 40, 46 }; /* CS0 AF11 .. EF */
+    for (int k = 1; k <= CRUX_SCHED_MAX_LEVELS; k++) {
+        crux_sched_nettable_t t;
+        crux_sched_nettable_default(&t, k);
+        ck_assert_int_eq(t.levels, k);
+        ck_assert_int_eq(crux_sched_nettable_check(&t), CRUX_OK);
+        for (int l = 0; l < k; l++) {
+            ck_assert_msg(t.cls[l].dscp >= 0 && t.cls[l].dscp < 48, "%d levels: level %d dscp %d",
+                          k, l, t.cls[l].dscp);
+            ck_assert_int_eq(t.cls[l].sl, l);
+            if (l > 0)
+                ck_assert_int_gt(t.cls[l].dscp, t.cls[l - 1].dscp);
+            if (k <= 8) {
+                int known = 0;
+                for (int i = 0; i < 8; i++)
+                    known |= t.cls[l].dscp == standard[i];
+                ck_assert_msg(known, "%d levels: level %d dscp %d", k, l, t.cls[l].dscp);
+            }
+        }
+    }
+    crux_sched_nettable_t t;
+    crux_sched_nettable_default(&t, 8);  /* the default K */
+    ck_assert_int_eq(t.cls[0].dscp, 0);  /* CS0, best effort */
+    ck_assert_int_eq(t.cls[7].dscp, 46); /* EF */
+}
+END_TEST
+
 START_TEST(network_priorities_lift_a_wide_ring)
 {
     crux_sched_cluster_t *c = sched_test_uplink_cluster(4);
@@ -301,6 +333,7 @@ static Suite *suite(void)
     tcase_add_test(t, figure13_through_a_plan);
     tcase_add_test(t, reserved_levels_are_not_used);
     tcase_add_test(t, network_priorities_lift_a_wide_ring);
+    tcase_add_test(t, default_table_leaves_cs6_cs7);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,49 +1,12 @@
-/* The generator's model mix and the generator.
- *
- * Eleven models, as the Crux paper's simulation (BERT, GPT, ResNet, NMT,
- * Multi-Interests, variants, in-house CTR and NLP models).  The figures are
- * round values for A100-class GPUs, chosen from the model sizes and the
- * parallelism such jobs use, not measured here:
- *   compute_s  compute time of one iteration on one GPU (its micro-batch),
- *   bytes      the network traffic of one iteration as an Allreduce buffer:
- *              4 B per parameter for data parallelism with fp32 gradients
- *              (mixed precision keeps fp32 gradients), 2 B for fp16
- *              gradients, 1.5 x 2 B for fully sharded data parallelism
- *              (all-gather forward and backward, reduce-scatter), the fp16
- *              gradients of every tensor-parallel shard of a host for
- *              tensor parallelism inside hosts; recommendation models add
- *              their exchanged embedding gradients,
- *   overlap    how much of the compute the communication can hide behind
- *              (bucketed backward overlap, prefetching under FSDP),
- *   gpus       counts a job of that model asks for, equally likely. */
+/* The workload generator: jobs drawn from crux_sched_models(), the model
+ * mix that crux-sched gen-jobs uses too (sched/plan/models.c), arriving
+ * over a span, with log-normal durations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "sched/plan/keyed.h"
 #include "sim/sim_internal.h"
-
-static const crux_sim_model_t models[] = {
-    /* name            share  gpus                  n  compute bytes    overlap */
-    { "resnet50", 0.16, { 1, 2, 4, 8, 16 }, 5, 0.10, 102e6, 0.6 }, /* 25.6M, fp32 */
-    { "resnet152", 0.06, { 8, 16, 32 }, 3, 0.20, 241e6, 0.6 },     /* 60.2M, fp32 */
-    { "bert-base", 0.10, { 4, 8, 16 }, 3, 0.08, 440e6, 0.5 },      /* 110M, fp32 */
-    { "bert-large", 0.12, { 8, 16, 32 }, 3, 0.22, 1.34e9, 0.5 },   /* 335M, fp32 */
-    { "nmt", 0.07, { 8, 16 }, 2, 0.18, 852e6, 0.5 },               /* transformer-big */
-    { "multi-interests", 0.07, { 8, 16 }, 2, 0.12, 2.0e9, 0.3 },   /* + embeddings */
-    { "ctr", 0.08, { 8, 16, 32 }, 3, 0.08, 1.2e9, 0.2 },           /* DLRM-like */
-    { "nlp", 0.07, { 16, 32 }, 2, 0.50, 2.0e9, 0.4 },              /* 1B, fp16 */
-    { "gpt-1.3b", 0.10, { 16, 32, 64 }, 3, 0.80, 2.6e9, 0.3 },     /* fp16 DP */
-    { "llama-7b", 0.09, { 32, 64 }, 2, 1.10, 21e9, 0.7 },          /* FSDP */
-    { "gpt-13b", 0.08, { 64, 128 }, 2, 4.00, 26e9, 0.2 },          /* TP 8 + DP */
-};
-#define NMODELS ((int)(sizeof(models) / sizeof(models[0])))
-
-int crux_sim_models(const crux_sim_model_t **out)
-{
-    *out = models;
-    return NMODELS;
-}
 
 void crux_sim_gen_defaults(crux_sim_gen_t *g)
 {
@@ -85,6 +48,8 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
                   "0 < min <= max");
         return CRUX_ERR_INVALID;
     }
+    const crux_sched_model_t *models;
+    const int nmodels = crux_sched_models(&models);
     shape_t sh = { 0, crux_sched_cluster_hosts(c), 0 };
     for (int h = 0; h < sh.hosts; h++) {
         crux_sched_host_info_t hi;
@@ -95,7 +60,7 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
     }
     /* the mean GPU count of the mix, over the counts this cluster takes */
     double mean_gpus = 0, share = 0;
-    for (int m = 0; m < NMODELS; m++) {
+    for (int m = 0; m < nmodels; m++) {
         int n = 0;
         double sum = 0;
         for (int k = 0; k < models[m].ngpus; k++)
@@ -126,12 +91,12 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
     qsort(arrival, (size_t)g->jobs, sizeof(double), sched_double_asc);
     crux_status_t st = CRUX_OK;
     for (int i = 0; i < g->jobs && st == CRUX_OK; i++) {
-        const crux_sim_model_t *md;
+        const crux_sched_model_t *md;
         int gpus;
         do { /* a model, then one of its counts that fits */
             double u = sim_rng_uniform(&rng) * share, acc = 0;
             int m = 0;
-            while (m < NMODELS - 1 && u >= (acc += models[m].share))
+            while (m < nmodels - 1 && u >= (acc += models[m].share))
                 m++;
             md = &models[m];
             gpus = md->gpus[sim_rng_below(&rng, (uint64_t)md->ngpus)];
