@@ -81,6 +81,14 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
 crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, char *err,
                                      size_t errlen)
 {
+    /* rename() replaces whatever the name holds: a device, FIFO or socket
+     * there (an output sent to /dev/null) must stay what it is. A planted
+     * link is replaced, never followed. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+        crux_errf(err, errlen, "%s: exists and is not a regular file: not replaced", path);
+        return CRUX_ERR_INVALID;
+    }
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
     char tmp[PATH_MAX];

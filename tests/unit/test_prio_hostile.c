@@ -233,6 +233,28 @@ START_TEST(writer_never_follows_links)
 }
 END_TEST
 
+/* A device, FIFO or directory at the name is refused and left as it was:
+ * `--out /dev/null` once replaced the machine's /dev/null with a file. */
+START_TEST(writer_never_replaces_special_files)
+{
+    char fifo[256];
+    snprintf(fifo, sizeof(fifo), "%s", in_dir("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *t = "crux-priorities 1\nlevels 8\njob me level 1\n";
+    char err[256] = "";
+    ck_assert_int_eq(crux_prio_atomic_write(fifo, t, strlen(t), err, sizeof(err)),
+                     CRUX_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "not a regular file"));
+    struct stat sb;
+    ck_assert_int_eq(lstat(fifo, &sb), 0);
+    ck_assert(S_ISFIFO(sb.st_mode));
+    ck_assert_int_eq(mkdir(in_dir("d"), 0700), 0);
+    ck_assert_int_eq(crux_prio_atomic_write(in_dir("d"), t, strlen(t), NULL, 0), CRUX_ERR_INVALID);
+    ck_assert_int_eq(lstat(in_dir("d"), &sb), 0);
+    ck_assert(S_ISDIR(sb.st_mode));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("prio_hostile");
@@ -244,6 +266,7 @@ static Suite *suite(void)
     tcase_add_test(t, symlink_loop_said_once);
     tcase_add_test(t, job_id_problems_described);
     tcase_add_test(t, writer_never_follows_links);
+    tcase_add_test(t, writer_never_replaces_special_files);
     suite_add_tcase(s, t);
     return s;
 }
