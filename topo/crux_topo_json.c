@@ -201,6 +201,7 @@ char *crux_topo_to_json(const crux_topo_t *t)
         json_object_new_string(crux_topo_nvlink_source_name(t->nvlink_source)));
     add(root, "nvlink_corrected", json_object_new_int(t->nvlink_corrected));
     add(root, "smp_gbps", gbps_json(t->smp_gbps));
+    add(root, "smp_assumed", json_object_new_boolean(t->smp_assumed));
     add(root, "packages", devices_json(t, CRUX_TOPO_DEV_PACKAGE));
     add(root, "numa_nodes", devices_json(t, CRUX_TOPO_DEV_NUMA));
     add(root, "host_bridges", devices_json(t, CRUX_TOPO_DEV_HOST_BRIDGE));
