@@ -332,7 +332,7 @@ const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind); /* "nvlink", "
 const char *
 crux_topo_nvlink_source_name(crux_topo_nvlink_source_t source); /* "none", "hwloc", "nvml" */
 
-/* The whole model as JSON text (see README.md for its fields), to be freed
+/* The whole model as JSON text (see docs/usage/crux-topo.md for its fields), to be freed
  * with free(); NULL when out of memory. */
 char *crux_topo_to_json(const crux_topo_t *topo);
 /* A Graphviz (dot) picture of the devices and links; CRUX_ERR_IO if writing fails. */

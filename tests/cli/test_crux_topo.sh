@@ -148,10 +148,14 @@ assert nv[frozenset(("gpu0", "gpu2"))]["gbps"] == 25
 assert frozenset(("gpu0", "gpu5")) not in nv
 p = [p for p in d["paths"] if p["src"] == "gpu0" and p["dst"] == "gpu5"][0]
 assert p["kind"] == "nvlink-multihop" and p["via"] == ["gpu4"] and p["gbps"] == 50 and p["hops"] == 2
+assert p["conn"] == "SYS"
+conn = {(p["src"], p["dst"]): p.get("conn") for p in d["paths"]}
+assert conn[("gpu0", "gpu1")] == "NV2" and conn[("gpu4", "nic0")] == "NODE"
+assert conn[("gpu0", "numa0")] is None
 assert d["islands"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 assert [g["numa"] for g in d["gpus"]] == [0, 0, 0, 0, 1, 1, 1, 1]
 EOF
-ok $? "cube-mesh JSON: 50/25 GB/s links, none 0-5, 0->5 via GPU 4, two quads"
+ok $? "cube-mesh JSON: 50/25 GB/s links, none 0-5, 0->5 via GPU 4, two quads, nvidia-smi classes"
 
 run 0 --input "$DATA/synthetic-dgx1-hybrid-cube-mesh.xml" &&
     grep -q '^GPU0  *X  *NV2 50  *NV1 25  *NV1 25  *NV2 50  *SYS 50\[4\]  *SYS 25\[2\]  *SYS 50\[4,5\] ' "$WORK/out" &&
