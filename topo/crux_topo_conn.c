@@ -32,7 +32,9 @@ static int nvswitch_links(const struct crux_topo *t, int gpu)
 
 static int nvlink_class(const struct crux_topo *t, int a, int b, int *nvlinks)
 {
-    if (t->devs[a].type != CRUX_TOPO_DEV_GPU || t->devs[b].type != CRUX_TOPO_DEV_GPU)
+    /* no NVLink report, no NVLink link: spares a scan of the links per pair */
+    if (!t->nreports || t->devs[a].type != CRUX_TOPO_DEV_GPU ||
+        t->devs[b].type != CRUX_TOPO_DEV_GPU)
         return 0;
     const crux_topo_link_t *direct = crux_topo_link_between(t, a, b);
     if (direct && direct->type == CRUX_TOPO_LINK_NVLINK) {
