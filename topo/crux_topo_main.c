@@ -88,39 +88,39 @@ static double parse_gbps(const char *s)
     return errno || end == s || *end || !(v > 0) || !isfinite(v) ? -1 : v;
 }
 
-/* Standard input, at most CRUX_TOPO_MAX_XML_BYTES, as a file would be. */
+/* Standard input, at most CRUX_TOPO_MAX_XML_BYTES, as a file would be: the
+ * buffer grows to one byte more than that, and filling it is refused. */
 static char *read_stdin(size_t *len)
 {
+    const size_t most = (size_t)CRUX_TOPO_MAX_XML_BYTES + 1;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    if (!buf)
+        fprintf(stderr, "crux-topo: stdin: out of memory\n");
     while (buf) {
+        if (n == cap && cap == most) {
+            fprintf(stderr, "crux-topo: stdin: more than the %d bytes read at most\n",
+                    CRUX_TOPO_MAX_XML_BYTES);
+            break;
+        }
         if (n == cap) {
-            if (cap > CRUX_TOPO_MAX_XML_BYTES) {
-                fprintf(stderr, "crux-topo: standard input: more than the %d bytes read at most\n",
-                        CRUX_TOPO_MAX_XML_BYTES);
-                break;
-            }
-            char *more = realloc(buf, cap * 2);
+            size_t ncap = cap * 2 < most ? cap * 2 : most;
+            char *more = realloc(buf, ncap);
             if (!more) {
-                fprintf(stderr, "crux-topo: standard input: out of memory\n");
+                fprintf(stderr, "crux-topo: stdin: out of memory\n");
                 break;
             }
             buf = more;
-            cap *= 2;
+            cap = ncap;
         }
         ssize_t r = read(STDIN_FILENO, buf + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            fprintf(stderr, "crux-topo: standard input: cannot read: %s\n", strerror(errno));
+            fprintf(stderr, "crux-topo: stdin: cannot read: %s\n", strerror(errno));
             break;
         }
         if (r == 0) {
-            if (n > CRUX_TOPO_MAX_XML_BYTES) {
-                fprintf(stderr, "crux-topo: standard input: more than the %d bytes read at most\n",
-                        CRUX_TOPO_MAX_XML_BYTES);
-                break;
-            }
             *len = n;
             return buf;
         }

@@ -261,7 +261,7 @@ head -c 20000 "$DATA/aws-g4dn-metal-t4-pcie.xml" | "$TOPO" -i - >"$WORK/out" 2>"
 ok $? "-i - with a truncated export: exit 1, one line naming stdin"
 # more than the 64 MiB cap: refused once one byte more has come
 head -c $((64 * 1024 * 1024 + 1)) /dev/zero | "$TOPO" -i - >"$WORK/out" 2>"$WORK/err"
-[ $? -eq 1 ] && one_line_error "standard input: more than the 67108864 bytes"
+[ $? -eq 1 ] && one_line_error "stdin: more than the 67108864 bytes"
 ok $? "-i - over 64 MiB: refused, exit 1"
 run 0 -i - --json <"$DATA/cts1-p100-pcie.xml" && python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
