@@ -14,11 +14,12 @@ void crux_topo_options_init(crux_topo_options_t *opts)
     memset(opts, 0, sizeof(*opts));
 }
 
-static crux_status_t smp_bandwidth(const crux_topo_options_t *opts, double *gbps, char *err,
-                                   size_t errlen)
+static crux_status_t smp_bandwidth(const crux_topo_options_t *opts, double *gbps, int *assumed,
+                                   char *err, size_t errlen)
 {
     const char *env = getenv(CRUX_TOPO_SMP_GBPS_ENV);
     *gbps = CRUX_TOPO_SMP_GBPS_DEFAULT;
+    *assumed = opts->smp_gbps <= 0 && !(env && *env);
     if (opts->smp_gbps > 0) {
         *gbps = opts->smp_gbps;
     } else if (env && *env) {
@@ -43,11 +44,14 @@ static crux_status_t discover(struct crux_topo *t, char *err, size_t errlen)
     hwloc_topology_t topo;
     crux_status_t st;
 
-    if (t->xml_path && (st = crux_topo_xml_check(t->xml_path, &facts, err, errlen)) != CRUX_OK)
+    if (t->xml_path && (st = crux_topo_xml_check(t->xml_path, t->xml_text, t->xml_len, &facts, err,
+                                                 errlen)) != CRUX_OK)
         return st;
-    if (t->xml_path && (st = crux_topo_xml_trial(t->xml_path, err, errlen)) != CRUX_OK)
+    if (t->xml_path &&
+        (st = crux_topo_xml_trial(t->xml_path, t->xml_text, t->xml_len, err, errlen)) != CRUX_OK)
         return st;
-    if ((st = crux_topo_hwloc_open(t->xml_path, &topo, err, errlen)) != CRUX_OK)
+    if ((st = crux_topo_hwloc_open(t->xml_path, t->xml_text, t->xml_len, &topo, err, errlen)) !=
+        CRUX_OK)
         return st;
     st = crux_topo_hwloc_discover(t, topo);
     if (st == CRUX_OK && !t->xml_path) {
@@ -89,12 +93,28 @@ crux_status_t crux_topo_load(const crux_topo_options_t *opts, crux_topo_t **topo
     t->warn_arg = opts->warn_arg;
 
     const char *path = opts->xml_path;
+    if (opts->xml_text && !path)
+        path = "XML text";
     if (!path && getenv("HWLOC_XMLFILE") && *getenv("HWLOC_XMLFILE"))
         path = getenv("HWLOC_XMLFILE");
+    st = CRUX_OK;
     if (path && !(t->xml_path = strdup(path)))
         st = CRUX_ERR_NO_MEMORY;
-    else
-        st = smp_bandwidth(opts, &t->smp_gbps, err, errlen);
+    if (st == CRUX_OK && opts->xml_text) { /* a copy ending in NUL, as the checks want it */
+        if (opts->xml_len > CRUX_TOPO_MAX_XML_BYTES) {
+            snprintf(err, errlen, "%s: %zu bytes, more than the %d read at most", path,
+                     opts->xml_len, CRUX_TOPO_MAX_XML_BYTES);
+            st = CRUX_ERR_INVALID;
+        } else if (!(t->xml_text = malloc(opts->xml_len + 1))) {
+            st = CRUX_ERR_NO_MEMORY;
+        } else {
+            memcpy(t->xml_text, opts->xml_text, opts->xml_len);
+            t->xml_text[opts->xml_len] = '\0';
+            t->xml_len = opts->xml_len;
+        }
+    }
+    if (st == CRUX_OK)
+        st = smp_bandwidth(opts, &t->smp_gbps, &t->smp_assumed, err, errlen);
     if (st == CRUX_OK)
         st = discover(t, err, errlen);
     if (st == CRUX_OK)
@@ -143,6 +163,7 @@ void crux_topo_free(crux_topo_t *t)
     free(t->groups);
     free(t->group_ids);
     free(t->xml_path);
+    free(t->xml_text);
     free(t);
 }
 
@@ -164,6 +185,11 @@ int crux_topo_nvlink_corrected(const crux_topo_t *t)
 double crux_topo_smp_gbps(const crux_topo_t *t)
 {
     return t->smp_gbps;
+}
+
+int crux_topo_smp_assumed(const crux_topo_t *t)
+{
+    return t->smp_assumed;
 }
 
 int crux_topo_num_devices(const crux_topo_t *t)

@@ -85,7 +85,9 @@ typedef struct {
     int pcie_gen, pcie_width; /* of the link to parent when known (live machine), else 0 */
     char model[64];           /* GPU model, or PCI device name of a switch or NIC */
     char uuid[48];            /* GPU UUID ("GPU-...") when known, else "" */
-    int nvlink_gen;           /* GPU: NVLink generation 1-5 when known, else 0 */
+    int nvlink_gen;           /* GPU: NVLink generation 1-5 when known; 0 when unknown or
+                               * when it has none (a P100 or V100 PCIe card, or a GPU
+                               * with no NVLink where hwloc's matrix or NVML tells) */
     char netdev[32];          /* NIC: network interface ("eth0"), "" if none */
     char rdmadev[32];         /* NIC: RDMA device ("mlx5_0"), "" if none */
     double port_gbit;         /* NIC: port rate in Gbit/s when known (live machine), else 0 */
@@ -198,6 +200,12 @@ typedef struct {
     /* hwloc XML export to read.  NULL: the file named by HWLOC_XMLFILE if
      * set, otherwise the live machine (then NVML is used for NVLink). */
     const char *xml_path;
+    /* An hwloc XML export already in memory (e.g. read from standard
+     * input), xml_len bytes of it, at most CRUX_TOPO_MAX_XML_BYTES; it is
+     * copied.  xml_path then only names it in messages and
+     * crux_topo_xml_path() ("XML text" when NULL). */
+    const char *xml_text;
+    size_t xml_len;
     /* Inter-socket bandwidth; <= 0: CRUX_TOPO_SMP_GBPS from the
      * environment, else CRUX_TOPO_SMP_GBPS_DEFAULT. */
     double smp_gbps;
@@ -247,6 +255,9 @@ crux_topo_nvlink_source_t crux_topo_nvlink_source(const crux_topo_t *topo);
  * GPU-CPU matrix entries were halved. */
 int crux_topo_nvlink_corrected(const crux_topo_t *topo);
 double crux_topo_smp_gbps(const crux_topo_t *topo);
+/* 1 when the inter-socket bandwidth is CRUX_TOPO_SMP_GBPS_DEFAULT, an
+ * assumption, rather than given by smp_gbps or CRUX_TOPO_SMP_GBPS. */
+int crux_topo_smp_assumed(const crux_topo_t *topo);
 
 int crux_topo_num_devices(const crux_topo_t *topo);
 const crux_topo_device_t *crux_topo_device(const crux_topo_t *topo, int id);
@@ -288,6 +299,29 @@ const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *topo, int 
 int crux_topo_host_group_of_cpus(const crux_topo_t *topo, const char *cpus);
 
 /* ------------------------------------------------------------------ */
+/* Connection classes, as nvidia-smi topo -m names them */
+
+typedef enum {                        /* from the closest to the farthest */
+               CRUX_TOPO_CONN_SELF,   /* X: the same device */
+               CRUX_TOPO_CONN_NVLINK, /* NV#: a direct NVLink, or both GPUs on the NVSwitch fabric */
+               CRUX_TOPO_CONN_PIX,    /* both right below one PCIe switch */
+               CRUX_TOPO_CONN_PXB,    /* below a tree of PCIe switches, not through a host bridge */
+               CRUX_TOPO_CONN_PHB,    /* through one PCIe host bridge */
+               CRUX_TOPO_CONN_NODE,   /* between host bridges of one NUMA node */
+               CRUX_TOPO_CONN_SYS,    /* between NUMA nodes (the inter-socket link) */
+               CRUX_TOPO_CONN_COUNT
+} crux_topo_conn_t;
+
+/* How two GPUs or NICs (device ids) are connected, from the PCIe tree and
+ * the NVLinks alone (the best path may be another, e.g. an NVLink relay
+ * between two GPUs the PCIe tree puts on two sockets).  For
+ * CRUX_TOPO_CONN_NVLINK, *nvlinks (when nvlinks is not NULL) receives the
+ * bonded links: of the direct link, or the fewer of the two GPUs' links to
+ * the NVSwitches; 0 if unknown.  CRUX_TOPO_CONN_COUNT for other devices. */
+crux_topo_conn_t crux_topo_connection(const crux_topo_t *topo, int a, int b, int *nvlinks);
+const char *crux_topo_conn_name(crux_topo_conn_t conn); /* "X", "NV", "PIX", ... "SYS" */
+
+/* ------------------------------------------------------------------ */
 /* Names and exports */
 
 const char *crux_topo_dev_type_name(crux_topo_dev_type_t type);   /* "gpu", "pcie-switch", ... */
@@ -298,7 +332,7 @@ const char *crux_topo_path_kind_name(crux_topo_path_kind_t kind); /* "nvlink", "
 const char *
 crux_topo_nvlink_source_name(crux_topo_nvlink_source_t source); /* "none", "hwloc", "nvml" */
 
-/* The whole model as JSON text (see README.md for its fields), to be freed
+/* The whole model as JSON text (see docs/usage/crux-topo.md for its fields), to be freed
  * with free(); NULL when out of memory. */
 char *crux_topo_to_json(const crux_topo_t *topo);
 /* A Graphviz (dot) picture of the devices and links; CRUX_ERR_IO if writing fails. */

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #include "topo/crux_topo_internal.h"
 
@@ -30,13 +31,27 @@ static const struct {
     { 5, "B200" }, { 5, "B300" },  { 5, "GB100" }, { 5, "GB200" }, { 5, "GB300" },
 };
 
+/* Whether s holds "PCIe" in any case ("P100-PCIE-16GB", "P100 PCIe 16GB"). */
+static int says_pcie(const char *s)
+{
+    for (; *s; s++)
+        if (!strncasecmp(s, "pcie", 4))
+            return 1;
+    return 0;
+}
+
 int crux_topo_nvlink_gen_of_model(const char *model)
 {
     if (!model)
         return 0;
     for (size_t i = 0; i < sizeof(nvlink_models) / sizeof(nvlink_models[0]); i++)
-        if (has_token(model, nvlink_models[i].token))
+        if (has_token(model, nvlink_models[i].token)) {
+            /* the P100 and V100 PCIe cards have no NVLink connector; from the
+             * A100 on, PCIe cards take an NVLink bridge */
+            if (nvlink_models[i].gen <= 2 && says_pcie(model))
+                return 0;
             return nvlink_models[i].gen;
+        }
     return 0;
 }
 

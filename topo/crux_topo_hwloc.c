@@ -37,8 +37,8 @@ int crux_topo_hwloc_device_of(hwloc_obj_t obj)
     return obj && obj->userdata ? (int)(intptr_t)obj->userdata - 1 : -1;
 }
 
-crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topology, char *err,
-                                   size_t errlen)
+crux_status_t crux_topo_hwloc_open(const char *xml_path, const char *text, size_t len,
+                                   hwloc_topology_t *topology, char *err, size_t errlen)
 {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo)) {
@@ -48,7 +48,11 @@ crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topol
     }
     /* Without the I/O objects hwloc drops the GPUs and the NVLink matrix. */
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (xml_path && hwloc_topology_set_xml(topo, xml_path)) {
+    /* hwloc counts the final NUL in a buffer's size, as its export does */
+    int bad = text ? len > CRUX_TOPO_MAX_XML_BYTES || text[len] != '\0' ||
+                         hwloc_topology_set_xmlbuffer(topo, text, (int)len + 1)
+                   : xml_path && hwloc_topology_set_xml(topo, xml_path);
+    if (bad) {
         /* hwloc would otherwise go on with the live machine */
         snprintf(err, errlen, "%s: hwloc cannot parse it: malformed XML", xml_path);
         hwloc_topology_destroy(topo);

@@ -28,7 +28,10 @@ struct crux_topo_nvlink_report {
 };
 
 struct crux_topo {
-    char *xml_path; /* NULL: live machine */
+    char *xml_path; /* NULL: live machine; names the text when xml_text is set */
+    char *xml_text; /* the XML given in memory (crux_topo_options_t.xml_text), else NULL */
+    size_t xml_len;
+    int smp_assumed; /* smp_gbps is CRUX_TOPO_SMP_GBPS_DEFAULT, not given */
     crux_topo_nvlink_source_t nvlink_source;
     int nvlink_corrected;
     double smp_gbps;
@@ -88,16 +91,21 @@ struct crux_topo_xml_facts {
     int nmatrices; /* NVLinkBandwidth matrices declared, in file order */
     unsigned matrix_nbobjs[CRUX_TOPO_XML_MAX_MATRICES];
 };
-crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts, char *err,
-                                  size_t errlen);
+/* The file at path, or when text is not NULL the len bytes of XML text at
+ * text (then path only names it in messages). */
+crux_status_t crux_topo_xml_check(const char *path, const char *text, size_t len,
+                                  struct crux_topo_xml_facts *facts, char *err, size_t errlen);
 /* crux_topo_xmltrial.c: CRUX_ERR_INVALID when hwloc crashes (or hangs)
- * importing the file in a child process; CRUX_OK when it loads or rejects
- * it there. */
-crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen);
+ * importing the file (or text, as for crux_topo_xml_check) in a child
+ * process; CRUX_OK when it loads or rejects it there. */
+crux_status_t crux_topo_xml_trial(const char *path, const char *text, size_t len, char *err,
+                                  size_t errlen);
 
 /* crux_topo_hwloc.c: discovery of packages, NUMA nodes and the PCIe tree */
-crux_status_t crux_topo_hwloc_open(const char *xml_path, hwloc_topology_t *topology, char *err,
-                                   size_t errlen);
+/* xml_path NULL: the live machine; text not NULL: the len bytes of XML
+ * there, which xml_path names in messages. */
+crux_status_t crux_topo_hwloc_open(const char *xml_path, const char *text, size_t len,
+                                   hwloc_topology_t *topology, char *err, size_t errlen);
 crux_status_t crux_topo_hwloc_discover(struct crux_topo *t, hwloc_topology_t topology);
 /* The device an hwloc object stands for (an OS device stands for its PCI
  * device), -1 if none. */
@@ -119,6 +127,8 @@ crux_status_t crux_topo_nvml_discover(struct crux_topo *t, const char *library);
 void crux_topo_sysfs_discover(struct crux_topo *t, const char *root);
 
 /* crux_topo_gpu_arch.c: what a GPU's model says about its NVLink */
+/* 1-5; 0 if unknown, and for the PCIe cards of the generations that had
+ * no NVLink bridge (P100 and V100 PCIe) */
 int crux_topo_nvlink_gen_of_model(const char *model);  /* 1-5, 0 if unknown */
 double crux_topo_nvlink_gbps_per_link(int nvlink_gen); /* 0 if gen unknown */
 double crux_topo_pcie_gbps(int gen, int width);        /* 0 if unknown */

@@ -116,6 +116,17 @@ static json_object *path_json(const struct crux_topo *t, const crux_topo_path_t 
     add(o, "src", name_json(t, p->src));
     add(o, "dst", name_json(t, p->dst));
     add(o, "kind", json_object_new_string(crux_topo_path_kind_name(p->kind)));
+    /* nvidia-smi's class of the pair ("NV6", "PIX", "SYS"), for GPUs and NICs */
+    int nvlinks;
+    crux_topo_conn_t conn = crux_topo_connection(t, p->src, p->dst, &nvlinks);
+    if (conn < CRUX_TOPO_CONN_COUNT) {
+        char name[16];
+        if (conn == CRUX_TOPO_CONN_NVLINK && nvlinks > 0)
+            snprintf(name, sizeof(name), "NV%d", nvlinks);
+        else
+            snprintf(name, sizeof(name), "%s", crux_topo_conn_name(conn));
+        add(o, "conn", json_object_new_string(name));
+    }
     add(o, "hops", json_object_new_int(p->hops));
     add(o, "gbps", gbps_json(p->gbps));
     if (p->kind == CRUX_TOPO_PATH_NVLINK_MULTIHOP) {
@@ -201,6 +212,7 @@ char *crux_topo_to_json(const crux_topo_t *t)
         json_object_new_string(crux_topo_nvlink_source_name(t->nvlink_source)));
     add(root, "nvlink_corrected", json_object_new_int(t->nvlink_corrected));
     add(root, "smp_gbps", gbps_json(t->smp_gbps));
+    add(root, "smp_assumed", json_object_new_boolean(t->smp_assumed));
     add(root, "packages", devices_json(t, CRUX_TOPO_DEV_PACKAGE));
     add(root, "numa_nodes", devices_json(t, CRUX_TOPO_DEV_NUMA));
     add(root, "host_bridges", devices_json(t, CRUX_TOPO_DEV_HOST_BRIDGE));

@@ -2,19 +2,38 @@
  * packages, NVLink links from the NVLink reports. */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "topo/crux_topo_internal.h"
 
+/* Whether a speed is that of a 128b/130b-coded link (PCIe 3.0 and later:
+ * 0.98 GB/s per 8 GT/s lane), not a multiple of 8b/10b-coded PCIe 1.x and
+ * 2.x's 0.25 GB/s. */
+static int coded_128b130b(double gbps)
+{
+    double quarters = gbps / 0.25;
+    return gbps > 0 && fabs(quarters - round(quarters)) > 1e-3;
+}
+
 /* A PCIe link's bandwidth.  sysfs gives the capability on the live machine.
- * Otherwise hwloc's speeds are current speeds, lowered when a device idles
- * (while hwloc's NVML backend reports a GPU's maximum), so the larger of the
- * two ends is the better estimate.  0 when neither end has a speed. */
+ * Otherwise hwloc gives the port's current speed, and for a GPU its
+ * maximum (hwloc's NVML backend), for other devices their current speed.
+ * A link that idles drops to PCIe 1.x or 2.x rates: the port's figure is
+ * then not the link's, and the larger end is the better estimate (a T4 at
+ * 2 GB/s under its root port is a 15.75 GB/s link resting).  A port at a
+ * PCIe 3.0 or later rate is not resting: it is the link's true rate, which
+ * the narrower end sets (an AC922 V100 is 15.75 GB/s capable, behind a
+ * 1.97 GB/s switch port, gen 3 x2), so the smaller end wins.  0 when neither
+ * end has a speed. */
 static double pcie_link_gbps(const struct crux_topo_pcie_raw *raw)
 {
+    double own = raw->own_gbps, port = raw->port_gbps;
     if (raw->cap_gbps > 0)
         return raw->cap_gbps;
-    return raw->own_gbps > raw->port_gbps ? raw->own_gbps : raw->port_gbps;
+    if (own > 0 && port > 0 && coded_128b130b(port))
+        return own < port ? own : port;
+    return own > port ? own : port;
 }
 
 static crux_status_t add_pcie_links(struct crux_topo *t)
@@ -84,6 +103,22 @@ static crux_status_t add_nvlink_links(struct crux_topo *t)
     return CRUX_OK;
 }
 
+/* Where NVLink is known (hwloc's matrix, NVML), a GPU with no NVLink has
+ * no NVLink generation, whatever its model could have. */
+static void clear_unlinked_nvlink_gen(struct crux_topo *t)
+{
+    if (t->nvlink_source == CRUX_TOPO_NVLINK_NONE)
+        return;
+    for (int i = 0; i < t->ntype[CRUX_TOPO_DEV_GPU]; i++) {
+        int gpu = t->type_ids[CRUX_TOPO_DEV_GPU][i], linked = 0;
+        for (int l = 0; l < t->nlinks && !linked; l++)
+            linked = t->links[l].type == CRUX_TOPO_LINK_NVLINK &&
+                     (t->links[l].a == gpu || t->links[l].b == gpu);
+        if (!linked)
+            t->devs[gpu].nvlink_gen = 0;
+    }
+}
+
 crux_status_t crux_topo_build_links(struct crux_topo *t)
 {
     crux_status_t st = add_pcie_links(t);
@@ -91,5 +126,7 @@ crux_status_t crux_topo_build_links(struct crux_topo *t)
         st = add_smp_links(t);
     if (st == CRUX_OK)
         st = add_nvlink_links(t);
+    if (st == CRUX_OK)
+        clear_unlinked_nvlink_gen(t);
     return st;
 }

@@ -213,13 +213,26 @@ static void find_nvlink_matrices(const char *text, struct crux_topo_xml_facts *f
     }
 }
 
-crux_status_t crux_topo_xml_check(const char *path, struct crux_topo_xml_facts *facts, char *err,
-                                  size_t errlen)
+crux_status_t crux_topo_xml_check(const char *path, const char *given, size_t given_len,
+                                  struct crux_topo_xml_facts *facts, char *err, size_t errlen)
 {
     char *text;
-    size_t len;
+    size_t len = given_len;
     char reason[256];
-    crux_status_t st = read_file(path, &text, &len, err, errlen);
+    crux_status_t st = CRUX_OK;
+    if (given) { /* a copy, so that the checks below may rely on a final NUL */
+        if (given_len > CRUX_TOPO_MAX_XML_BYTES) {
+            snprintf(reason, sizeof(reason), "%zu bytes, more than the %d read at most", given_len,
+                     CRUX_TOPO_MAX_XML_BYTES);
+            return fail(CRUX_ERR_INVALID, err, errlen, path, reason);
+        }
+        if (!(text = malloc(given_len + 1)))
+            return fail(CRUX_ERR_NO_MEMORY, err, errlen, path, "out of memory reading it");
+        memcpy(text, given, given_len);
+        text[given_len] = '\0';
+    } else {
+        st = read_file(path, &text, &len, err, errlen);
+    }
     if (st != CRUX_OK)
         return st;
 

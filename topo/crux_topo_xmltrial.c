@@ -22,7 +22,8 @@
 
 enum { TRIAL_LOADED = 0, TRIAL_REJECTED = 2 }; /* the child's exit codes */
 
-crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
+crux_status_t crux_topo_xml_trial(const char *path, const char *text, size_t len, char *err,
+                                  size_t errlen)
 {
     pid_t pid = fork();
     if (pid < 0) {
@@ -46,7 +47,8 @@ crux_status_t crux_topo_xml_trial(const char *path, char *err, size_t errlen)
         for (size_t i = 0; i < sizeof(deadly) / sizeof(deadly[0]); i++)
             signal(deadly[i], SIG_DFL);
         alarm(TRIAL_SECONDS);
-        int loaded = crux_topo_hwloc_open(path, &topo, ignored, sizeof(ignored)) == CRUX_OK;
+        int loaded =
+            crux_topo_hwloc_open(path, text, len, &topo, ignored, sizeof(ignored)) == CRUX_OK;
         _exit(loaded ? TRIAL_LOADED : TRIAL_REJECTED); /* no atexit handlers, no flush */
     }
     int status;

@@ -28,7 +28,9 @@ START_TEST(test_nvlink_models)
 {
     ck_assert_int_eq(crux_topo_nvlink_gen_of_model("Tesla P100-SXM2-16GB"), 1);
     ck_assert_int_eq(crux_topo_nvlink_gen_of_model("GV100GL [Tesla V100 SXM2 16GB]"), 2);
-    ck_assert_int_eq(crux_topo_nvlink_gen_of_model("Tesla V100S-PCIE-32GB"), 2);
+    ck_assert_int_eq(crux_topo_nvlink_gen_of_model("Tesla V100S-PCIE-32GB"), 0); /* no NVLink */
+    ck_assert_int_eq(crux_topo_nvlink_gen_of_model("GP100GL [Tesla P100 PCIe 16GB]"), 0);
+    ck_assert_int_eq(crux_topo_nvlink_gen_of_model("NVIDIA A100-PCIE-40GB"), 3); /* bridge */
     ck_assert_int_eq(crux_topo_nvlink_gen_of_model("A100-SXM4-40GB"), 3);
     ck_assert_int_eq(crux_topo_nvlink_gen_of_model("NVIDIA A30"), 3);
     ck_assert_int_eq(crux_topo_nvlink_gen_of_model("NVIDIA H100 80GB HBM3"), 4);
@@ -52,18 +54,19 @@ START_TEST(test_xml_facts)
     struct crux_topo_xml_facts facts;
     char err[256];
     ck_assert_int_eq(
-        crux_topo_xml_check(topo_data("dgx2-v100-nvswitch.xml"), &facts, err, sizeof(err)),
+        crux_topo_xml_check(topo_data("dgx2-v100-nvswitch.xml"), NULL, 0, &facts, err, sizeof(err)),
         CRUX_OK);
     ck_assert_int_eq(facts.nmatrices, 1);
     ck_assert_uint_eq(facts.matrix_nbobjs[0], 28);
-    ck_assert_int_eq(crux_topo_xml_check(topo_data("synthetic-dgx1-hybrid-cube-mesh.xml"), &facts,
-                                         err, sizeof(err)),
+    ck_assert_int_eq(crux_topo_xml_check(topo_data("synthetic-dgx1-hybrid-cube-mesh.xml"), NULL, 0,
+                                         &facts, err, sizeof(err)),
                      CRUX_OK);
     ck_assert_int_eq(facts.nmatrices, 1);
     ck_assert_uint_eq(facts.matrix_nbobjs[0], 8);
     /* the NUMALatency matrix is not an NVLink one */
-    ck_assert_int_eq(crux_topo_xml_check(topo_data("cts1-p100-pcie.xml"), &facts, err, sizeof(err)),
-                     CRUX_OK);
+    ck_assert_int_eq(
+        crux_topo_xml_check(topo_data("cts1-p100-pcie.xml"), NULL, 0, &facts, err, sizeof(err)),
+        CRUX_OK);
     ck_assert_int_eq(facts.nmatrices, 0);
 }
 END_TEST

@@ -44,7 +44,7 @@ static crux_topo_t *discover(const char *xml, struct topo_warnings *w)
     t->smp_gbps = CRUX_TOPO_SMP_GBPS_DEFAULT;
     t->warn = topo_collect_warning;
     t->warn_arg = w;
-    ck_assert_int_eq(crux_topo_hwloc_open(topo_data(xml), &h, err, sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(crux_topo_hwloc_open(topo_data(xml), NULL, 0, &h, err, sizeof(err)), CRUX_OK);
     ck_assert_int_eq(crux_topo_hwloc_discover(t, h), CRUX_OK);
     hwloc_topology_destroy(h);
     ck_assert_int_eq(crux_topo_nvml_discover(t, mock_library()), CRUX_OK);
