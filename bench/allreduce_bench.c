@@ -146,9 +146,9 @@ static void measure(const bench_t *b, row_t *r)
     const bench_options_t *o = b->o;
     int n = b->comms->n;
     int iters = o->iters;
-    if (iters == 0) { /* about 256 MiB of messages per sample */
-        double want = 256.0 * 1024 * 1024 / (double)r->bytes;
-        iters = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
+    if (iters == 0) { /* about 64 MiB of messages per sample */
+        double want = 64.0 * 1024 * 1024 / (double)r->bytes;
+        iters = want < 5 ? 5 : want > 1000 ? 1000 : (int)want;
     }
     int warmup = o->warmup >= 0 ? o->warmup : iters / 10 + 2;
     static double samples[NUM_PLACES][BENCH_MAX_VARIANTS][BENCH_MAX_REPS];

@@ -39,11 +39,11 @@ void bench_usage(FILE *out)
             "  -d, --datatype TYPE   int8, uint8, int32 (int), uint32, int64, uint64,\n"
             "                        float, double, or all (default float)\n"
             "  -o, --op OP           sum, prod, min, max, or all (default sum)\n"
-            "  -n, --iters N         Allreduces per timed sample (default: about 256 MiB\n"
-            "                        of messages, 5-2000)\n"
+            "  -n, --iters N         Allreduces per timed sample (default: about 64 MiB\n"
+            "                        of messages, 5-1000)\n"
             "  -w, --warmup_iters N  untimed Allreduces per size and selection before\n"
             "                        timing (default: a tenth of -n, plus 2)\n"
-            "  -r, --reps N          alternations per size, 1-%d: times are medians (default 7)\n"
+            "  -r, --reps N          alternations per size, 1-%d: times are medians (default 5)\n"
             "  -c, --check 0|1       check every element of one more Allreduce per size\n"
             "                        against the exact result (default 1)\n"
             "  -m, --memory host|cuda  buffers in host memory (default) or on the GPU\n"
@@ -170,7 +170,7 @@ int bench_parse(int argc, char **argv, bench_options_t *o, char *err, size_t len
                             .ops = { BENCH_SUM },
                             .nops = 1,
                             .warmup = -1,
-                            .reps = 7,
+                            .reps = 5,
                             .check = 1 };
     parse_variants(o, "crux,tuned", err, len);
     opterr = 0; /* errors are reported here, once, in one line */
