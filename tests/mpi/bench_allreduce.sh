@@ -2,9 +2,9 @@
 # crux-bench-allreduce end to end: its defaults under --mca coll crux at 2
 # and 3 ranks (selections the job cannot run are skipped and named, never a
 # crash), every datatype and operation checked element by element at odd
-# counts (0 wrong), device buffers with the stand-in CUDA driver, --help,
-# --version and one-line errors with exit status 2.  Timings are not
-# checked (this machine is shared).
+# counts (0 wrong), other component sets, device buffers with the stand-in
+# CUDA driver, --help, --version and one-line errors with exit status 2.
+# Timings are not checked (this machine is shared).
 . "$(dirname "$0")/mpi-common.sh"
 bench=$builddir/bench/crux-bench-allreduce
 work=$(mktemp -d "${TMPDIR:-/tmp}/crux-bench-allreduce-XXXXXX")
@@ -63,6 +63,18 @@ for np in 2 3; do
     eval "has defaults$np '^ *67108864  *16777216  *float  *sum crux ' && has defaults$np '^ *4  *1  *float  *sum crux ' &&
           has defaults$np '^# Wrong elements       : 0 OK' && has defaults$np '^# Avg bus bandwidth    : [0-9.]* (crux)'"
 done
+
+# Other component sets: never a crash, what cannot run is named.
+bench nocrux mpirun -np 2 --mca coll ^crux -- -b 1K -e 1K -r 1 --compare crux,tuned
+expect "[np=2 --mca coll ^crux] crux skipped, tuned measured" \
+  eval "rc_is nocrux 0 && no_crash nocrux && has nocrux '^# skipped crux: coll/crux is not among' &&
+        has nocrux '^# selections: tuned$'"
+bench cruxtuned mpirun -np 2 --mca coll crux,tuned -- -b 1K -e 1K -r 1
+expect "[np=2 --mca coll crux,tuned] tuned alone cannot fill a communicator: skipped, no crash" \
+  eval "rc_is cruxtuned 0 && no_crash cruxtuned && has cruxtuned '^# skipped tuned: Open MPI refused the communicator'"
+bench none mpirun -np 2 --mca coll ^crux,han -- -b 1K -e 1K -r 1 --compare crux,han
+expect "[np=2 --mca coll ^crux,han] nothing to compare: exit 1, said" \
+  eval "rc_is none 1 && no_crash none && grep -q 'none of the selections can run' '$work/none.err'"
 
 # Every datatype and operation at odd counts (3 to 177147 elements, crux's
 # own algorithms from 64 KiB up), crux's selections at 3 ranks.
