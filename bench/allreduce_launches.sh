@@ -9,13 +9,14 @@
 #   bench/allreduce_launches.sh NP K [crux-bench-allreduce options...]
 #
 # NP > 2 runs oversubscribed and unbound; CRUX_BUILD (default ./build) is the
-# build directory.  Example:
+# build directory.  Rows are grouped by size: give one -d and one -o (the
+# defaults, float sum, are fine).  Example:
 #   bench/allreduce_launches.sh 2 9 --min 512K --max 4M --reps 11
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${CRUX_BUILD:-$src/build}
 bench=$build/bench/crux-bench-allreduce
-[ $# -ge 2 ] || { sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,14s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 [ -x "$bench" ] || { echo "$0: build crux first ($bench missing)" >&2; exit 2; }
 np=$1 launches=$2
 shift 2

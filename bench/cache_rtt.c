@@ -15,7 +15,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "common/crux_version.h"
+
+#define USAGE                                                                     \
+    "usage: crux-bench-rtt [CPU_A CPU_B]   (default CPUs 0 and 1)\n"              \
+    "Prints \"rtt_ns N\": the round trip of a cache line between the two CPUs.\n" \
+    "Exit status: 0 success, 1 a CPU it cannot run on, 2 a bad argument.\n"
 
 #define ROUNDS 100000
 
@@ -55,12 +63,30 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int cpus[2] = { 0, 1 };
-    if (argc == 3) {
-        cpus[0] = atoi(argv[1]);
-        cpus[1] = atoi(argv[2]);
-    } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [CPU_A CPU_B]\n", argv[0]);
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf(USAGE);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+        crux_version_print(stdout, "crux-bench-rtt");
+        return 0;
+    }
+    if (argc != 1 && argc != 3) {
+        if (argc == 2 && argv[1][0] == '-') {
+            fprintf(stderr, "crux-bench-rtt: unknown option '%s' (see --help)\n", argv[1]);
+        } else {
+            fprintf(stderr, "crux-bench-rtt: give two CPUs or none (see --help)\n");
+        }
         return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        long cpu = strtol(argv[i], &end, 10);
+        if (end == argv[i] || *end != '\0' || cpu < 0 || cpu >= CPU_SETSIZE) {
+            fprintf(stderr, "crux-bench-rtt: bad CPU '%s' (0 to %d)\n", argv[i], CPU_SETSIZE - 1);
+            return 2;
+        }
+        cpus[i - 1] = (int)cpu;
     }
     pthread_t peer;
     if (pin(cpus[0]) != 0 || pthread_create(&peer, NULL, answer, &cpus[1]) != 0) {

@@ -13,7 +13,7 @@
  *
  * usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE]
  *          [--rounds N] [--procs N] [--model GBPS[,GBPS...]] [--latency US]
- *          [--chunk-cost US] [--no-calibrate] [--csv]
+ *          [--chunk-cost US] [--no-calibrate] [--csv] [--help] [--version]
  * SIZE takes K, M and G suffixes.  Times are the best of the rounds; each
  * round measures one path then all paths, a batch of transfers each. */
 #include "config.h"
@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "common/crux_cuda.h"
+#include "common/crux_version.h"
 #include "tests/unit/fork_group.h"
 #include "ucx_tl/crux_tl.h"
 
@@ -66,20 +67,26 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Bytes, with an optional K, M or G suffix; 0 when not that. */
 static size_t parse_size(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
+    double unit = 1;
     switch (*end) {
     case 'k':
-    case 'K': v *= 1024; break;
+    case 'K': unit = 1024; break;
     case 'm':
-    case 'M': v *= 1024 * 1024; break;
+    case 'M': unit = 1024 * 1024; break;
     case 'g':
-    case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 'G': unit = 1024.0 * 1024 * 1024; break;
     default: break;
     }
-    return v > 0 ? (size_t)v : 0;
+    if (end == s || (unit > 1 ? end[1] : end[0]) != '\0') {
+        return 0;
+    }
+    v *= unit;
+    return v >= 1 && v <= 1099511627776.0 ? (size_t)v : 0;
 }
 
 static const char *const mode_names[] = { "host", "model", "cuda", "shared" };
@@ -401,13 +408,33 @@ static int usage(FILE *f, int status)
     fprintf(f, "usage: crux-bench-p2p [--mode host|shared|model|cuda] [--min SIZE] [--max SIZE] "
                "[--rounds N]\n"
                "         [--procs N] [--model GBPS[,GBPS...]] [--latency US] [--chunk-cost US]\n"
-               "         [--no-calibrate] [--csv]\n");
+               "         [--no-calibrate] [--csv] [--help] [--version]\n"
+               "SIZE takes K, M and G suffixes.  Exit status: 0 success, 1 a failed run,\n"
+               "2 a bad option.\n");
     return status;
 }
 
-static int parse(int argc, char **argv, options_t *o)
+/* A one-line error naming the option; -1. */
+static int bad(char *err, size_t len, const char *option, const char *value, const char *want)
 {
-    double latency = 5e-6, chunk_cost = 1e-6;
+    snprintf(err, len, "%s: bad value '%s' (%s)", option, value, want);
+    return -1;
+}
+
+static int number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, options_t *o, char *err, size_t len)
+{
+    double latency = 5e-6, chunk_cost = 1e-6, v;
     const char *model = "10,5,2.5";
     int min_given = 0;
     o->mode = MODE_HOST;
@@ -417,66 +444,98 @@ static int parse(int argc, char **argv, options_t *o)
     o->min = 4096;
     o->max = 64u << 20;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (strcmp(a, "--mode") == 0 && v != NULL) {
-            o->mode = strcmp(v, "host") == 0     ? MODE_HOST
-                      : strcmp(v, "model") == 0  ? MODE_MODEL
-                      : strcmp(v, "cuda") == 0   ? MODE_CUDA
-                      : strcmp(v, "shared") == 0 ? MODE_SHARED
-                                                 : (bench_mode_t)-1;
-            if ((int)o->mode < 0) {
-                return -1;
-            }
-        } else if (strcmp(a, "--min") == 0 && v != NULL) {
-            o->min = parse_size(v);
-            min_given = 1;
-        } else if (strcmp(a, "--max") == 0 && v != NULL) {
-            o->max = parse_size(v);
-        } else if (strcmp(a, "--rounds") == 0 && v != NULL) {
-            o->rounds = atoi(v);
-        } else if (strcmp(a, "--procs") == 0 && v != NULL) {
-            o->procs = atoi(v);
-        } else if (strcmp(a, "--model") == 0 && v != NULL) {
-            model = v;
-        } else if (strcmp(a, "--latency") == 0 && v != NULL) {
-            latency = atof(v) * 1e-6;
-        } else if (strcmp(a, "--chunk-cost") == 0 && v != NULL) {
-            chunk_cost = atof(v) * 1e-6;
-        } else {
-            takes = 0;
-            if (strcmp(a, "--no-calibrate") == 0) {
-                o->calibrate = 0;
-            } else if (strcmp(a, "--csv") == 0) {
-                o->csv = 1;
-            } else {
-                return -1;
-            }
+        const char *a = argv[i];
+        if (strcmp(a, "--no-calibrate") == 0) {
+            o->calibrate = 0;
+            continue;
         }
-        i += takes;
+        if (strcmp(a, "--csv") == 0) {
+            o->csv = 1;
+            continue;
+        }
+        static const char *const valued[] = { "--mode",  "--min",   "--max",     "--rounds",
+                                              "--procs", "--model", "--latency", "--chunk-cost" };
+        int known = 0;
+        for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+            known |= strcmp(a, valued[k]) == 0;
+        }
+        if (!known) {
+            snprintf(err, len, "unknown option '%s' (see --help)", a);
+            return -1;
+        }
+        if (i + 1 == argc) {
+            snprintf(err, len, "%s needs a value", a);
+            return -1;
+        }
+        const char *val = argv[++i];
+        if (strcmp(a, "--mode") == 0) {
+            o->mode = (bench_mode_t)-1;
+            for (int m = 0; m < 4; m++) {
+                o->mode = strcmp(val, mode_names[m]) == 0 ? (bench_mode_t)m : o->mode;
+            }
+            if ((int)o->mode < 0) {
+                return bad(err, len, a, val, "host, shared, model, cuda");
+            }
+        } else if (strcmp(a, "--min") == 0 || strcmp(a, "--max") == 0) {
+            size_t size = parse_size(val);
+            if (size == 0) {
+                return bad(err, len, a, val, "bytes, K, M, G");
+            }
+            *(strcmp(a, "--min") == 0 ? &o->min : &o->max) = size;
+            min_given |= strcmp(a, "--min") == 0;
+        } else if (strcmp(a, "--rounds") == 0) {
+            if (number(val, 1, 1000, &v) != 0 || v != (int)v) {
+                return bad(err, len, a, val, "1 to 1000");
+            }
+            o->rounds = (int)v;
+        } else if (strcmp(a, "--procs") == 0) {
+            if (number(val, 2, FORK_GROUP_MAX, &v) != 0 || v != (int)v || (int)v % 2 != 0) {
+                snprintf(err, len, "--procs: bad value '%s' (an even number, 2 to %d)", val,
+                         FORK_GROUP_MAX);
+                return -1;
+            }
+            o->procs = (int)v;
+        } else if (strcmp(a, "--model") == 0) {
+            model = val;
+        } else if (number(val, 0, 1e6, &v) != 0) {
+            return bad(err, len, a, val, "microseconds, 0 to 1e6");
+        } else {
+            *(strcmp(a, "--latency") == 0 ? &latency : &chunk_cost) = v * 1e-6;
+        }
     }
     char copy[256];
     snprintf(copy, sizeof(copy), "%s", model);
-    for (char *save, *tok = strtok_r(copy, ",", &save); tok != NULL && o->nmodels < 8;
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
-        o->models[o->nmodels++] = (crux_tl_model_t){ .bandwidth = atof(tok) * 1e9,
-                                                     .latency = latency,
-                                                     .chunk_cost = chunk_cost };
+        if (o->nmodels == 8 || number(tok, 1e-3, 1e4, &v) != 0) {
+            return bad(err, len, "--model", model, "up to 8 GB/s figures, 0.001 to 10000");
+        }
+        o->models[o->nmodels++] =
+            (crux_tl_model_t){ .bandwidth = v * 1e9, .latency = latency, .chunk_cost = chunk_cost };
     }
-    if (o->min == 0 || o->max < o->min || o->rounds < 1 || o->procs < 2 || o->procs % 2 != 0 ||
-        o->procs > FORK_GROUP_MAX || o->nmodels == 0 || latency < 0 || chunk_cost < 0) {
-        return -1;
+    if (o->nmodels == 0) {
+        return bad(err, len, "--model", model, "up to 8 GB/s figures, 0.001 to 10000");
     }
     if (o->mode == MODE_MODEL && !min_given) {
         o->min = 64u << 10; /* below, one model channel's latency dominates */
+    }
+    if (o->max < o->min) {
+        snprintf(err, len, "--min %zu is above --max %zu", o->min, o->max);
+        return -1;
     }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        return usage(stdout, 0);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return usage(stdout, 0);
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            crux_version_print(stdout, "crux-bench-p2p");
+            return 0;
+        }
     }
     shared_t *sh =
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -485,8 +544,10 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(sh, 0, sizeof(*sh));
-    if (parse(argc, argv, &sh->opt) != 0) {
-        return usage(stderr, 2);
+    char err[256];
+    if (parse(argc, argv, &sh->opt, err, sizeof(err)) != 0) {
+        fprintf(stderr, "crux-bench-p2p: %s\n", err);
+        return 2;
     }
     /* CUDA must not be initialised before fork: children check for GPUs. */
     int failed =
