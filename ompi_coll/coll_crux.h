@@ -110,7 +110,7 @@ typedef struct {
     crux_group_state_t dev_state; /* the device-buffer engine group */
     struct crux_dev_group *dev_group;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
-    uint64_t logged[CRUX_ALG_COUNT];  /* size classes logged at verbose 2 */
+    uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);

@@ -26,7 +26,7 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->dev_state = CRUX_GROUP_UNTRIED;
     m->dev_group = NULL;
     m->dev_stage = NULL;
-    memset(m->logged, 0, sizeof(m->logged));
+    m->logged = 0;
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
