@@ -48,6 +48,9 @@ OBJ_CLASS_INSTANCE(mca_coll_crux_module_t, mca_coll_base_module_t, crux_module_c
 
 int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
+    if (!mca_coll_crux_component.selected) {
+        return OMPI_ERR_NOT_AVAILABLE; /* not opted in (coll_crux_optin.c) */
+    }
     return coll_crux_fill_init_query(enable_progress_threads, enable_mpi_threads);
 }
 
