@@ -55,7 +55,7 @@ typedef struct {
     int arb_max_wait_us; /* longest wait for a higher-level job */
     char *arb_path;
     char *profile_dir;
-    const char *profile_out; /* profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
+    char *profile_out; /* a copy of profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
     int profile_interval_s;
     int group_size;        /* > 0: groups of this many consecutive ranks */
     size_t hier_min_bytes; /* auto: hierarchical from this size up */
@@ -186,6 +186,8 @@ static inline bool coll_crux_profile_configured(void)
 double coll_crux_now(void);
 bool coll_crux_profiling(void);
 void coll_crux_profile_record(size_t bytes, double start, double end);
+/* at the component's close: the window still open, however short */
+void coll_crux_profile_finalize(void);
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);

@@ -277,15 +277,19 @@ static int crux_open(void)
      * crux) the communicators would otherwise have none. */
     c->algorithms_off = !coll_crux_params_valid(c);
     /* the profile directory: the parameter, else what a batch system's
-     * task prolog exported */
+     * task prolog exported; copied, as the last profile is written at
+     * close, after Open MPI freed the parameter's string */
     const char *dir =
         c->profile_dir != NULL && c->profile_dir[0] ? c->profile_dir : getenv("CRUX_PROFILE_DIR");
-    c->profile_out = dir != NULL && dir[0] ? dir : NULL;
+    c->profile_out = dir != NULL && dir[0] ? strdup(dir) : NULL;
     return coll_crux_fill_open(c->fill_components);
 }
 
 static int crux_close(void)
 {
+    coll_crux_profile_finalize(); /* before the job's id goes */
+    free(mca_coll_crux_component.profile_out);
+    mca_coll_crux_component.profile_out = NULL;
     coll_crux_job_finalize();
     coll_crux_fill_close();
     if (mca_coll_crux_component.output >= 0) {
