@@ -21,6 +21,8 @@ bench=$build/bench/crux-bench-allreduce
 np=$1 launches=$2
 shift 2
 export OMPI_MCA_mca_base_component_path="$build/stage:SYS_DEFAULT"
+# crux beside the other components, as an operator who opted in runs it
+export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 bind=(--bind-to core)
 [ "$np" -gt 2 ] && bind=(--bind-to none --oversubscribe)

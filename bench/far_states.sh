@@ -19,6 +19,8 @@ rtt=$build/bench/crux-bench-rtt
 rounds=$1
 shift
 export OMPI_MCA_mca_base_component_path="$build/stage:SYS_DEFAULT"
+# crux beside the other components, as an operator who opted in runs it
+export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 echo "# launch, rtt_ns before it, streaming for far peers, then per size: bytes:staged_us/engine_us"

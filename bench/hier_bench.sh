@@ -8,15 +8,25 @@
 # OUTDIR/<layout>-busbw.png; prints the tables.
 #
 #   bench/hier_bench.sh [OUTDIR] [BUILDDIR]    (defaults: bench/out/hier, ./build)
+#   bench/hier_bench.sh --plot OUTDIR          (the plots again, from OUTDIR's CSVs)
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+plot_only=0
+if [ "${1:-}" = --plot ]; then
+  plot_only=1
+  shift
+  [ $# -eq 1 ] && [ -d "$1" ] || { echo "usage: $0 --plot OUTDIR (a directory of <layout>.csv)" >&2; exit 2; }
+fi
 out=${1:-$src/bench/out/hier}
 build=${2:-$src/build}
 reps=${CRUX_BENCH_REPS:-5}
 bench=$build/bench/crux-bench-allreduce
-[ -x "$bench" ] || { echo "$0: build crux first ($bench missing)" >&2; exit 2; }
+[ $plot_only = 1 ] || [ -x "$bench" ] || { echo "$0: build crux first ($bench missing)" >&2; exit 2; }
 mkdir -p "$out"
 export OMPI_MCA_mca_base_component_path="$build/stage:SYS_DEFAULT"
+# crux in every communicator's selection, beside tuned and han (the
+# variants are chosen per communicator: crux-bench-allreduce --compare)
+export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 # run LAYOUT LAUNCHER... : the benchmark as CSV into OUTDIR/LAYOUT.csv, the table on stdout
@@ -28,32 +38,55 @@ run() {
   column -s, -t <"$out/$layout.csv"
 }
 
+# plot LAYOUT: time and bus bandwidth against message size, one line per
+# variant; the columns are found by name (bytes, <variant>_us,
+# <variant>_busbw), the sizes labelled in binary units at every power of 4.
 plot() {
-  local layout=$1
+  local layout=$1 csv=$out/$1.csv
   command -v gnuplot >/dev/null || return 0
-  local header n
-  header=$(head -1 "$out/$layout.csv")
-  n=$(awk -F, '{ for (i = 1; i <= NF; i++) if ($i ~ /_us$/) n++; print n; exit }' <<<"$header")
+  local xtics
+  # (and the x range a little wider than the sizes: a tic on the border
+  # loses its label)
+  xtics=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "bytes") c = i; next }
+                   c && $c > 0 { k = int(log($c) / log(2) + 0.5); if (k % 2 == 0) seen[k] = 1
+                                 lo = lo == "" || $c < lo ? $c : lo; hi = $c > hi ? $c : hi }
+                   END { printf "[%.0f:%.0f] ", lo / 1.25, hi * 1.25
+                         for (k in seen) {
+                           v = 2 ^ k; u = v >= 2^30 ? "GiB" : v >= 2^20 ? "MiB" : v >= 2^10 ? "KiB" : "B"
+                           d = u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : 1
+                           printf "%s\"%d %s\" %.0f", n++ ? ", " : "", v / d, u, v } }' "$csv")
+  local what suffix
   for what in time busbw; do
+    suffix=$([ $what = time ] && echo _us || echo _busbw)
     {
-      echo "set datafile separator ','; set key autotitle columnhead left top"
+      echo "load '$src/bench/plot_style.gp'"
+      echo "set datafile separator ','; set key left top"
       echo "set terminal pngcairo size 900,560 noenhanced; set output '$out/$layout-$what.png'"
-      echo "set logscale x 2; set format x '%.0s%cB'; set xlabel 'message size'; set grid"
+      echo "set logscale x 2; set xrange ${xtics%% *}; set xtics (${xtics#* }); set xlabel 'message size'"
       if [ $what = time ]; then
         echo "set logscale y 10; set ylabel 'time per call (us)'"
         echo "set title 'MPI_Allreduce, float sum, $layout: time'"
-        printf "plot "
-        for ((i = 0; i < n; i++)); do printf "'%s' using 2:%d with linespoints%s" "$out/$layout.csv" $((3 + i)) $([ $i -lt $((n - 1)) ] && echo ", "); done
       else
         echo "set ylabel 'bus bandwidth (GB/s)'"
         echo "set title 'MPI_Allreduce, float sum, $layout: bus bandwidth'"
-        printf "plot "
-        for ((i = 0; i < n; i++)); do printf "'%s' using 2:%d with linespoints%s" "$out/$layout.csv" $((3 + n + i)) $([ $i -lt $((n - 1)) ] && echo ", "); done
       fi
-      echo
+      awk -F, -v csv="$csv" -v suffix="$suffix" 'NR == 1 {
+          for (i = 1; i <= NF; i++) if ($i == "bytes") x = i
+          for (i = 1; i <= NF; i++) if (substr($i, length($i) - length(suffix) + 1) == suffix) {
+            name = substr($i, 1, length($i) - length(suffix))
+            printf "%s\x27%s\x27 using %d:%d with linespoints title \x27%s\x27", n++ ? ", " : "plot ", csv, x, i, name
+          }
+          print ""; exit }' "$csv"
     } | gnuplot
   done
 }
+
+if [ $plot_only = 1 ]; then
+  for csv in "$out"/*.csv; do
+    [ -f "$csv" ] && plot "$(basename "$csv" .csv)"
+  done
+  exit 0
+fi
 
 # Fake nodes put more ranks on this machine than it has cores while telling
 # Open MPI each node has a core per rank, so its waits would spin through

@@ -13,6 +13,8 @@ prog=$build/tests/mpi/test_job
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export OMPI_MCA_mca_base_component_path="$build/stage:SYS_DEFAULT"
+# crux beside the other components, as an operator who opted in runs it
+export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 printf 'crux-priorities 1\nlevels 8\njob high level 7\njob low level 0\n' >"$dir/crux.prio"
 

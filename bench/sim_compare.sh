@@ -107,30 +107,57 @@ done >>"$out/table.csv"
 cat "$out/table.md" "$out/table-wide.md"
 
 # Plots (gnuplot): utilisation over time per policy, average utilisation
-# per policy and topology, JCT CDFs.
+# per policy and topology, JCT CDFs; line and bar styles told apart in
+# colour and in grey (bench/plot_style.gp).
 command -v gnuplot >/dev/null || { echo "gnuplot not found: no plots" >&2; exit 0; }
+style=$src/bench/plot_style.gp
+# series FILE USING LT TITLE EVERY: a line with a marker every EVERY points,
+# each policy's markers shifted along it (markers of lines that coincide
+# would hide one another), and the key's sample.
+series() {
+  local shift=$(( ($3 - 1) * $5 / 8 ))
+  printf "%s'%s' using %s with lines lt %d notitle, '%s' using %s every %d::%d with points lt %d notitle, NaN with linespoints lt %d title '%s'" \
+    "${plots:+, }" "$1" "$2" "$3" "$1" "$2" "$5" "$shift" "$3" "$3" "$4"
+}
 for topo in $TOPOLOGIES; do
   for place in $PLACEMENTS; do
     dir=$out/$topo-$place
-    plot="" cdf=""
+    files=""
     for p in $POLICIES; do
-      plot="$plot${plot:+, }'$dir/util-$p.csv' using (\$1/86400):5 with lines title '$p'"
+      files="$files $dir/util-$p.csv"
       awk -F, 'NR > 1 && $11 >= 0 { print $11 / 3600 }' "$dir/jobs-$p.csv" | sort -g |
         awk '{ v[NR] = $1 } END { for (i = 1; i <= NR; i++) print v[i], i / NR }' >"$dir/jct-cdf-$p.dat"
-      cdf="$cdf${cdf:+, }'$dir/jct-cdf-$p.dat' using 1:2 with lines title '$p'"
+    done
+    # The utilisation axis from just below the lowest hour (to a 0.05 step,
+    # at most 0.9) to 1: the policies differ near 1, which 0-1 squashes.
+    ymin=$(awk -F, 'FNR > 1 && $4 > 0 && ($5 < m || m == "") { m = $5 }
+                    END { y = int((m == "" ? 0 : m) * 20) / 20; print (y > 0.9 ? 0.9 : y) }' $files)
+    # JCTs: a log axis spanning the shortest and longest job, not whole decades
+    xrange=$(cat "$dir"/jct-cdf-*.dat | awk '$1 > 0 { lo = lo == "" || $1 < lo ? $1 : lo; hi = $1 > hi ? $1 : hi }
+                    END { printf "[%g:%g]", (lo == "" ? 0.01 : lo / 1.2), (hi == "" ? 1 : hi * 1.2) }')
+    # about 12 markers a line, whatever the run's length
+    hours=$(awk 'END { n = int(NR / 12); print (n > 1 ? n : 2) }' "$dir/util-none.csv")
+    jobs=$(awk 'END { n = int(NR / 12); print (n > 1 ? n : 2) }' "$dir/jct-cdf-none.dat")
+    plot="" cdf="" lt=0
+    for p in $POLICIES; do
+      lt=$((lt + 1))
+      plot="$plot$(plots=$plot series "$dir/util-$p.csv" '($1/86400):5' $lt "$p" "$hours")"
+      cdf="$cdf$(plots=$cdf series "$dir/jct-cdf-$p.dat" 1:2 $lt "$p" "$jobs")"
     done
     gnuplot <<EOF
-set terminal pngcairo size 900,420 font ',10'
+load '$style'
+set terminal pngcairo size 1000,440 font ',10' noenhanced
 set datafile separator ','
 set output '$out/util-time-$topo-$place.png'
 set title 'GPU utilisation over time (hourly): $topo, $place placement'
-set xlabel 'day'; set ylabel 'busy / held GPU time'; set key bottom right
-set yrange [0:1.02]
+set xlabel 'day'; set ylabel 'busy / held GPU time'; set key outside right top
+set yrange [$ymin:1.005]
 plot $plot
 set datafile separator whitespace
 set output '$out/jct-cdf-$topo-$place.png'
 set title 'JCT CDF: $topo, $place placement'
-set xlabel 'job completion time (hours, log)'; set ylabel 'fraction of jobs'; set logscale x
+set xlabel 'job completion time (hours, log scale)'; set ylabel 'fraction of jobs'
+set logscale x; set xrange $xrange
 set yrange [0:1]
 plot $cdf
 EOF
@@ -144,14 +171,22 @@ awk -F, 'NR > 1 { key = $1 " " $2; if (!(key in seen)) { seen[key] = ++n; name[n
                for (i = 1; i <= n; i++) { printf "%s", name[i]
                  for (k = 1; k <= 8; k++) printf ",%s", u[name[i], P[k]]; print "" } }' \
   "$out/table.csv" >"$out/util-bars.dat"
+# the axis from 0.5, or lower when a policy is below
+ymin=$(awk -F, 'NR > 1 { for (k = 2; k <= NF; k++) if ($k != "" && ($k < m || m == "")) m = $k }
+                END { y = int((m == "" ? 0.5 : m) * 10) / 10; print (y < 0.5 ? y : 0.5) }' "$out/util-bars.dat")
+# Each bar twice at the same place: a light tint of the policy's colour,
+# then its hatch pattern (bench/plot_style.gp) in the colour over it.
 gnuplot <<EOF
-set terminal pngcairo size 1000,420 font ',10'
+load '$style'
+set terminal pngcairo size 1000,420 font ',10' noenhanced
 set output '$out/util-bars.png'
 set datafile separator ','
 set title 'Average GPU utilisation per policy'
-set style data histogram; set style histogram clustered gap 1; set style fill solid 0.8 border -1
-set ylabel 'busy / held GPU time'; set yrange [0.5:1.02]; set key outside right
-set xtics rotate by -20
-plot for [k=2:9] '$out/util-bars.dat' using k:xtic(1) title columnheader(k)
+set ylabel 'busy / held GPU time'; set yrange [$ymin:1.02]; set key outside right
+set xtics rotate by -20; set boxwidth 0.1; set offsets 0.6, 0.6, 0, 0
+set key autotitle columnheader
+plot '$out/util-bars.dat' using 0:(NaN):xtic(1) notitle, \
+     for [k=2:9] '' using (\$0 + (k - 5.5) * 0.1):k with boxes lt k-1 fs transparent solid 0.3 noborder notitle, \
+     for [k=2:9] '' using (\$0 + (k - 5.5) * 0.1):k with boxes lt k-1 fs transparent pattern k-2 border title columnheader(k)
 EOF
 echo "plots in $out"

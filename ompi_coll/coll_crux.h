@@ -2,6 +2,7 @@
  * coll framework and libcrux_coll (crux_coll.h), written the way coll/han
  * and coll/ucc are:
  *   coll_crux_component.c  component, MCA parameters (all registered there)
+ *   coll_crux_optin.c      whether crux takes part in the job (opt-in)
  *   coll_crux_module.c     per-communicator module, fallback bookkeeping
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll groups of a communicator (shared
@@ -54,7 +55,7 @@ typedef struct {
     int arb_max_wait_us; /* longest wait for a higher-level job */
     char *arb_path;
     char *profile_dir;
-    const char *profile_out; /* profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
+    char *profile_out; /* a copy of profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
     int profile_interval_s;
     int group_size;        /* > 0: groups of this many consecutive ranks */
     size_t hier_min_bytes; /* auto: hierarchical from this size up */
@@ -63,6 +64,8 @@ typedef struct {
     char *shm_mds;
     char *fill_components;
 
+    bool enable;         /* coll_crux_enable: take part though the selection does not name crux */
+    bool selected;       /* taking part in this job (coll_crux_optin.c) */
     bool algorithms_off; /* a parameter was refused: only the stock components run */
     int output;          /* opal_output stream for verbose messages */
     int service_level;   /* the job level's network settings (-1: none) */
@@ -110,7 +113,7 @@ typedef struct {
     crux_group_state_t dev_state; /* the device-buffer engine group */
     struct crux_dev_group *dev_group;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
-    uint64_t logged[CRUX_ALG_COUNT];  /* size classes logged at verbose 2 */
+    uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);
@@ -122,6 +125,12 @@ mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int 
 /* A message of help-mpi-coll-crux.txt on stderr, by this process, or with
  * 'node_once' by the node's first process alone (coll_crux_say.c). */
 void coll_crux_say(bool node_once, const char *topic, ...);
+
+/* Whether crux takes part in this job: the coll selection names it or
+ * coll_crux_enable is set; said at verbosity 1 (coll_crux_optin.c). */
+bool coll_crux_opted_in(void);
+/* At verbosity 1, the path of the loaded mca_coll_crux.so and crux's version. */
+void coll_crux_say_loaded(void);
 
 /* the parameters' range checks (coll_crux_params.c): false, said once
  * through the help file, when a value is refused */
@@ -177,6 +186,8 @@ static inline bool coll_crux_profile_configured(void)
 double coll_crux_now(void);
 bool coll_crux_profiling(void);
 void coll_crux_profile_record(size_t bytes, double start, double end);
+/* at the component's close: the window still open, however short */
+void coll_crux_profile_finalize(void);
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);

@@ -17,12 +17,14 @@ static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
 }
 
-/* Size classes are powers of two. */
+/* Said once per communicator and algorithm, with the first size it took
+ * (the sizes that follow would repeat the line: one per size class was
+ * too many to read). */
+_Static_assert(CRUX_ALG_COUNT <= 32, "a bit of mca_coll_crux_module_t.logged per algorithm");
 static void log_choice(mca_coll_crux_module_t *m, crux_alg_t alg, size_t bytes, const char *why)
 {
-    unsigned size_class = bytes ? 63u - (unsigned)__builtin_clzll(bytes) : 0;
-    if (!(m->logged[alg] & (1ull << size_class))) {
-        m->logged[alg] |= 1ull << size_class;
+    if (!(m->logged & (1u << alg))) {
+        m->logged |= 1u << alg;
         CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes%s%s", m->comm->c_name,
                      crux_alg_name(alg), bytes, why[0] ? ": " : "", why);
     }

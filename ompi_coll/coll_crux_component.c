@@ -99,10 +99,19 @@ static int crux_register(void)
     reg_int("priority", "Priority of the crux coll component (above coll/tuned's 30)",
             OPAL_INFO_LVL_6, &c->priority);
 
+    c->enable = false;
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "enable",
+        "Take part in every job that loads crux (1), or only in jobs whose coll selection "
+        "names crux, e.g. --mca coll crux (0)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->enable);
+
     c->verbose = 0;
     reg_int("verbose",
-            "Verbosity: 1 says why crux falls back for a communicator, "
-            "2 logs each algorithm decision once per communicator and algorithm",
+            "Verbosity: 1 names the loaded file and crux's version, says whether crux takes "
+            "part and why it falls back for a communicator; 2 also logs each algorithm "
+            "decision once per communicator and algorithm",
             OPAL_INFO_LVL_9, &c->verbose);
 
     mca_base_var_enum_t *algs = NULL;
@@ -257,21 +266,30 @@ static int crux_open(void)
     mca_coll_crux_component_t *c = &mca_coll_crux_component;
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
+    coll_crux_say_loaded();
+    c->selected = coll_crux_opted_in();
+    if (!c->selected) {
+        return OMPI_SUCCESS; /* init_query declines: the framework closes crux */
+    }
     add_help_dirs();
     /* A refused value leaves crux filling the collectives from the stock
      * components, its own algorithms off: with crux alone (--mca coll
      * crux) the communicators would otherwise have none. */
     c->algorithms_off = !coll_crux_params_valid(c);
     /* the profile directory: the parameter, else what a batch system's
-     * task prolog exported */
+     * task prolog exported; copied, as the last profile is written at
+     * close, after Open MPI freed the parameter's string */
     const char *dir =
         c->profile_dir != NULL && c->profile_dir[0] ? c->profile_dir : getenv("CRUX_PROFILE_DIR");
-    c->profile_out = dir != NULL && dir[0] ? dir : NULL;
+    c->profile_out = dir != NULL && dir[0] ? strdup(dir) : NULL;
     return coll_crux_fill_open(c->fill_components);
 }
 
 static int crux_close(void)
 {
+    coll_crux_profile_finalize(); /* before the job's id goes */
+    free(mca_coll_crux_component.profile_out);
+    mca_coll_crux_component.profile_out = NULL;
     coll_crux_job_finalize();
     coll_crux_fill_close();
     if (mca_coll_crux_component.output >= 0) {

@@ -26,7 +26,7 @@
 static struct {
     pthread_mutex_t lock;
     bool ready;
-    const char *job;
+    char *job; /* a copy: Open MPI frees the parameter's string before crux closes */
     crux_prio_reader_t *reader;
     crux_arb_t *arb;
     int resource;
@@ -72,7 +72,8 @@ static void set_up(void)
                            : getenv("CRUX_PRIORITY_FILE");
     const char *source = NULL;
     char skipped[160];
-    job.job = crux_prio_job_id(c->job_id, &source);
+    const char *id = crux_prio_job_id(c->job_id, &source);
+    job.job = id != NULL ? strdup(id) : NULL;
     crux_prio_job_id_skipped(c->job_id, skipped, sizeof(skipped));
     if (file == NULL || file[0] == '\0') {
         return;
@@ -175,7 +176,9 @@ void coll_crux_job_finalize(void)
     }
     crux_arb_close(job.arb);
     crux_prio_reader_close(job.reader);
+    free(job.job);
     job.arb = NULL;
     job.reader = NULL;
+    job.job = NULL;
     job.ready = false;
 }

@@ -26,7 +26,7 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->dev_state = CRUX_GROUP_UNTRIED;
     m->dev_group = NULL;
     m->dev_stage = NULL;
-    memset(m->logged, 0, sizeof(m->logged));
+    m->logged = 0;
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
@@ -48,6 +48,9 @@ OBJ_CLASS_INSTANCE(mca_coll_crux_module_t, mca_coll_base_module_t, crux_module_c
 
 int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
+    if (!mca_coll_crux_component.selected) {
+        return OMPI_ERR_NOT_AVAILABLE; /* not opted in (coll_crux_optin.c) */
+    }
     return coll_crux_fill_init_query(enable_progress_threads, enable_mpi_threads);
 }
 

@@ -3,7 +3,9 @@
  * of MPI_COMM_WORLD) times every MPI_Allreduce that reaches crux and, every
  * coll_crux_profile_interval_s, writes <dir>/<job>.profile (libcrux_prio's
  * format): calls, bytes, time inside and between them, the ranks per host,
- * and the iteration period.
+ * and the iteration period.  The window still open when crux closes (in
+ * MPI_Finalize) is written then, so a job shorter than the interval leaves
+ * a profile too.
  *
  * The period: training repeats the same sequence of Allreduce sizes every
  * iteration (a framework's fused gradient buffers), so it is the shortest
@@ -36,6 +38,11 @@ static struct {
     double starts[HISTORY];
     uint64_t recorded; /* calls ever recorded, the ring's head */
     bool warned;       /* a failed write was said */
+    /* MPI_COMM_WORLD's size and hosts, taken at the first call: world is
+     * gone when crux closes and writes the last window */
+    int ranks, nhosts;
+    char **hosts;
+    int *host_ranks;
 } prof = { .lock = PTHREAD_MUTEX_INITIALIZER, .leader = -1 };
 
 double coll_crux_now(void)
@@ -77,24 +84,41 @@ static unsigned period_calls(void)
     return 0;
 }
 
-/* "host:ranks,..." in rank order of first appearance, as a ring visits them. */
-static int hosts_of_world(char ***hosts, int **ranks)
+/* "host:ranks,..." in rank order of first appearance, as a ring visits
+ * them, into prof (no hosts when memory ran out: the write then fails,
+ * said once). */
+static void take_world(void)
 {
     ompi_communicator_t *world = (ompi_communicator_t *)MPI_COMM_WORLD;
     int size = ompi_comm_size(world), n = 0;
-    *hosts = calloc((size_t)size, sizeof(char *));
-    *ranks = calloc((size_t)size, sizeof(int));
-    for (int r = 0; r < size && *hosts != NULL && *ranks != NULL; r++) {
-        char *name = opal_get_proc_hostname(&ompi_comm_peer_lookup(world, r)->super);
+    bool ok = true;
+    char **hosts = calloc((size_t)size, sizeof(char *));
+    int *ranks = calloc((size_t)size, sizeof(int));
+    for (int r = 0; r < size && hosts != NULL && ranks != NULL && ok; r++) {
+        const char *name = opal_get_proc_hostname(&ompi_comm_peer_lookup(world, r)->super);
+        name = name != NULL ? name : "?";
         int h;
-        for (h = 0; h < n && strcmp((*hosts)[h], name != NULL ? name : "?"); h++) {
+        for (h = 0; h < n && strcmp(hosts[h], name); h++) {
         }
         if (h == n) {
-            (*hosts)[n++] = strdup(name != NULL ? name : "?");
+            ok = (hosts[n++] = strdup(name)) != NULL;
         }
-        (*ranks)[h]++;
+        ranks[h]++;
     }
-    return n;
+    if (hosts == NULL || ranks == NULL || !ok) {
+        for (int h = 0; hosts != NULL && h < n; h++) {
+            free(hosts[h]);
+        }
+        free(hosts);
+        free(ranks);
+        hosts = NULL;
+        ranks = NULL;
+        n = 0;
+    }
+    prof.ranks = size;
+    prof.nhosts = n;
+    prof.hosts = hosts;
+    prof.host_ranks = ranks;
 }
 
 static void write_profile(double now)
@@ -115,15 +139,17 @@ static void write_profile(double now)
     }
     crux_profile_t p = {
         .job = (char *)(job != NULL ? job : "unknown-job"),
-        .ranks = ompi_comm_size((ompi_communicator_t *)MPI_COMM_WORLD),
+        .ranks = prof.ranks,
         .window_s = now - prof.window_start,
         .bytes = prof.bytes,
         .coll_s = prof.inside,
         .gap_s = prof.between,
         .period_s = period,
         .collectives = prof.calls,
+        .hosts = prof.hosts,
+        .host_ranks = prof.host_ranks,
+        .nhosts = prof.nhosts,
     };
-    p.nhosts = hosts_of_world(&p.hosts, &p.host_ranks);
     if (crux_profile_write(path, &p, err, sizeof(err)) != CRUX_OK) {
         /* a directory that cannot be written fails every time: said once,
          * visibly, then only at verbosity 1 */
@@ -134,16 +160,14 @@ static void write_profile(double now)
             CRUX_VERBOSE(1, "profile not written: %s", err);
         }
     }
-    for (int h = 0; h < p.nhosts; h++) {
-        free(p.hosts[h]);
-    }
-    free(p.hosts);
-    free(p.host_ranks);
 }
 
 void coll_crux_profile_record(size_t bytes, double start, double end)
 {
     pthread_mutex_lock(&prof.lock);
+    if (prof.recorded == 0) {
+        take_world();
+    }
     if (prof.calls == 0) {
         prof.window_start = start;
         prof.last_write = start;
@@ -163,5 +187,23 @@ void coll_crux_profile_record(size_t bytes, double start, double end)
         prof.calls = 0; /* a fresh window */
         prof.bytes = prof.inside = prof.between = 0;
     }
+    pthread_mutex_unlock(&prof.lock);
+}
+
+void coll_crux_profile_finalize(void)
+{
+    pthread_mutex_lock(&prof.lock);
+    if (prof.calls > 0) {
+        write_profile(prof.last_exit); /* the window ends with its last call, as every window */
+        prof.calls = 0;
+    }
+    for (int h = 0; h < prof.nhosts; h++) {
+        free(prof.hosts[h]);
+    }
+    free(prof.hosts);
+    free(prof.host_ranks);
+    prof.hosts = NULL;
+    prof.host_ranks = NULL;
+    prof.nhosts = 0;
     pthread_mutex_unlock(&prof.lock);
 }

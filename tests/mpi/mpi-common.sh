@@ -5,6 +5,10 @@
 
 builddir=${CRUX_BUILDDIR:?CRUX_BUILDDIR not set (run through make check)}
 export OMPI_MCA_mca_base_component_path="$builddir/stage:SYS_DEFAULT"
+# crux takes part in jobs that name it (--mca coll crux) or opt in: these
+# tests also run it beside the other components, selected by priority
+# (tests/mpi/component.sh checks the opt-in itself)
+export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 MPI_TIMEOUT=${CRUX_MPI_TIMEOUT:-600}
