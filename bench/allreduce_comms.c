@@ -34,6 +34,10 @@ static int read_cvar(const char *name, char *out, int len)
         int v = 0;
         rc = MPI_T_cvar_read(handle, &v);
         snprintf(out, (size_t)len, "%d", v);
+    } else if (rc == MPI_SUCCESS && type == MPI_C_BOOL) { /* Open MPI's boolean parameters */
+        _Bool v = 0;
+        rc = MPI_T_cvar_read(handle, &v);
+        snprintf(out, (size_t)len, "%d", (int)v);
     } else {
         rc = MPI_ERR_OTHER;
     }
@@ -68,6 +72,16 @@ static int has_component(const char *coll, const char *name, char *why)
         return 0;
     }
     char var[64], value[64];
+    /* An installed crux takes part only when the selection names it or
+     * coll_crux_enable is set; otherwise its communicator would measure
+     * coll/tuned under crux's name. */
+    if (strcmp(name, "crux") == 0 && (coll[0] == '^' || !in_list(coll, "crux")) &&
+        (read_cvar("coll_crux_enable", value, sizeof(value)) != 0 || strcmp(value, "0") == 0)) {
+        snprintf(why, BENCH_WHY_LEN,
+                 "crux does not take part in this job: name it (--mca coll crux or a list with "
+                 "crux) or set coll_crux_enable 1");
+        return 0;
+    }
     snprintf(var, sizeof(var), "coll_%s_priority", name);
     if (read_cvar(var, value, sizeof(value)) != 0) {
         snprintf(why, BENCH_WHY_LEN, "Open MPI found no coll/%s component", name);

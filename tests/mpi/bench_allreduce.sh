@@ -69,6 +69,10 @@ bench nocrux mpirun -np 2 --mca coll ^crux -- -b 1K -e 1K -r 1 --compare crux,tu
 expect "[np=2 --mca coll ^crux] crux skipped, tuned measured" \
   eval "rc_is nocrux 0 && no_crash nocrux && has nocrux '^# skipped crux: coll/crux is not among' &&
         has nocrux '^# selections: tuned$'"
+bench notasked env -u OMPI_MCA_coll_crux_enable mpirun -np 2 -- -b 1K -e 1K -r 1 --compare crux,tuned
+expect "[np=2, crux not named, coll_crux_enable 0] crux skipped (it would be tuned under its name), tuned measured" \
+  eval "rc_is notasked 0 && has notasked '^# skipped crux: crux does not take part in this job' &&
+        has notasked '^# selections: tuned$'"
 bench cruxtuned mpirun -np 2 --mca coll crux,tuned -- -b 1K -e 1K -r 1
 expect "[np=2 --mca coll crux,tuned] tuned alone cannot fill a communicator: skipped, no crash" \
   eval "rc_is cruxtuned 0 && no_crash cruxtuned && has cruxtuned '^# skipped tuned: Open MPI refused the communicator'"
