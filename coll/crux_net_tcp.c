@@ -181,9 +181,10 @@ static int tune_socket(int fd, int family, int tos, int priority)
     return 0;
 }
 
-/* Listen on the chosen address; fills *card. */
-static crux_status_t listen_on(const char *where, net_card_t *card, int *fd_p, int backlog,
-                               char *err, size_t errlen)
+/* Listen on the chosen address, marked (the handshake's replies take the
+ * listener's marking); fills *card. */
+static crux_status_t listen_on(const crux_net_t *net, const char *where, net_card_t *card,
+                               int *fd_p, char *err, size_t errlen)
 {
     socklen_t len;
     crux_status_t status = crux_net_local_address(where, &card->addr, &len, err, errlen);
@@ -191,8 +192,11 @@ static crux_status_t listen_on(const char *where, net_card_t *card, int *fd_p, i
         return status;
     }
     int fd = socket(card->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&card->addr, len) != 0 || listen(fd, backlog) != 0 ||
-        getsockname(fd, (struct sockaddr *)&card->addr, &len) != 0 ||
+    if (fd >= 0) {
+        mark_socket(fd, card->addr.ss_family, net->tos, net->priority);
+    }
+    if (fd < 0 || bind(fd, (struct sockaddr *)&card->addr, len) != 0 ||
+        listen(fd, net->size) != 0 || getsockname(fd, (struct sockaddr *)&card->addr, &len) != 0 ||
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "cannot listen on a TCP socket: %s", strerror(errno));
         if (fd >= 0) {
@@ -301,7 +305,7 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
         mine.status = CRUX_ERR_IO;
         snprintf(err, errlen, "no random token");
     } else {
-        mine.status = listen_on(where, &mine, &lfd, oob->size, err, errlen);
+        mine.status = listen_on(net, where, &mine, &lfd, err, errlen);
     }
     /* everyone's card, and the first failure among them */
     crux_status_t status = CRUX_ERR_PEER;

@@ -10,12 +10,14 @@
  * and waits (at most 120 s) for DIR/go<N>, while the other ranks wait in a
  * barrier: whoever runs the job reads counters and changes the priority
  * file in between.  With PHASES 0 the job runs until DIR/stop exists,
- * printing each call's time ("# call N T") on rank 0: for benchmarks. */
+ * printing each call's start (seconds of the realtime clock) and time on
+ * rank 0 ("# call N START T"): for benchmarks. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int exists(const char *dir, const char *name, int n)
@@ -62,6 +64,8 @@ int main(int argc, char **argv)
                 buf[i] = (float)((i + (size_t)rank) % 7);
             }
             MPI_Barrier(MPI_COMM_WORLD);
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
             double t = MPI_Wtime();
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             t = MPI_Wtime() - t;
@@ -77,7 +81,8 @@ int main(int argc, char **argv)
                 int stop = rank == 0 && exists(dir, "stop", 0);
                 MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
                 if (rank == 0) {
-                    printf("# call %d %.6f\n", c, t);
+                    printf("# call %d %.6f %.6f\n", c,
+                           (double)now.tv_sec + 1e-9 * (double)now.tv_nsec, t);
                     fflush(stdout);
                 }
                 if (stop) {
