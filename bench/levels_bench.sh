@@ -15,6 +15,10 @@
 # after the swap.  Needs root.
 #
 #   bench/levels_bench.sh [SECONDS] [RATE] [MIB] [BUILDDIR]   (defaults: 20 200mbit 4 ./build)
+#
+# With CRUX_LEVELS_OUT=DIR, the crux phase's per-call times go to
+# DIR/levels-series.txt ("JOB SECONDS MS") and, with gnuplot, a plot to
+# DIR/levels-on-the-wire.png.
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20} rate=${2:-200mbit} mib=${3:-4}
@@ -45,8 +49,11 @@ job() {
     --mca coll_crux_allreduce_algorithm hier --mca coll_crux_job_id "$name" \
     --mca coll_crux_arb_path "$dir/arb" --mca coll_crux_verbose 1 "${opts[@]}" \
     -- "$prog" "$mib" 0 0 "$dir/$name" >"$dir/$name.out" 2>"$dir/$name.err" &
+  pids[$name]=$!
 }
-stop() { local j; for j in "$@"; do touch "$dir/$j/stop0"; done; wait; }
+declare -A pids
+# the jobs' own pids: a bare wait would wait for the daemon too
+stop() { local j; for j in "$@"; do touch "$dir/$j/stop0"; done; for j in "$@"; do wait "${pids[$j]}"; done; }
 # mean time of calls of job J starting in [FROM, TO), skipping the first
 mean() {
   awk -v f="$2" -v t="$3" '$1 == "#" && $2 == "call" && $3 > 0 && $4 >= f && $4 < t {s += $5; n++}
@@ -113,7 +120,24 @@ for j in A B; do
     '$1 == "#" && $2 == "call" && $4 >= ts - 0.5 && ((up && $5 > mid) || (!up && $5 < mid)) {
        printf "# %s changed pace with the call starting %+.2f s after the file swap (poll interval %.1f s)\n", j, $4 - ts, '"$poll_ms"' / 1000; exit}' "$dir/$j.out"
 done
-# the per-call series, for the plot
+# the per-call series of the crux phase, and its plot (with gnuplot)
+out=${CRUX_LEVELS_OUT:-}
+[ -n "$out" ] || exit 0
+mkdir -p "$out"
 for j in A B; do
-  awk -v j=$j -v base="$t0" '$1 == "#" && $2 == "call" {printf "%s %.3f %.1f\n", j, $4 - base, 1e3 * $5}' "$dir/$j.out"
-done >"${CRUX_LEVELS_SERIES:-/dev/null}"
+  awk -v j=$j -v base="$t0" '$1 == "#" && $2 == "call" && $3 > 0 {printf "%s %.3f %.1f\n", j, $4 - base, 1e3 * $5}' "$dir/$j.out"
+done >"$out/levels-series.txt"
+command -v gnuplot >/dev/null || exit 0
+swap=$(echo "$ts - $t0" | bc -l)
+gnuplot <<EOF
+set terminal png size 900,420
+set output "$out/levels-on-the-wire.png"
+set xlabel "seconds"
+set ylabel "Allreduce time (ms)"
+set title "Two jobs across one $rate cable, crux-sched levels, swapped at the dashed line"
+set arrow from $swap, graph 0 to $swap, graph 1 nohead dashtype 2
+set key top left
+plot "< grep '^A' $out/levels-series.txt" using 2:3 with linespoints title "job A", \\
+     "< grep '^B' $out/levels-series.txt" using 2:3 with linespoints title "job B", \\
+     $alone title "A alone (mean)" dashtype 3
+EOF

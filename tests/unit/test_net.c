@@ -1,10 +1,12 @@
 /* libcrux_coll's channel between nodes (crux_net.h): a level's marks (TOS,
  * socket priority, InfiniBand SL and RoCE traffic class), the choice of
- * channel with its fallbacks, and the TCP channel over the loopback in
+ * channel with its fallbacks, the RDMA probe against the kernel's devices,
+ * and the TCP channel over the loopback in
  * forked members: exact results in member order for every (type, op) with a
  * kernel, several steps in flight, the marking read back from the kernel
  * and changed between steps, and a member killed in a step failing the
  * others' steps instead of hanging them. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,6 +55,32 @@ START_TEST(test_choose)
     ck_assert_int_eq(crux_net_choose(CRUX_NET_TCP, 1, 0), CRUX_NET_PML);
     ck_assert_int_eq(crux_net_choose(CRUX_NET_PML, 1, 1), CRUX_NET_PML);
     ck_assert_str_eq(crux_net_kind_name(CRUX_NET_TCP), "tcp");
+}
+END_TEST
+
+/* The RDMA probe agrees with the kernel's list of RDMA devices, and without
+ * one the choice falls back to TCP. */
+START_TEST(test_rdma_probe)
+{
+    char why[128] = "";
+    int rdma = crux_net_rdma_available(why, sizeof(why));
+    ck_assert_int_gt((int)strlen(why), 0);
+    DIR *d = opendir("/sys/class/infiniband");
+    int devices = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        devices += e->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    if (devices == 0) {
+        ck_assert_int_eq(rdma, 0);
+        ck_assert_ptr_nonnull(strstr(why, "no RDMA"));
+        ck_assert_int_eq(crux_net_choose(CRUX_NET_AUTO, rdma, 1), CRUX_NET_TCP);
+        ck_assert_int_eq(crux_net_choose(CRUX_NET_RDMA, rdma, 1), CRUX_NET_TCP);
+    } else {
+        ck_assert_int_eq(rdma, 1);
+    }
 }
 END_TEST
 
@@ -264,6 +292,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_marks);
     tcase_add_test(t, test_choose);
+    tcase_add_test(t, test_rdma_probe);
     tcase_add_loop_test(t, test_tcp_exact, 0, sizeof(pairs) / sizeof(pairs[0]));
     tcase_add_test(t, test_tcp_relevel);
     tcase_add_test(t, test_tcp_peer_killed);
