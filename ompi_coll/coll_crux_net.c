@@ -12,10 +12,28 @@
  * level the job last read, so a level change applies from the next call,
  * never inside one. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ompi_config.h"
 
 #include "ompi_coll/coll_crux.h"
+
+/* Entry 'index' (modulo their number) of the comma-separated list 'list':
+ * local rank i of every node listens on the i-th, so the ranks of a node
+ * spread over its NICs as rails. */
+static void rail_entry(const char *list, int index, char *entry, size_t size)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++) {
+        n += *p == ',';
+    }
+    const char *start = list;
+    for (int skip = index % n; skip > 0; skip--) {
+        start = strchr(start, ',') + 1;
+    }
+    size_t len = strcspn(start, ",");
+    snprintf(entry, size, "%.*s", (int)(len < size ? len : size - 1), start);
+}
 
 static int cross_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
 {
@@ -45,9 +63,10 @@ void coll_crux_net_open(crux_layout_t *l, ompi_communicator_t *comm)
             .rank = ompi_comm_rank(l->cross_comm),
             .size = ompi_comm_size(l->cross_comm),
         };
-        char err[256];
-        crux_status_t status =
-            crux_net_tcp_create(&oob, c->net_if, &level, &l->net, err, sizeof(err));
+        char err[256], where[128];
+        rail_entry(c->net_if != NULL ? c->net_if : "", ompi_comm_rank(l->local_comm), where,
+                   sizeof(where));
+        crux_status_t status = crux_net_tcp_create(&oob, where, &level, &l->net, err, sizeof(err));
         if (status != CRUX_OK) {
             CRUX_VERBOSE(1, "communicator %s: no tcp channel between nodes (%s%s%s): the PML",
                          comm->c_name, crux_status_string(status), err[0] ? ": " : "", err);

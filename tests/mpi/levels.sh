@@ -47,6 +47,12 @@ run_net 3x2 0 "hier-sequential tcp" --mca coll_crux_net tcp \
 expect_stderr "inter-group step over crux's tcp channel" \
   "[3x2 hier-sequential] the step between nodes ran over crux's tcp channel"
 run_net 2x2 0 "types tcp" --mca coll_crux_net tcp --mca coll_crux_allreduce_algorithm hier -- $prog types
+# rails: local rank i of each node on the i-th of the listed NICs
+run_net 2x2 0 "rails" --mca coll_crux_net tcp --mca coll_crux_allreduce_algorithm hier \
+  --mca coll_crux_net_if "10.232.$net.0/24,10.233.$net.0/24" --mca coll_crux_verbose 2 -- $prog bits
+expect_stderr "listening on 10.232.$net.1:" "[2x2 rails] local rank 0 of node 0 on its first NIC"
+expect_stderr "listening on 10.233.$net.1:" "[2x2 rails] local rank 1 of node 0 on its second NIC"
+expect_stderr "listening on 10.233.$net.2:" "[2x2 rails] local rank 1 of node 1 on its second NIC"
 # the PML stays the fallback when asked for
 run_net 2x2 0 "pml" --mca coll_crux_net pml --mca coll_crux_allreduce_algorithm hier \
   --mca coll_crux_verbose 2 -- $prog bits
