@@ -231,18 +231,20 @@ static int crux_register(void)
     (void)mca_base_component_var_register(
         &c->super.collm_version, "net",
         "Channel of the hierarchical Allreduce's step between nodes, marked with the job's "
-        "priority level: auto (rdma when UCX has an RDMA transport, else tcp, else pml), "
-        "rdma (UCX with the level's service level and traffic class; tcp without one), "
-        "tcp (crux's own connections, the level's DSCP in every packet's TOS byte), "
-        "pml (Open MPI's point-to-point layer, unmarked)",
+        "priority level: tcp (crux's own connections, the level's DSCP in every packet's TOS "
+        "byte), pml (Open MPI's point-to-point layer, unmarked); auto and rdma take tcp in this "
+        "build (crux has no RDMA channel of its own yet; an RDMA device is detected and said at "
+        "verbosity 2), and pml when the tcp channel cannot be set up",
         MCA_BASE_VAR_TYPE_INT, kinds, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->net);
     OBJ_RELEASE(kinds);
 
     c->net_if = "";
-    reg_string("net_if",
-               "Where the tcp channel listens: an interface name, an IPv4 subnet a.b.c.d/n, or "
-               "empty for the first non-loopback IPv4 address that is up (else 127.0.0.1)",
-               OPAL_INFO_LVL_5, &c->net_if);
+    reg_string(
+        "net_if",
+        "Where the tcp channel listens: an interface name, an IPv4 subnet a.b.c.d/n, a comma "
+        "list of them (rails: local rank i on entry i), or empty for the first "
+        "non-loopback IPv4 address that is up (else 127.0.0.1)",
+        OPAL_INFO_LVL_5, &c->net_if);
 
     c->use_cma = true;
     (void)mca_base_component_var_register(
