@@ -10,6 +10,8 @@
  *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
  *                          step of the hierarchical Allreduce
  *   coll_crux_device.c     CUDA device buffers: detection, staging
+ *   coll_crux_net.c        the channel of the inter-node step (crux_net.h),
+ *                          marked with the job's level
  *   coll_crux_job.c        the job's priority level, network settings and
  *                          intra-host arbitration (crux-sched's priority file)
  *   coll_crux_profile.c    the job's communication profile for crux-sched
@@ -31,6 +33,7 @@
 #include "opal/util/output.h"
 
 #include "coll/crux_coll.h"
+#include "coll/crux_net.h"
 #include "sched/crux_arb.h"
 
 BEGIN_C_DECLS
@@ -70,6 +73,9 @@ typedef struct {
     int output;          /* opal_output stream for verbose messages */
     int service_level;   /* the job level's network settings (-1: none) */
     int traffic_class;
+    int dscp;
+    int net;      /* crux_net_kind_t: the channel of the inter-node step */
+    char *net_if; /* where the TCP channel listens ("": the first address up) */
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
@@ -88,6 +94,7 @@ typedef struct {
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
     struct crux_dev_group *lanes;    /* ... or, when every group has them, the engine's lanes */
     bool cross_local;                /* the cross communicator is on this node */
+    crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
     int groups;
     int per_group;
 } crux_layout_t;
@@ -219,6 +226,15 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob,
                                             struct crux_dev_group **group);
 /* Whether the engine group exists and carries host calls over its lanes. */
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
+
+/* The job level's network settings, as the priority file last gave them. */
+crux_net_level_t coll_crux_job_net_level(void);
+
+/* The channel of a layout's inter-node step (coll_crux_net.c): chosen and
+ * set up once the layout is built (collective over its cross
+ * communicator), marked with the job's current level before each call. */
+void coll_crux_net_open(crux_layout_t *layout, ompi_communicator_t *comm);
+void coll_crux_net_mark(const crux_layout_t *layout, ompi_communicator_t *comm);
 
 /* the hierarchical Allreduce over the layout */
 crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *sbuf, void *rbuf,

@@ -36,6 +36,15 @@ mca_coll_crux_component_t mca_coll_crux_component = {
     .output = -1,
     .service_level = -1,
     .traffic_class = -1,
+    .dscp = -1,
+};
+
+static const mca_base_var_enum_value_t net_kinds[] = {
+    { CRUX_NET_AUTO, "auto" },
+    { CRUX_NET_RDMA, "rdma" },
+    { CRUX_NET_TCP, "tcp" },
+    { CRUX_NET_PML, "pml" },
+    { 0, NULL },
 };
 
 static const mca_base_var_enum_value_t allreduce_algorithms[] = {
@@ -224,6 +233,27 @@ static int crux_register(void)
             "Chunks of the hierarchical Allreduce in the inter-group stage at "
             "once (pipelining; 0: the three stages one after the other)",
             OPAL_INFO_LVL_6, &c->hier_depth);
+
+    mca_base_var_enum_t *kinds = NULL;
+    c->net = CRUX_NET_AUTO;
+    (void)mca_base_var_enum_create("coll_crux_nets", net_kinds, &kinds);
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "net",
+        "Channel of the hierarchical Allreduce's step between nodes, marked with the job's "
+        "priority level: tcp (crux's own connections, the level's DSCP in every packet's TOS "
+        "byte), pml (Open MPI's point-to-point layer, unmarked); auto and rdma take tcp in this "
+        "build (crux has no RDMA channel of its own yet; an RDMA device is detected and said at "
+        "verbosity 2), and pml when the tcp channel cannot be set up",
+        MCA_BASE_VAR_TYPE_INT, kinds, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->net);
+    OBJ_RELEASE(kinds);
+
+    c->net_if = "";
+    reg_string(
+        "net_if",
+        "Where the tcp channel listens: an interface name, an IPv4 subnet a.b.c.d/n, a comma "
+        "list of them (rails: local rank i on entry i), or empty for the first "
+        "non-loopback IPv4 address that is up (else 127.0.0.1)",
+        OPAL_INFO_LVL_5, &c->net_if);
 
     c->use_cma = true;
     (void)mca_base_component_var_register(

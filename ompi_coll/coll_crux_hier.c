@@ -13,8 +13,9 @@
  *
  * The inter-group step runs on the cross communicator (local rank i of every
  * group): as a blocking Allreduce when its ranks share this node (crux's
- * own flat algorithm, through shared memory), else as a nonblocking one over
- * the PML, polled while the group goes on. */
+ * own flat algorithm, through shared memory), else over crux's channel
+ * between nodes, marked with the job's level (coll_crux_net.c), or as a
+ * nonblocking Allreduce over the PML; both polled while the group goes on. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -187,6 +188,9 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
                          m->comm->c_name);
         }
     }
+    if (ok) {
+        coll_crux_net_open(l, m->comm);
+    }
     m->building = false;
     l->state = ok ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
     if (ok) {
@@ -195,7 +199,9 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
                      "step %s",
                      m->comm->c_name, l->groups, l->per_group,
                      l->lanes != NULL ? "the engine's lanes" : "staging",
-                     l->cross_local ? "through shared memory" : "over the PML");
+                     l->cross_local   ? "through shared memory"
+                     : l->net != NULL ? "over crux's tcp channel"
+                                      : "over the PML");
     } else {
         coll_crux_layout_free(l);
         l->state = CRUX_GROUP_FAILED;
@@ -205,6 +211,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 
 void coll_crux_layout_free(crux_layout_t *l)
 {
+    crux_net_destroy(l->net);
     crux_coll_group_destroy(l->group);
     crux_dev_group_destroy(l->lanes);
     if (l->cross_comm != NULL) {
@@ -222,6 +229,8 @@ typedef struct {
     const crux_layout_t *layout;
     ompi_datatype_t *dtype;
     struct ompi_op_t *op;
+    crux_dtype_t cdtype;
+    crux_op_t cop;
 } inter_arg_t;
 
 static crux_status_t inter_start(void *argp, void *buf, size_t count, void **request)
@@ -230,6 +239,9 @@ static crux_status_t inter_start(void *argp, void *buf, size_t count, void **req
     ompi_communicator_t *cross = a->layout->cross_comm;
     int rc;
     *request = NULL;
+    if (a->layout->net != NULL) {
+        return crux_net_start(a->layout->net, buf, count, a->cdtype, a->cop, request);
+    }
     if (a->layout->cross_local) {
         rc = cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
                                            cross->c_coll->coll_allreduce_module);
@@ -244,6 +256,10 @@ static crux_status_t inter_start(void *argp, void *buf, size_t count, void **req
 
 static crux_status_t inter_test(void *argp, void *request, int *done)
 {
+    inter_arg_t *a = argp;
+    if (a->layout->net != NULL) {
+        return crux_net_test(a->layout->net, request, done);
+    }
     ompi_request_t *req = request;
     if (req == NULL) {
         *done = 1;
@@ -259,7 +275,8 @@ crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf,
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
-    inter_arg_t arg = { l, dtype, op };
+    inter_arg_t arg = { l, dtype, op, cdtype, cop };
+    coll_crux_net_mark(l, l->cross_comm);
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     return l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf,

@@ -54,14 +54,25 @@ static void take_level(void)
     /* read by other threads as they set up transports (coll_crux_config) */
     __atomic_store_n(&net->service_level, key_int("sl", -1), __ATOMIC_RELAXED);
     __atomic_store_n(&net->traffic_class, key_int("tc", -1), __ATOMIC_RELAXED);
+    __atomic_store_n(&net->dscp, key_int("dscp", -1), __ATOMIC_RELAXED);
     char text[16];
     snprintf(text, sizeof(text), "%d", job.level);
     setenv("CRUX_PRIORITY_LEVEL", text, 1);
-    CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d", job.job,
-                 job.level, crux_prio_reader_levels(job.reader),
+    CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d, dscp %d",
+                 job.job, job.level, crux_prio_reader_levels(job.reader),
                  crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED ? "from the priority file"
                                                                         : "default",
-                 net->service_level, net->traffic_class);
+                 net->service_level, net->traffic_class, net->dscp);
+}
+
+crux_net_level_t coll_crux_job_net_level(void)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    return (crux_net_level_t){
+        .sl = __atomic_load_n(&c->service_level, __ATOMIC_RELAXED),
+        .tc = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED),
+        .dscp = __atomic_load_n(&c->dscp, __ATOMIC_RELAXED),
+    };
 }
 
 static void set_up(void)

@@ -1,0 +1,113 @@
+/* libcrux_coll's channel between nodes: how the hierarchical Allreduce's
+ * inter-group step (and whatever else crux moves between nodes) reaches
+ * the other nodes with its job's priority level on the wire.  Part of
+ * libcrux_coll's API, beside crux_coll.h.
+ *
+ * A channel joins the members of one cross group (member i of every node
+ * group).  Creating one is collective over the caller's out-of-band
+ * allgather.  Over TCP every pair of members keeps one connection; each
+ * step sends this member's shard to every other member, and every member
+ * reduces the contributions in member order, so all get the same bits.
+ * Steps are nonblocking: start them in the same order on every member and
+ * test them until done; a peer that dies or closes its end fails the step
+ * (CRUX_ERR_PEER), never hangs it.
+ *
+ * Marking: the level's DSCP goes into the TOS byte of every packet
+ * (IP_TOS, IPV6_TCLASS) and its class selector (DSCP >> 3, 0..7) into the
+ * socket priority (SO_PRIORITY, what the host's own queueing disciplines
+ * see).  On RDMA fabrics the level's InfiniBand service level and RoCE
+ * traffic class (DSCP << 2) are what a queue pair carries instead.  The
+ * values come from the priority file as it is (its sl, tc and dscp keys):
+ * crux has no table of its own. */
+#ifndef CRUX_NET_H
+#define CRUX_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/crux_coll.h"
+
+typedef struct crux_net crux_net_t;
+
+/* Which channel a communicator's inter-node step uses; the values are
+ * those of the coll_crux_net MCA parameter. */
+typedef enum {
+    CRUX_NET_AUTO = 0, /* RDMA when UCX has it, else TCP, else the PML */
+    CRUX_NET_RDMA = 1,
+    CRUX_NET_TCP = 2,
+    CRUX_NET_PML = 3, /* the MPI library's own point-to-point layer: unmarked */
+} crux_net_kind_t;
+
+const char *crux_net_kind_name(crux_net_kind_t kind);
+
+/* The network settings of a level, as the priority file gives them; -1 for
+ * a key that is absent. */
+typedef struct {
+    int sl;   /* InfiniBand service level, 0..15 */
+    int tc;   /* traffic class byte, 0..255 (RoCE: DSCP << 2) */
+    int dscp; /* DiffServ code point, 0..63 */
+} crux_net_level_t;
+
+#define CRUX_NET_LEVEL_NONE            \
+    {                                  \
+        .sl = -1, .tc = -1, .dscp = -1 \
+    }
+
+/* What a TCP socket carries for a level: the TOS byte (dscp << 2, else tc
+ * without its two ECN bits, else 0) and the socket priority (the TOS's
+ * class selector, 0..7). */
+int crux_net_tos(const crux_net_level_t *level);
+int crux_net_socket_priority(const crux_net_level_t *level);
+
+/* What an RDMA queue pair carries for a level: the service level (sl, else
+ * the DSCP's class selector, else 0) and the traffic class (tc, else
+ * dscp << 2, else 0). */
+void crux_net_rdma_marks(const crux_net_level_t *level, int *sl, int *traffic_class);
+
+/* The channel to use: 'asked' when it is available ('rdma' and 'tcp' say
+ * what is), else the next available of RDMA, TCP and the PML in that order
+ * (AUTO: the first available). */
+crux_net_kind_t crux_net_choose(crux_net_kind_t asked, int rdma, int tcp);
+
+/* 1 when UCX has an RDMA device (InfiniBand or RoCE) on this host; 'why'
+ * says what was found, or what is missing. */
+int crux_net_rdma_available(char *why, size_t len);
+
+/* Create a TCP channel over the members of 'oob'.  'where' picks the local
+ * address to listen on and give the peers: NULL or "" for the first
+ * non-loopback IPv4 address that is up (else 127.0.0.1), an interface name,
+ * or an IPv4 subnet "a.b.c.d/n".  Connections are set up with the first
+ * marking (level may be NULL: unmarked).  On failure no member has a
+ * channel and all return the same status; 'err' says why on this member. */
+crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
+                                  const crux_net_level_t *level, crux_net_t **net_p, char *err,
+                                  size_t errlen);
+void crux_net_destroy(crux_net_t *net);
+
+/* Mark the channel's traffic with a level's settings from now on.  Call it
+ * only when no step is in flight (between collectives), so a message never
+ * changes band half way.  Returns 1 when the marking changed, 0 when it was
+ * already so, or a negative status when a socket refused it (the TOS byte
+ * is set first; a socket priority above 6 needs CAP_NET_ADMIN). */
+int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level);
+
+/* The marking the kernel holds for the channel's sockets (read back from
+ * them): CRUX_OK with the TOS byte and socket priority when every socket
+ * agrees, CRUX_ERR_INVALID when they differ. */
+crux_status_t crux_net_marks_in_force(const crux_net_t *net, int *tos, int *priority);
+
+/* Start reducing 'count' elements at 'buf' in place with the same step of
+ * every other member.  'buf' must stay untouched until the step is done. */
+crux_status_t crux_net_start(crux_net_t *net, void *buf, size_t count, crux_dtype_t dtype,
+                             crux_op_t op, void **request);
+/* Move what can be moved without waiting; *done when the step 'request'
+ * has finished (its request is then freed).  CRUX_ERR_PEER once a peer
+ * failed: every step in flight then fails. */
+crux_status_t crux_net_test(crux_net_t *net, void *request, int *done);
+
+/* Bytes this member sent over the channel so far. */
+uint64_t crux_net_bytes_sent(const crux_net_t *net);
+/* The local address the channel listens on ("10.0.0.1:40213"). */
+const char *crux_net_address(const crux_net_t *net);
+
+#endif

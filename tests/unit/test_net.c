@@ -1,0 +1,304 @@
+/* libcrux_coll's channel between nodes (crux_net.h): a level's marks (TOS,
+ * socket priority, InfiniBand SL and RoCE traffic class), the choice of
+ * channel with its fallbacks, the RDMA probe against the kernel's devices,
+ * and the TCP channel over the loopback in
+ * forked members: exact results in member order for every (type, op) with a
+ * kernel, several steps in flight, the marking read back from the kernel
+ * and changed between steps, and a member killed in a step failing the
+ * others' steps instead of hanging them. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "coll/crux_net.h"
+#include "tests/unit/fork_group.h"
+
+START_TEST(test_marks)
+{
+    crux_net_level_t none = CRUX_NET_LEVEL_NONE;
+    ck_assert_int_eq(crux_net_tos(&none), 0);
+    ck_assert_int_eq(crux_net_tos(NULL), 0);
+    ck_assert_int_eq(crux_net_socket_priority(&none), 0);
+    crux_net_level_t ef = { .sl = 3, .tc = 7, .dscp = 46 }; /* dscp wins over tc */
+    ck_assert_int_eq(crux_net_tos(&ef), 184);
+    ck_assert_int_eq(crux_net_socket_priority(&ef), 5);
+    crux_net_level_t tc_only = { .sl = -1, .tc = 0x63, .dscp = -1 }; /* ECN bits dropped */
+    ck_assert_int_eq(crux_net_tos(&tc_only), 0x60);
+    ck_assert_int_eq(crux_net_socket_priority(&tc_only), 3);
+    crux_net_level_t cs7 = { .sl = -1, .tc = -1, .dscp = 56 };
+    ck_assert_int_eq(crux_net_socket_priority(&cs7), 7);
+    int sl, tc;
+    crux_net_rdma_marks(&ef, &sl, &tc);
+    ck_assert_int_eq(sl, 3);
+    ck_assert_int_eq(tc, 7); /* tc as given on RDMA */
+    crux_net_rdma_marks(&cs7, &sl, &tc);
+    ck_assert_int_eq(sl, 7);
+    ck_assert_int_eq(tc, 224);
+    crux_net_rdma_marks(&none, &sl, &tc);
+    ck_assert_int_eq(sl, 0);
+    ck_assert_int_eq(tc, 0);
+}
+END_TEST
+
+START_TEST(test_choose)
+{
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_AUTO, 1, 1), CRUX_NET_RDMA);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_AUTO, 0, 1), CRUX_NET_TCP);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_AUTO, 0, 0), CRUX_NET_PML);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_RDMA, 0, 1), CRUX_NET_TCP);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_RDMA, 0, 0), CRUX_NET_PML);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_TCP, 1, 1), CRUX_NET_TCP);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_TCP, 1, 0), CRUX_NET_PML);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_PML, 1, 1), CRUX_NET_PML);
+    ck_assert_str_eq(crux_net_kind_name(CRUX_NET_TCP), "tcp");
+}
+END_TEST
+
+/* The RDMA probe agrees with the kernel's list of RDMA devices, and without
+ * one the choice falls back to TCP. */
+START_TEST(test_rdma_probe)
+{
+    char why[128] = "";
+    int rdma = crux_net_rdma_available(why, sizeof(why));
+    ck_assert_int_gt((int)strlen(why), 0);
+    DIR *d = opendir("/sys/class/infiniband");
+    int devices = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        devices += e->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    if (devices == 0) {
+        ck_assert_int_eq(rdma, 0);
+        ck_assert_ptr_nonnull(strstr(why, "no RDMA"));
+        ck_assert_int_eq(crux_net_choose(CRUX_NET_AUTO, rdma, 1), CRUX_NET_TCP);
+        ck_assert_int_eq(crux_net_choose(CRUX_NET_RDMA, rdma, 1), CRUX_NET_TCP);
+    } else {
+        ck_assert_int_eq(rdma, 1);
+    }
+}
+END_TEST
+
+/* Member p's element i: small integers (exact in every type) that differ
+ * per member, and for floating point fractions of different magnitudes, so
+ * the order of a sum shows in the bits. */
+static void fill(unsigned char *buf, crux_dtype_t dt, int member, size_t count)
+{
+    static const float scale[3] = { 1.0f, 3e3f, 1e-3f };
+    for (size_t i = 0; i < count; i++) {
+        int v = (int)((i * 7 + (size_t)member * 3) % 5) + 1;
+        void *e = buf + i * crux_dtype_size(dt);
+        switch (dt) {
+        case CRUX_DT_INT8: *(int8_t *)e = (int8_t)v; break;
+        case CRUX_DT_UINT8: *(uint8_t *)e = (uint8_t)v; break;
+        case CRUX_DT_INT32: *(int32_t *)e = v - 3; break;
+        case CRUX_DT_UINT64: *(uint64_t *)e = (uint64_t)v << 40; break;
+        case CRUX_DT_FLOAT: *(float *)e = (float)v / 3.0f * scale[member % 3]; break;
+        case CRUX_DT_DOUBLE: *(double *)e = (double)v / 7.0 * scale[member % 3] * 1e6; break;
+        default: memset(e, v, crux_dtype_size(dt)); break;
+        }
+    }
+}
+
+typedef struct {
+    crux_dtype_t dt;
+    crux_op_t op;
+    size_t count;
+    int steps;    /* in flight at once */
+    int kill;     /* the last member kills itself inside the step */
+    int relevel;  /* change the marking between two rounds of steps */
+    int *results; /* shared, per member */
+} net_case_t;
+
+static int body(fork_group_member_t *m, void *arg)
+{
+    net_case_t *c = arg;
+    alarm(60); /* a hang fails the test instead of blocking it */
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_net_level_t level = { .sl = -1, .tc = -1, .dscp = 10 };
+    crux_net_t *net;
+    char err[256];
+    if (crux_net_tcp_create(&oob, "127.0.0.0/8", &level, &net, err, sizeof(err)) != CRUX_OK) {
+        return 2;
+    }
+    int tos, prio;
+    if (crux_net_marks_in_force(net, &tos, &prio) != CRUX_OK || tos != 40 || prio != 1) {
+        return 3;
+    }
+    size_t es = crux_dtype_size(c->dt), bytes = c->count * es;
+    crux_reduce_fn_t fn = crux_reduce_lookup(c->dt, c->op);
+    unsigned char *buf = malloc(bytes * (size_t)c->steps), *want = malloc(bytes),
+                  *other = malloc(bytes);
+    void *req[8];
+    for (int round = 0; round < (c->relevel ? 2 : 1); round++) {
+        if (round == 1) {
+            crux_net_level_t high = { .sl = -1, .tc = -1, .dscp = 46 };
+            if (crux_net_set_level(net, &high) != 1 || crux_net_marks_in_force(net, &tos, &prio) ||
+                tos != 184 || prio != 5 || crux_net_set_level(net, &high) != 0) {
+                return 4;
+            }
+        }
+        for (int s = 0; s < c->steps; s++) {
+            fill(buf + (size_t)s * bytes, c->dt, m->rank + s, c->count);
+            if (c->kill && m->rank == m->size - 1) {
+                raise(SIGKILL); /* in the middle of everyone's step */
+            }
+            if (crux_net_start(net, buf + (size_t)s * bytes, c->count, c->dt, c->op, &req[s]) !=
+                CRUX_OK) {
+                return 5;
+            }
+        }
+        /* test the later steps first: completion must still come in order */
+        int left = c->steps;
+        int done[8] = { 0 };
+        while (left > 0) {
+            for (int s = c->steps - 1; s >= 0; s--) {
+                if (done[s]) {
+                    continue;
+                }
+                crux_status_t st = crux_net_test(net, req[s], &done[s]);
+                if (st != CRUX_OK) {
+                    c->results[m->rank] = st;
+                    crux_net_destroy(net);
+                    return c->kill ? 0 : 6;
+                }
+                left -= done[s];
+            }
+        }
+        for (int s = 0; s < c->steps; s++) {
+            /* the expected bits: contributions in member order */
+            fill(want, c->dt, s, c->count);
+            for (int p = 1; p < m->size; p++) {
+                fill(other, c->dt, p + s, c->count);
+                fn(want, want, other, c->count);
+            }
+            if (memcmp(want, buf + (size_t)s * bytes, bytes) != 0) {
+                return 7;
+            }
+        }
+    }
+    c->results[m->rank] = CRUX_OK;
+    crux_net_destroy(net);
+    free(buf);
+    free(want);
+    free(other);
+    return c->kill ? 8 : 0; /* a kill case must not end well */
+}
+
+static int *shared_results(void)
+{
+    int *r = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(r, MAP_FAILED);
+    for (int i = 0; i < 16; i++) {
+        r[i] = 99;
+    }
+    return r;
+}
+
+static const struct {
+    crux_dtype_t dt;
+    crux_op_t op;
+} pairs[] = {
+    { CRUX_DT_FLOAT, CRUX_OP_SUM },  { CRUX_DT_DOUBLE, CRUX_OP_SUM },
+    { CRUX_DT_FLOAT, CRUX_OP_MAX },  { CRUX_DT_INT32, CRUX_OP_PROD },
+    { CRUX_DT_INT8, CRUX_OP_MIN },   { CRUX_DT_UINT8, CRUX_OP_BXOR },
+    { CRUX_DT_UINT64, CRUX_OP_BOR }, { CRUX_DT_INT32, CRUX_OP_LAND },
+};
+
+/* _i: a (type, op) pair over 2 and 3 members; odd counts, one step and
+ * several in flight; large enough to fill the sockets' buffers. */
+START_TEST(test_tcp_exact)
+{
+    int *results = shared_results();
+    for (int size = 2; size <= 3; size++) {
+        net_case_t c = { pairs[_i].dt, pairs[_i].op, 1, 1, 0, 0, results };
+        ck_assert_int_eq(fork_group_run(size, body, &c), 0);
+        c.count = 300007;
+        c.steps = 3;
+        ck_assert_int_eq(fork_group_run(size, body, &c), 0);
+        c.count = 17;
+        c.steps = 8;
+        ck_assert_int_eq(fork_group_run(size, body, &c), 0);
+    }
+    munmap(results, 4096);
+}
+END_TEST
+
+START_TEST(test_tcp_relevel)
+{
+    int *results = shared_results();
+    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 4099, 2, 0, 1, results };
+    ck_assert_int_eq(fork_group_run(3, body, &c), 0);
+    munmap(results, 4096);
+}
+END_TEST
+
+START_TEST(test_tcp_peer_killed)
+{
+    int *results = shared_results();
+    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 1u << 22, 1, 1, 0, results };
+    /* only the killed member fails; the others saw their step fail */
+    ck_assert_int_eq(fork_group_run(3, body, &c), 1);
+    ck_assert_int_eq(results[0], CRUX_ERR_PEER);
+    ck_assert_int_eq(results[1], CRUX_ERR_PEER);
+    munmap(results, 4096);
+}
+END_TEST
+
+static int alone(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    memcpy(rbuf, sbuf, length);
+    return 0;
+}
+
+/* Addresses that name nothing are refused with the reason; a channel of one
+ * member reduces to its own buffer. */
+START_TEST(test_tcp_where)
+{
+    crux_coll_oob_t oob = { alone, NULL, 0, 1 };
+    crux_net_t *net;
+    char err[256];
+    ck_assert_int_eq(crux_net_tcp_create(&oob, "no-such-if0", NULL, &net, err, sizeof(err)),
+                     CRUX_ERR_NOT_FOUND);
+    ck_assert_ptr_null(net);
+    ck_assert_ptr_nonnull(strstr(err, "no-such-if0"));
+    ck_assert_int_eq(crux_net_tcp_create(&oob, "10.0.0.0/33", NULL, &net, err, sizeof(err)),
+                     CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_net_tcp_create(&oob, "lo", NULL, &net, err, sizeof(err)), CRUX_OK);
+    ck_assert_str_eq(
+        strstr(crux_net_address(net), "127.0.0.1:") == crux_net_address(net) ? "y" : "n", "y");
+    float x[3] = { 1, 2, 3 };
+    void *req;
+    int done = 0;
+    ck_assert_int_eq(crux_net_start(net, x, 3, CRUX_DT_FLOAT, CRUX_OP_SUM, &req), CRUX_OK);
+    ck_assert_int_eq(crux_net_test(net, req, &done), CRUX_OK);
+    ck_assert_int_eq(done, 1);
+    ck_assert(x[0] == 1 && x[2] == 3);
+    ck_assert_int_eq(crux_net_start(net, x, 3, CRUX_DT_FLOAT, CRUX_OP_BXOR, &req),
+                     CRUX_ERR_UNSUPPORTED);
+    crux_net_destroy(net);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("net");
+    TCase *t = tcase_create("net");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_marks);
+    tcase_add_test(t, test_choose);
+    tcase_add_test(t, test_rdma_probe);
+    tcase_add_loop_test(t, test_tcp_exact, 0, sizeof(pairs) / sizeof(pairs[0]));
+    tcase_add_test(t, test_tcp_relevel);
+    tcase_add_test(t, test_tcp_peer_killed);
+    tcase_add_test(t, test_tcp_where);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+CRUX_CHECK_MAIN(suite)
