@@ -52,6 +52,7 @@ int crux_dev_count(void)
 struct crux_dev_stage {
     void *buf[2];
     size_t size[2];
+    int pinned[2];
 };
 
 crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p)
@@ -151,22 +152,23 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
     return st;
 }
 
+/* The stage remembers whether its buffers are pinned: the driver may have
+ * been loaded (by the application) after they were allocated. */
 void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
 {
     if (slot > 1) {
         return NULL;
     }
     if (stage->size[slot] < bytes) {
-        const crux_cuda_api_t *cu = crux_cuda();
         if (stage->buf[slot] != NULL) {
-            cu != NULL ? (void)cu->MemFreeHost(stage->buf[slot]) : free(stage->buf[slot]);
+            stage->pinned[slot] ? crux_cuda_host_free(stage->buf[slot]) : free(stage->buf[slot]);
         }
         stage->buf[slot] = NULL;
         stage->size[slot] = 0;
         /* pinned, so copies to and from the device run at full PCIe speed */
-        if (cu != NULL ? cu->MemHostAlloc(&stage->buf[slot], bytes, CU_MEMHOSTALLOC_PORTABLE) !=
-                             CUDA_SUCCESS
-                       : (stage->buf[slot] = malloc(bytes)) == NULL) {
+        stage->pinned[slot] = crux_cuda() != NULL;
+        if (stage->pinned[slot] ? crux_cuda_host_alloc(bytes, &stage->buf[slot]) != CRUX_OK
+                                : (stage->buf[slot] = malloc(bytes)) == NULL) {
             stage->buf[slot] = NULL;
             return NULL;
         }
@@ -177,10 +179,9 @@ void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes
 
 void crux_dev_stage_destroy(crux_dev_stage_t *stage)
 {
-    const crux_cuda_api_t *cu = crux_cuda();
     for (int i = 0; stage != NULL && i < 2; i++) {
         if (stage->buf[i] != NULL) {
-            cu != NULL ? (void)cu->MemFreeHost(stage->buf[i]) : free(stage->buf[i]);
+            stage->pinned[i] ? crux_cuda_host_free(stage->buf[i]) : free(stage->buf[i]);
         }
     }
     free(stage);

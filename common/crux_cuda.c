@@ -97,6 +97,26 @@ void crux_cuda_pop(void)
     crux_cuda()->CtxPopCurrent(&ctx);
 }
 
+crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p)
+{
+    *ptr_p = NULL;
+    crux_status_t st = crux_cuda_push(0);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(
+            crux_cuda()->MemHostAlloc(ptr_p, bytes > 0 ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+void crux_cuda_host_free(void *ptr)
+{
+    if (ptr != NULL && crux_cuda_push(0) == CRUX_OK) {
+        crux_cuda()->MemFreeHost(ptr);
+        crux_cuda_pop();
+    }
+}
+
 int crux_cuda_pci(int device, char *pci, size_t len)
 {
     const crux_cuda_api_t *cu = crux_cuda();

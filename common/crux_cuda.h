@@ -63,6 +63,12 @@ const crux_cuda_api_t *crux_cuda(void);
 crux_status_t crux_cuda_push(int device);
 void crux_cuda_pop(void);
 
+/* Pinned host memory usable from every context (CU_MEMHOSTALLOC_PORTABLE),
+ * allocated and freed with device 0's primary context current: the driver
+ * refuses both without a current context. */
+crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p);
+void crux_cuda_host_free(void *ptr);
+
 /* The PCI bus id of a device, "dddd:bb:dd.f" in lower case; 0 on success. */
 int crux_cuda_pci(int device, char *pci, size_t len);
 /* The ordinal of the device with that PCI bus id here, -1 if not visible. */

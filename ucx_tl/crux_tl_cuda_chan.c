@@ -141,7 +141,14 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
     const crux_cuda_api_t *cu = crux_cuda();
     size_t bytes = (size_t)SLOTS * c->chan.attr.max_chunk;
     if (p->kind == CRUX_TL_CHAN_CUDA_HOST) {
-        return crux_cuda_status(cu->MemHostAlloc(&c->host_stage, bytes, CU_MEMHOSTALLOC_PORTABLE));
+        /* pinned memory belongs to a context: the driver refuses it without one */
+        crux_status_t st = crux_cuda_push(c->device);
+        if (st == CRUX_OK) {
+            st =
+                crux_cuda_status(cu->MemHostAlloc(&c->host_stage, bytes, CU_MEMHOSTALLOC_PORTABLE));
+            crux_cuda_pop();
+        }
+        return st;
     }
     for (unsigned h = 0; h + 1 < c->hops; h++) {
         int relay = crux_cuda_device_of(p->relay[h]);
