@@ -50,13 +50,23 @@ typedef struct {
     CUresult (*EventQuery)(CUevent event);
     CUresult (*ModuleLoadData)(CUmodule *module, const void *image);
     CUresult (*ModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
+    CUresult (*DeviceGetUuid)(CUuuid *uuid, CUdevice dev); /* NULL: driver before 11.4 */
     CUresult (*LaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned shared, CUstream stream,
                              void **params, void **extra);
 } crux_cuda_api_t;
 
-/* The driver, or NULL when it cannot be loaded or initialised (no GPU). */
+/* The driver, or NULL when the process has not loaded it or it cannot be
+ * initialised (no GPU).  crux never loads the driver itself: cuInit in
+ * crux's setup (MPI_Init) would fix the visible devices before a script sets
+ * CUDA_VISIBLE_DEVICES, and a process with device buffers has loaded the
+ * driver anyway.  The answer is looked for again on every call until the
+ * driver shows up, at the cost of one loader callback while nothing new was
+ * loaded. */
 const crux_cuda_api_t *crux_cuda(void);
+/* The driver, loaded by crux if need be: for tools and tests that are the
+ * application themselves. */
+const crux_cuda_api_t *crux_cuda_load(void);
 
 /* Make the primary context of a device current (pushed on the calling
  * thread's stack, so the caller's own context comes back with pop). */

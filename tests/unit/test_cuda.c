@@ -419,6 +419,9 @@ static int t_calibration(void)
 static int t_no_driver(void)
 {
     setenv("CRUX_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+#ifdef CRUX_HAVE_CUDA
+    crux_cuda_load();
+#endif
     double h = 1;
     return crux_tl_cuda_devices() == 0 && crux_dev_count() == 0 && !crux_dev_is_device(&h) &&
                    crux_tl_mem_query(&h).type == CRUX_TL_MEM_HOST &&
@@ -451,6 +454,11 @@ static int in_child(int (*fn)(void))
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+#ifdef CRUX_HAVE_CUDA
+        if (fn != t_no_driver) {
+            crux_cuda_load(); /* the test is the application: it loads the driver */
+        }
+#endif
         _exit(fn());
     }
     int status;
