@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_internal.h"
+#include "coll/crux_dev_call.h"
 
 #define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
 #define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
@@ -70,6 +70,7 @@ extern const unsigned char crux_dev_fatbin[];
 
 static struct {
     CUmodule module;
+    crux_status_t failed; /* the module's load, not retried: it fails alike every time */
     CUfunction fn[CRUX_DT_COUNT][CRUX_OP_COUNT];
 } modules[MAX_DEVICES];
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -83,9 +84,19 @@ static crux_status_t kernel(int device, crux_dtype_t dtype, crux_op_t op, CUfunc
     }
     crux_status_t st = CRUX_OK;
     pthread_mutex_lock(&modules_lock);
-    if (modules[device].module == NULL) {
-        st = crux_cuda_status(cu->ModuleLoadData(&modules[device].module, crux_dev_fatbin));
+    if (modules[device].module == NULL && modules[device].failed == CRUX_OK) {
+        CUresult r = cu->ModuleLoadData(&modules[device].module, crux_dev_fatbin);
+        if (r != CUDA_SUCCESS) {
+            modules[device].module = NULL;
+            /* an old driver or GPU the fat binary has no code for:
+             * unsupported, so the caller stages through host memory */
+            modules[device].failed = crux_cuda_status(r);
+            if (modules[device].failed == CRUX_ERR_IO) {
+                modules[device].failed = CRUX_ERR_UNSUPPORTED;
+            }
+        }
     }
+    st = modules[device].failed;
     if (st == CRUX_OK && modules[device].fn[dtype][op] == NULL) {
         char name[64];
         snprintf(name, sizeof(name), "crux_%s_%s", crux_dtype_name(dtype), crux_op_name(op));
@@ -185,6 +196,17 @@ void crux_dev_stage_destroy(crux_dev_stage_t *stage)
         }
     }
     free(stage);
+}
+
+int crux_dev_exportable(const void *ptr)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    int capable = 0;
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE;
+    void *data = &capable;
+    return cu != NULL &&
+           cu->PointerGetAttributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS &&
+           capable;
 }
 
 /* --- queues --------------------------------------------------------------------- */
@@ -310,6 +332,11 @@ void crux_dev_free(int device, void *ptr)
 }
 
 #else /* no CUDA toolkit at build time: host memory only */
+
+int crux_dev_exportable(const void *ptr)
+{
+    return 0;
+}
 
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
                               crux_dtype_t dtype, crux_op_t op)
