@@ -458,6 +458,11 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         if (st == CRUX_OK && !(crux_dev_exportable(c.src) && crux_dev_exportable(rbuf))) {
             st = CRUX_ERR_UNSUPPORTED; /* stream-ordered (pool) or VMM memory */
         }
+        /* a kernel on a misaligned element faults, and the fault is sticky:
+         * it would take the application's CUDA context down with it */
+        if (st == CRUX_OK && ((uintptr_t)c.src % c.esize != 0 || (uintptr_t)rbuf % c.esize != 0)) {
+            st = CRUX_ERR_UNSUPPORTED;
+        }
         st = crux_dev_agree(&c, st);
         if (st != CRUX_OK) {
             return st == CRUX_ERR_PEER ? st : CRUX_ERR_UNSUPPORTED;

@@ -112,6 +112,11 @@ static crux_status_t launch(int device, CUstream stream, void *out, const void *
                             size_t count, crux_dtype_t dtype, crux_op_t op)
 {
     CUfunction fn;
+    size_t esize = crux_dtype_size(dtype);
+    if (esize == 0 || (uintptr_t)out % esize != 0 || (uintptr_t)a % esize != 0 ||
+        (uintptr_t)b % esize != 0) {
+        return CRUX_ERR_UNSUPPORTED; /* the kernel's loads would fault, stickily */
+    }
     crux_status_t st = kernel(device, dtype, op, &fn);
     if (st != CRUX_OK || count == 0) {
         return st;

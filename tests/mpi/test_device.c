@@ -133,6 +133,33 @@ static bool fresh_allreduce(const char *var, const char *value, bool oom, bool i
     return ok;
 }
 
+/* Floats one byte off their alignment: a GPU kernel on them would fault
+ * and lose the process's CUDA context for good (the stand-in driver makes
+ * the fault sticky too), so crux stages them; the device works after. */
+static bool misaligned_allreduce(int rank, int size)
+{
+    const size_t count = 65537, bytes = count * sizeof(float);
+    char *d = dev_alloc(bytes + sizeof(float));
+    float *host = malloc(bytes), *back = malloc(bytes);
+    if (d == NULL || host == NULL || back == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        host[i] = (float)(rank + (int)(i % 13));
+    }
+    copy(d + 1, host, bytes);
+    bool ok = MPI_Allreduce(MPI_IN_PLACE, d + 1, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
+              MPI_SUCCESS;
+    copy(back, d + 1, bytes);
+    for (size_t i = 0; ok && i < count; i++) {
+        ok = back[i] == (float)(size * (int)(i % 13) + size * (size - 1) / 2);
+    }
+    p_cuMemFree((CUdeviceptr)(uintptr_t)d);
+    free(host);
+    free(back);
+    return ok && device_allreduce(MPI_SUM, 1000, false, rank, size);
+}
+
 /* What only some members cannot do leads all of them to the host. */
 static void one_member_cannot(int rank, int size)
 {
@@ -197,6 +224,8 @@ int main(int argc, char **argv)
                       "device float user-defined sum (staged), %zu elements, %s", counts[c], place);
         }
     }
+    tap_check(misaligned_allreduce(rank, size),
+              "misaligned device floats are staged, and the device still works after");
     one_member_cannot(rank, size);
     MPI_Op_free(&user_sum);
     MPI_Finalize();
