@@ -136,18 +136,70 @@ crux_status_t crux_cuda_status(CUresult result)
     }
 }
 
+/* Each device's primary context, retained once on first use and released
+ * when the process exits: a push is then one driver call, not three (the
+ * data path pushes around every copy and query). */
+#define MAX_CONTEXTS 64
+static CUcontext contexts[MAX_CONTEXTS];
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release_contexts(void)
+{
+    CUresult (*release)(CUdevice) = NULL;
+    void *lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib != NULL) {
+        *(void **)&release = dlsym(lib, "cuDevicePrimaryCtxRelease_v2");
+    }
+    for (int d = 0; release != NULL && d < MAX_CONTEXTS; d++) {
+        if (contexts[d] != NULL) {
+            CUdevice dev;
+            if (api.DeviceGet(&dev, d) == CUDA_SUCCESS) {
+                release(dev);
+            }
+            contexts[d] = NULL;
+        }
+    }
+    if (lib != NULL) {
+        dlclose(lib);
+    }
+}
+
+static CUcontext context_of(const crux_cuda_api_t *cu, int device, CUresult *r)
+{
+    CUcontext ctx = NULL;
+    *r = CUDA_ERROR_INVALID_DEVICE;
+    if (device < 0 || device >= MAX_CONTEXTS) {
+        return NULL;
+    }
+    ctx = __atomic_load_n(&contexts[device], __ATOMIC_ACQUIRE);
+    if (ctx != NULL) {
+        *r = CUDA_SUCCESS;
+        return ctx;
+    }
+    static int registered;
+    pthread_mutex_lock(&contexts_lock);
+    CUdevice dev;
+    if ((ctx = contexts[device]) != NULL) {
+        *r = CUDA_SUCCESS;
+    } else if ((*r = cu->DeviceGet(&dev, device)) == CUDA_SUCCESS &&
+               (*r = cu->DevicePrimaryCtxRetain(&ctx, dev)) == CUDA_SUCCESS) {
+        __atomic_store_n(&contexts[device], ctx, __ATOMIC_RELEASE);
+        if (!registered) {
+            registered = atexit(release_contexts) == 0;
+        }
+    }
+    pthread_mutex_unlock(&contexts_lock);
+    return ctx;
+}
+
 crux_status_t crux_cuda_push(int device)
 {
     const crux_cuda_api_t *cu = crux_cuda();
-    CUdevice dev;
-    CUcontext ctx;
     if (cu == NULL) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    CUresult r = cu->DeviceGet(&dev, device);
-    if (r == CUDA_SUCCESS) {
-        r = cu->DevicePrimaryCtxRetain(&ctx, dev); /* retained for the process's life */
-    }
+    CUresult r;
+    CUcontext ctx = context_of(cu, device, &r);
     if (r == CUDA_SUCCESS) {
         r = cu->CtxPushCurrent(ctx);
     }

@@ -195,7 +195,7 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
         return CUDA_ERROR_INVALID_DEVICE;
     }
     memset(uuid, 0, sizeof(*uuid));
-    snprintf(uuid->bytes, sizeof(uuid->bytes), "mockgpu%d", (int)dev);
+    snprintf(uuid->bytes, sizeof(uuid->bytes), "mockgpu%u", (unsigned char)dev);
     return CUDA_SUCCESS;
 }
 
@@ -205,10 +205,32 @@ CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
     return CUDA_SUCCESS;
 }
 
+/* Retains of primary contexts not yet released, per device, for tests
+ * (mock_cuda_retains). */
+static int retains[64];
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+    if (dev < 0 || dev >= devices() || dev >= 64) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    __atomic_add_fetch(&retains[dev], 1, __ATOMIC_RELAXED);
     *ctx = (CUcontext)(uintptr_t)(0x1000 + dev);
     return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    if (dev < 0 || dev >= devices() || dev >= 64 ||
+        __atomic_sub_fetch(&retains[dev], 1, __ATOMIC_RELAXED) < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return CUDA_SUCCESS;
+}
+
+int mock_cuda_retains(int dev)
+{
+    return dev >= 0 && dev < 64 ? __atomic_load_n(&retains[dev], __ATOMIC_RELAXED) : -1;
 }
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx)

@@ -8,6 +8,7 @@
  * Plain TAP rather than Check: every test runs in a child process that
  * initialises CUDA itself (CUDA state does not survive fork), and the parent
  * never touches CUDA. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,36 @@ static int t_calibration(void)
     return found == 3 ? 0 : 3;
 }
 
+/* A push is one driver call: each device's primary context is retained
+ * once, not on every push (counted by the stand-in driver; nothing to
+ * count on a real one). */
+static int t_contexts_cached(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    int (*retains)(int) = NULL;
+    if (lib != NULL) {
+        *(void **)&retains = dlsym(lib, "mock_cuda_retains");
+    }
+    if (retains == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < 100; i++) {
+        if (crux_cuda_push(0) != CRUX_OK)
+            FAIL(1);
+        crux_cuda_pop();
+    }
+    void *d;
+    if (crux_dev_alloc(0, 64, &d) != CRUX_OK)
+        FAIL(2);
+    crux_dev_free(0, d);
+    if (retains(0) != 1) {
+        fprintf(stderr, "# device 0's primary context retained %d times\n", retains(0));
+        return 3;
+    }
+    return 0;
+}
+
 /* Runs without a GPU too. */
 static int t_no_driver(void)
 {
@@ -445,6 +476,7 @@ static const struct {
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
+    { "a primary context is retained once per device", t_contexts_cached, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
 
