@@ -45,7 +45,7 @@ crux_install_ptxas12() {
   [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda.h" ] || return 0
   compgen -G "$venv/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas" >/dev/null && return 0
   crux_log "installing the CUDA 12.9 assembler ($CRUX_PTXAS12_PKG) into $venv"
-  { python3 -m venv "$venv" && "$venv/bin/pip" install -q "$CRUX_PTXAS12_PKG"; } >&2 ||
+  { python3 -m venv "$venv" && "$venv/bin/pip" install -q --timeout 20 --retries 1 "$CRUX_PTXAS12_PKG"; } >&2 ||
     crux_log "could not install $CRUX_PTXAS12_PKG: the kernels need driver r580 and sm_75 or later"
   return 0
 }
