@@ -294,7 +294,14 @@ typedef struct {
      * last-level cache and one passed across chiplets or sockets, measured
      * with the clock reads it includes). */
     double far_latency;
+    /* Peers' device allocations kept mapped here, in bytes of the whole
+     * allocations (0: CRUX_TL_IPC_CACHE_DEFAULT); least recently used ones
+     * are unmapped beyond it, so freed memory of a peer is not held for
+     * long (a mapping keeps the exporter's memory allocated). */
+    size_t ipc_cache_bytes;
 } crux_tl_engine_config_t;
+
+#define CRUX_TL_IPC_CACHE_DEFAULT ((size_t)4 << 30)
 
 #define CRUX_TL_ENGINE_CONFIG_DEFAULT                                              \
     {                                                                              \

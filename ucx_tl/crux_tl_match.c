@@ -188,7 +188,8 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         x->peer_mapped = (void *)(uintptr_t)sbuf->addr; /* for model channels */
         all = host_candidates(pair, candidates);
     } else if (sbuf->mem_type == CRUX_TL_MEM_CUDA && x->mem.type == CRUX_TL_MEM_CUDA) {
-        crux_status_t st = crux_tl_cuda_import(pair, sbuf, x->mem.device, &x->peer_mapped);
+        crux_status_t st =
+            crux_tl_cuda_import(pair, sbuf, x->mem.device, &x->peer_mapped, &x->import);
         if (st != CRUX_OK) {
             return st;
         }

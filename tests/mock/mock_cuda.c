@@ -472,6 +472,18 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned
     return r;
 }
 
+/* Peers' allocations mapped here now, for tests. */
+int mock_cuda_imports(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {
+        n += maps[i].base != 0 && maps[i].imported;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 CUresult cuIpcCloseMemHandle(CUdeviceptr ptr)
 {
     pthread_mutex_lock(&lock);

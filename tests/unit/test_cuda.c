@@ -319,6 +319,72 @@ static int two_process_body(fork_group_member_t *m, void *arg)
     return rc;
 }
 
+/* Eight 1 MiB allocations of the sender, kept (as a caching allocator
+ * keeps its segments) until all are sent: the receiver, with room for three
+ * in its cache, keeps at most three mapped (counted by the stand-in driver;
+ * nothing to count on a real one). */
+static int (*imports)(void); /* the stand-in's count of mapped imports */
+
+static int cache_body(fork_group_member_t *m, void *arg)
+{
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    cfg.kinds = CRUX_TL_KINDS_CUDA;
+    cfg.max_peers = 2;
+    cfg.calib_path = "";
+    cfg.ipc_cache_bytes = 3u << 20;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = NULL;
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    crux_tl_pair_t *pair;
+    if (crux_tl_context_open(NULL, &ctx) != CRUX_OK ||
+        crux_tl_engine_create(ctx, &cfg, &e) != CRUX_OK ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    int rc = 0, most = 0;
+    void *bufs[8] = { NULL };
+    for (unsigned i = 0; i < 8; i++) {
+        const size_t bytes = 1u << 20;
+        void *buf = bufs[i] = device_pattern(0, bytes, m->rank == 0 ? i : 0xff);
+        crux_tl_xfer_t *x = NULL;
+        crux_status_t st = buf == NULL    ? CRUX_ERR_NO_MEMORY
+                           : m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                                          : crux_tl_recv(pair, buf, bytes, NULL, &x);
+        if (st != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK ||
+            (m->rank == 1 && !device_holds(buf, bytes, i))) {
+            rc = 11;
+        }
+        crux_tl_xfer_release(x);
+        fork_group_barrier(m);
+        most = imports() > most ? imports() : most;
+    }
+    fork_group_barrier(m);
+    for (unsigned i = 0; i < 8; i++) {
+        crux_dev_free(0, bufs[i]);
+    }
+    if (m->rank == 1 && rc == 0 && most > 3) {
+        fprintf(stderr, "# %d of the peer's allocations mapped at once\n", most);
+        rc = 12;
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_import_cache_bounded(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (lib != NULL) {
+        *(void **)&imports = dlsym(lib, "mock_cuda_imports");
+    }
+    return imports == NULL ? 0 : fork_group_run(2, cache_body, NULL);
+}
+
 static int t_engine_two_processes(void)
 {
     return fork_group_run(2, two_process_body, NULL);
@@ -477,6 +543,7 @@ static const struct {
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
     { "a primary context is retained once per device", t_contexts_cached, 1 },
+    { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
 
