@@ -174,6 +174,9 @@ typedef struct {
     size_t max_chunk;   /* bytes per chunk at most (a staging slot) */
     unsigned resources; /* CRUX_TL_RES_* */
     int calibrated;     /* 1: measured (or read from the calibration cache); 0: nominal */
+    /* 1: the nominal figures are a guess (no topology said the path exists
+     * at that speed): used only when calibrated or asked for by name */
+    int guessed;
 } crux_tl_chan_attr_t;
 
 const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind);

@@ -37,6 +37,7 @@ typedef struct crux_tl_dpair {
     unsigned npaths;
     crux_tl_gpu_path_t path[CRUX_TL_MAX_GPU_PATHS];
     crux_tl_chan_t *chan[CRUX_TL_MAX_GPU_PATHS]; /* NULL until used */
+    int from_topo; /* the paths are the topology's (crux_tl_engine_gpu_paths) */
 } crux_tl_dpair_t;
 
 struct crux_tl_cuda_state {

@@ -228,6 +228,38 @@ static int t_engine_loopback(void)
     return rc;
 }
 
+/* Without the topology's figures or a calibration, a transfer takes the
+ * direct copy alone: staging through host memory at a guessed speed would
+ * take a stripe of it whatever the real links. */
+static int t_guessed_paths_unused(void)
+{
+    const size_t bytes = 64u << 20;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(1);
+    void *src = device_pattern(0, bytes, 7), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    int rc = 0;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || !device_holds(dst, bytes, 7)) {
+        rc = 2;
+    } else if (crux_tl_xfer_stats(y)->nstripes != 1) {
+        fprintf(stderr, "# %u stripes without figures\n", crux_tl_xfer_stats(y)->nstripes);
+        rc = 3;
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
 /* The engine's kinds decide which CUDA channels a transfer may use. */
 static int t_engine_kinds(void)
 {
@@ -539,6 +571,7 @@ static const struct {
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
     { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
+    { "engine: paths with guessed figures carry no stripe", t_guessed_paths_unused, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
