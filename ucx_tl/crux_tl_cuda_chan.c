@@ -163,10 +163,16 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
         }
         c->stage_device[h] = relay;
         /* Let the receiving device's context reach the relay's memory;
-         * already enabled is fine. */
-        if (crux_cuda_push(c->device) == CRUX_OK) {
-            cu->CtxEnablePeerAccess(relay_ctx, 0);
+         * already enabled is fine.  Refused (no P2P between the two, 217):
+         * no such channel, the pair's other paths carry the bytes. */
+        crux_status_t st = crux_cuda_push(c->device);
+        if (st == CRUX_OK) {
+            r = cu->CtxEnablePeerAccess(relay_ctx, 0);
             crux_cuda_pop();
+            st = r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CRUX_OK : crux_cuda_status(r);
+        }
+        if (st != CRUX_OK) {
+            return st;
         }
     }
     return CRUX_OK;

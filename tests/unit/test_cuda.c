@@ -330,6 +330,63 @@ static int t_engine_relay(void)
 #endif
 }
 
+/* A relay GPU without peer access to the receiving one: the relay channel
+ * is not built (a failed cuCtxEnablePeerAccess is not ignored) and the
+ * other paths carry the bytes. */
+static int t_relay_without_peer_access(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    const size_t bytes = 64u << 20;
+    char gpu0[16], gpu1[16];
+    crux_tl_context_t *ctx;
+    setenv("MOCK_CUDA_NO_P2P", "0-1", 1); /* the stand-in's; a real driver decides itself */
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_gpu_path_t paths[3] = {
+        { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 100e9 },
+        { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 50e9, .nrelays = 1 },
+        { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
+    };
+    crux_tl_pair_t *pair;
+    int can = 1;
+    if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
+        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0 ||
+        crux_cuda()->DeviceCanAccessPeer(&can, 0, 1) != CUDA_SUCCESS)
+        FAIL(1);
+    if (can) {
+        return 0; /* peer access here: nothing to check */
+    }
+    memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
+    if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(2);
+    void *src = device_pattern(0, bytes, 5), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    crux_tl_chan_attr_t attrs[4];
+    int rc = 0;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || !device_holds(dst, bytes, 5)) {
+        rc = 3;
+    }
+    for (unsigned i = 0, n = crux_tl_pair_channels(pair, attrs, 4); rc == 0 && i < n; i++) {
+        if (attrs[i].kind == CRUX_TL_CHAN_CUDA_PEER) {
+            fprintf(stderr, "# a relay channel without peer access\n");
+            rc = 4;
+        }
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+#else
+    return 1; /* a build without CUDA sees no GPU: never run */
+#endif
+}
+
 static int two_process_body(fork_group_member_t *m, void *arg)
 {
     crux_tl_context_t *ctx;
@@ -570,6 +627,7 @@ static const struct {
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
+    { "engine: a relay without peer access is not used", t_relay_without_peer_access, 2 },
     { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
     { "engine: paths with guessed figures carry no stripe", t_guessed_paths_unused, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
