@@ -214,6 +214,21 @@ int crux_dev_exportable(const void *ptr)
            capable;
 }
 
+crux_status_t crux_dev_after_user_work(int device)
+{
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        /* the legacy stream waits for every blocking stream's earlier work;
+         * code built with per-thread default streams uses the other */
+        st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_LEGACY));
+        if (st == CRUX_OK) {
+            st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_PER_THREAD));
+        }
+        crux_cuda_pop();
+    }
+    return st;
+}
+
 /* --- queues --------------------------------------------------------------------- */
 
 struct crux_dev_queue {
@@ -341,6 +356,11 @@ void crux_dev_free(int device, void *ptr)
 int crux_dev_exportable(const void *ptr)
 {
     return 0;
+}
+
+crux_status_t crux_dev_after_user_work(int device)
+{
+    return CRUX_ERR_UNSUPPORTED;
 }
 
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,

@@ -541,6 +541,18 @@ typedef struct stream {
 
 static stream_t *streams;
 
+/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): one
+ * queue, whose work runs only when the caller synchronizes (a synchronous
+ * call, or a synchronize of a stream or event), never on another stream's
+ * poll, so a library that reads a buffer the application is still writing
+ * on the default stream gets the old bytes. */
+static stream_t legacy;
+
+static stream_t *of(CUstream stream)
+{
+    return (uintptr_t)stream <= 2 ? &legacy : (stream_t *)stream;
+}
+
 static void enqueue(stream_t *st, op_t op)
 {
     op_t *o = malloc(sizeof(*o));
@@ -582,6 +594,9 @@ static void run_all(void)
 {
     for (int progress = 1; progress;) {
         progress = 0;
+        while (run_one(&legacy)) {
+            progress = 1;
+        }
         for (stream_t *st = streams; st != NULL; st = st->next) {
             while (run_one(st)) {
                 progress = 1;
@@ -617,8 +632,7 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream 
                      ? CUDA_ERROR_INVALID_VALUE
                      : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
-        enqueue((stream_t *)stream,
-                (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
+        enqueue(of(stream), (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
     }
     pthread_mutex_unlock(&lock);
     return r;
@@ -676,7 +690,7 @@ CUresult cuStreamSynchronize(CUstream stream)
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags)
 {
     pthread_mutex_lock(&lock);
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_WAIT, .event = (event_t *)event });
+    enqueue(of(stream), (op_t){ .kind = OP_WAIT, .event = (event_t *)event });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -702,7 +716,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
     pthread_mutex_lock(&lock);
     e->recorded = 1;
     e->done = 0;
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_RECORD, .event = e });
+    enqueue(of(stream), (op_t){ .kind = OP_RECORD, .event = e });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -800,12 +814,12 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
     }
     /* the operation's three pointers travel in dst, src and event */
     pthread_mutex_lock(&lock);
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_KERNEL,
-                                        .kernel = crux_reduce_lookup(f->dtype, f->op),
-                                        .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
-                                        .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
-                                        .event = *(event_t **)params[2],
-                                        .bytes = n });
+    enqueue(of(stream), (op_t){ .kind = OP_KERNEL,
+                                .kernel = crux_reduce_lookup(f->dtype, f->op),
+                                .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
+                                .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
+                                .event = *(event_t **)params[2],
+                                .bytes = n });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }

@@ -28,6 +28,7 @@ static CUresult (*p_cuMemAlloc)(CUdeviceptr *, size_t);
 static CUresult (*p_cuMemFree)(CUdeviceptr);
 static CUresult (*p_cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
 static CUresult (*p_cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream); /* optional */
+static CUresult (*p_cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 static bool pool_rank; /* this rank's buffers come from cuMemAllocAsync */
 
 static const char *driver_path(void)
@@ -43,6 +44,7 @@ static bool load_driver(void)
         return false;
     }
     *(void **)&p_cuMemAllocAsync = dlsym(lib, "cuMemAllocAsync");
+    *(void **)&p_cuMemcpyAsync = dlsym(lib, "cuMemcpyAsync");
 #define SYM(var, name) (*(void **)&(var) = dlsym(lib, name)) != NULL
     return SYM(p_cuInit, "cuInit") && SYM(p_cuDeviceGetCount, "cuDeviceGetCount") &&
            SYM(p_cuDeviceGet, "cuDeviceGet") &&
@@ -160,6 +162,34 @@ static bool misaligned_allreduce(int rank, int size)
     return ok && device_allreduce(MPI_SUM, 1000, false, rank, size);
 }
 
+/* The input written by a copy still queued on the default stream when
+ * MPI_Allreduce is called: crux must wait for it, not read the old bytes. */
+static bool after_default_stream(int rank, int size)
+{
+    const size_t count = 1000003, bytes = count * sizeof(float);
+    float *host = malloc(bytes), *back = malloc(bytes);
+    float *d_in = dev_alloc(bytes), *d_out = dev_alloc(bytes);
+    if (host == NULL || back == NULL || d_in == NULL || d_out == NULL || p_cuMemcpyAsync == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        host[i] = (float)(rank + 1);
+    }
+    bool ok =
+        p_cuMemcpyAsync((CUdeviceptr)(uintptr_t)d_in, (CUdeviceptr)(uintptr_t)host, bytes,
+                        CU_STREAM_LEGACY) == CUDA_SUCCESS &&
+        MPI_Allreduce(d_in, d_out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
+    copy(back, d_out, bytes);
+    for (size_t i = 0; ok && i < count; i++) {
+        ok = back[i] == (float)(size * (size + 1) / 2);
+    }
+    p_cuMemFree((CUdeviceptr)(uintptr_t)d_in);
+    p_cuMemFree((CUdeviceptr)(uintptr_t)d_out);
+    free(host);
+    free(back);
+    return ok;
+}
+
 /* What only some members cannot do leads all of them to the host. */
 static void one_member_cannot(int rank, int size)
 {
@@ -226,6 +256,8 @@ int main(int argc, char **argv)
     }
     tap_check(misaligned_allreduce(rank, size),
               "misaligned device floats are staged, and the device still works after");
+    tap_check(after_default_stream(rank, size),
+              "the input still being written on the default stream is waited for");
     one_member_cannot(rank, size);
     MPI_Op_free(&user_sum);
     MPI_Finalize();
