@@ -308,6 +308,9 @@ static int member(fork_group_member_t *m, void *arg)
     const options_t *o = &sh->opt;
     int device = -1;
     if (o->mode == MODE_CUDA) {
+#ifdef CRUX_HAVE_CUDA
+        crux_cuda_load(); /* the benchmark is the application: it brings the driver */
+#endif
         int count = crux_tl_cuda_devices();
         if (count == 0) {
             return 3;

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "coll/crux_dev_call.h"
+#include "coll/crux_oob.h"
 
 crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
 {
@@ -316,13 +317,14 @@ static unsigned step(crux_dev_call_t *c)
 static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 {
     crux_tl_mem_t d = crux_tl_mem_query(rbuf), s = crux_tl_mem_query(c->src);
+    /* any device memory makes it a device call, agreed by every member */
+    c->device = d.type == CRUX_TL_MEM_CUDA ? d.device : s.type == CRUX_TL_MEM_CUDA ? s.device : -1;
     if (c->esize == 0) {
         return CRUX_ERR_INVALID;
     }
     if (d.type != s.type || d.device != s.device) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    c->device = d.type == CRUX_TL_MEM_CUDA ? d.device : -1;
     if (c->do_rs) {
         c->cpu = crux_reduce_lookup(c->dtype, c->op);
         if (c->device >= 0 ? !crux_dev_reduce_supported(c->dtype, c->op) : c->cpu == NULL) {
@@ -406,14 +408,8 @@ static crux_status_t setup(crux_dev_call_t *c)
     }
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;
+        /* device memory short: the members agree on the fallback (run) */
         crux_status_t st = crux_dev_scratch(g, c->device, bytes);
-        if (st != CRUX_OK && c->device >= 0) {
-            /* No device memory left: land in host memory instead, which the
-             * CUDA channels refuse on both sides, so every peer learns of the
-             * failure instead of waiting for us. */
-            c->status = st;
-            st = crux_dev_scratch(g, -1, bytes);
-        }
         if (st != CRUX_OK) {
             return st;
         }
@@ -445,13 +441,36 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     if (st == CRUX_OK && inter != NULL && (c.device >= 0 || !g->lanes)) {
         st = CRUX_ERR_UNSUPPORTED;
     }
-    if (st != CRUX_OK || count == 0) {
-        return st;
+    /* count and the group are the same on every member: so are these */
+    if (count == 0 || g->size == 1 || (st != CRUX_OK && c.device < 0)) {
+        if (st != CRUX_OK || count == 0 || c.in_place || !do_rs) {
+            return st;
+        }
+        return crux_dev_copy(rbuf, c.src, count * c.esize);
     }
-    if (g->size == 1) {
-        return c.in_place || !do_rs ? CRUX_OK : crux_dev_copy(rbuf, c.src, count * c.esize);
+    if (st == CRUX_OK) {
+        st = setup(&c);
     }
-    st = setup(&c);
+    if (c.device >= 0) {
+        /* Whether each member can take part is its own (its memory, its
+         * scratch, its GPU's reach): all go ahead, or all fall back before
+         * any byte moved. */
+        if (st == CRUX_OK && !(crux_dev_exportable(c.src) && crux_dev_exportable(rbuf))) {
+            st = CRUX_ERR_UNSUPPORTED; /* stream-ordered (pool) or VMM memory */
+        }
+        /* a kernel on a misaligned element faults, and the fault is sticky:
+         * it would take the application's CUDA context down with it */
+        if (st == CRUX_OK && ((uintptr_t)c.src % c.esize != 0 || (uintptr_t)rbuf % c.esize != 0)) {
+            st = CRUX_ERR_UNSUPPORTED;
+        }
+        if (st == CRUX_OK) {
+            st = crux_dev_after_user_work(c.device);
+        }
+        st = crux_dev_agree(&c, st);
+        if (st != CRUX_OK) {
+            return st == CRUX_ERR_PEER ? st : CRUX_ERR_UNSUPPORTED;
+        }
+    }
     if (st != CRUX_OK || c.lanes) {
         return st != CRUX_OK ? st : crux_dev_lanes_run(&c);
     }
@@ -470,7 +489,14 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             sched_yield(); /* what we wait for needs a peer to run */
         }
     }
-    return c.status;
+    if (c.device < 0) {
+        return c.status;
+    }
+    /* Every member ends with the same status.  A pair that turned out unable
+     * to map the other's memory leaves the inputs intact out of place, so
+     * all fall back; in place, gathered chunks may have overwritten them. */
+    st = crux_oob_agree(&g->oob, c.status, 1, NULL);
+    return st == CRUX_ERR_UNSUPPORTED && c.in_place ? CRUX_ERR_IO : st;
 }
 
 crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *g, const void *sbuf, void *rbuf,

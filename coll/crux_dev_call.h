@@ -78,6 +78,21 @@ void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_
  * count the chunks whose fold is complete into c->launched. */
 unsigned crux_dev_fold_chunks(crux_dev_call_t *c);
 
+/* crux_dev_agree.c (collective): a device call goes ahead on every member,
+ * CRUX_OK, or on none: CRUX_ERR_UNSUPPORTED when a member cannot take part
+ * ('mine' not CRUX_OK) or a pair of the members' devices has no peer
+ * access; CRUX_ERR_PEER when the allgather fails. */
+crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine);
+
+/* crux_dev_cuda.c: 1 when the driver exports the allocation 'ptr' is in
+ * (legacy CUDA IPC; not stream-ordered or VMM memory). */
+int crux_dev_exportable(const void *ptr);
+/* crux_dev_cuda.c: wait for the work the application queued on the default
+ * streams of 'device' (legacy and per-thread): crux's streams are
+ * non-blocking and would not wait for it, and the engine's copies start
+ * from the host. */
+crux_status_t crux_dev_after_user_work(int device);
+
 /* crux_dev_lanes.c: host calls over the engine's lanes */
 /* Start a call over the lanes: its first row, which peers are far. */
 void crux_dev_lanes_setup(crux_dev_call_t *c);

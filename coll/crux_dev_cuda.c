@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_internal.h"
+#include "coll/crux_dev_call.h"
 
 #define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
 #define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
@@ -52,6 +52,7 @@ int crux_dev_count(void)
 struct crux_dev_stage {
     void *buf[2];
     size_t size[2];
+    int pinned[2];
 };
 
 crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p)
@@ -69,6 +70,7 @@ extern const unsigned char crux_dev_fatbin[];
 
 static struct {
     CUmodule module;
+    crux_status_t failed; /* the module's load, not retried: it fails alike every time */
     CUfunction fn[CRUX_DT_COUNT][CRUX_OP_COUNT];
 } modules[MAX_DEVICES];
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,9 +84,19 @@ static crux_status_t kernel(int device, crux_dtype_t dtype, crux_op_t op, CUfunc
     }
     crux_status_t st = CRUX_OK;
     pthread_mutex_lock(&modules_lock);
-    if (modules[device].module == NULL) {
-        st = crux_cuda_status(cu->ModuleLoadData(&modules[device].module, crux_dev_fatbin));
+    if (modules[device].module == NULL && modules[device].failed == CRUX_OK) {
+        CUresult r = cu->ModuleLoadData(&modules[device].module, crux_dev_fatbin);
+        if (r != CUDA_SUCCESS) {
+            modules[device].module = NULL;
+            /* an old driver or GPU the fat binary has no code for:
+             * unsupported, so the caller stages through host memory */
+            modules[device].failed = crux_cuda_status(r);
+            if (modules[device].failed == CRUX_ERR_IO) {
+                modules[device].failed = CRUX_ERR_UNSUPPORTED;
+            }
+        }
     }
+    st = modules[device].failed;
     if (st == CRUX_OK && modules[device].fn[dtype][op] == NULL) {
         char name[64];
         snprintf(name, sizeof(name), "crux_%s_%s", crux_dtype_name(dtype), crux_op_name(op));
@@ -100,6 +112,11 @@ static crux_status_t launch(int device, CUstream stream, void *out, const void *
                             size_t count, crux_dtype_t dtype, crux_op_t op)
 {
     CUfunction fn;
+    size_t esize = crux_dtype_size(dtype);
+    if (esize == 0 || (uintptr_t)out % esize != 0 || (uintptr_t)a % esize != 0 ||
+        (uintptr_t)b % esize != 0) {
+        return CRUX_ERR_UNSUPPORTED; /* the kernel's loads would fault, stickily */
+    }
     crux_status_t st = kernel(device, dtype, op, &fn);
     if (st != CRUX_OK || count == 0) {
         return st;
@@ -151,22 +168,23 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
     return st;
 }
 
+/* The stage remembers whether its buffers are pinned: the driver may have
+ * been loaded (by the application) after they were allocated. */
 void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
 {
     if (slot > 1) {
         return NULL;
     }
     if (stage->size[slot] < bytes) {
-        const crux_cuda_api_t *cu = crux_cuda();
         if (stage->buf[slot] != NULL) {
-            cu != NULL ? (void)cu->MemFreeHost(stage->buf[slot]) : free(stage->buf[slot]);
+            stage->pinned[slot] ? crux_cuda_host_free(stage->buf[slot]) : free(stage->buf[slot]);
         }
         stage->buf[slot] = NULL;
         stage->size[slot] = 0;
         /* pinned, so copies to and from the device run at full PCIe speed */
-        if (cu != NULL ? cu->MemHostAlloc(&stage->buf[slot], bytes, CU_MEMHOSTALLOC_PORTABLE) !=
-                             CUDA_SUCCESS
-                       : (stage->buf[slot] = malloc(bytes)) == NULL) {
+        stage->pinned[slot] = crux_cuda() != NULL;
+        if (stage->pinned[slot] ? crux_cuda_host_alloc(bytes, &stage->buf[slot]) != CRUX_OK
+                                : (stage->buf[slot] = malloc(bytes)) == NULL) {
             stage->buf[slot] = NULL;
             return NULL;
         }
@@ -177,13 +195,38 @@ void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes
 
 void crux_dev_stage_destroy(crux_dev_stage_t *stage)
 {
-    const crux_cuda_api_t *cu = crux_cuda();
     for (int i = 0; stage != NULL && i < 2; i++) {
         if (stage->buf[i] != NULL) {
-            cu != NULL ? (void)cu->MemFreeHost(stage->buf[i]) : free(stage->buf[i]);
+            stage->pinned[i] ? crux_cuda_host_free(stage->buf[i]) : free(stage->buf[i]);
         }
     }
     free(stage);
+}
+
+int crux_dev_exportable(const void *ptr)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    int capable = 0;
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE;
+    void *data = &capable;
+    return cu != NULL &&
+           cu->PointerGetAttributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS &&
+           capable;
+}
+
+crux_status_t crux_dev_after_user_work(int device)
+{
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        /* the legacy stream waits for every blocking stream's earlier work;
+         * code built with per-thread default streams uses the other */
+        st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_LEGACY));
+        if (st == CRUX_OK) {
+            st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_PER_THREAD));
+        }
+        crux_cuda_pop();
+    }
+    return st;
 }
 
 /* --- queues --------------------------------------------------------------------- */
@@ -309,6 +352,16 @@ void crux_dev_free(int device, void *ptr)
 }
 
 #else /* no CUDA toolkit at build time: host memory only */
+
+int crux_dev_exportable(const void *ptr)
+{
+    return 0;
+}
+
+crux_status_t crux_dev_after_user_work(int device)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
 
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
                               crux_dtype_t dtype, crux_op_t op)

@@ -71,12 +71,18 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     unsigned local =
         g->config.local_procs > 0 ? (unsigned)g->config.local_procs : (unsigned)g->size;
     g->spins = local > crux_cpus_online() ? 0 : IDLE_SPINS;
+    g->oob = *oob;
     g->rs = calloc((size_t)g->size, sizeof(*g->rs));
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));
+    g->agree_cards = calloc((size_t)g->size, sizeof(*g->agree_cards));
+    g->peer_ids = calloc((size_t)g->size, CRUX_DEV_ID_SIZE);
     crux_tl_engine_config_t ecfg = g->config.engine;
     ecfg.max_peers = 2 * g->size;
     ecfg.eager_max = ecfg.shm_slot_size; /* small pieces and chunks skip the plan's round trip */
-    crux_status_t st = g->rs != NULL && g->ag != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+    crux_status_t st =
+        g->rs != NULL && g->ag != NULL && g->agree_cards != NULL && g->peer_ids != NULL
+            ? CRUX_OK
+            : CRUX_ERR_NO_MEMORY;
     if (st == CRUX_OK) {
         st = crux_tl_context_open(&g->config.tl, &g->ctx);
     }
@@ -137,6 +143,8 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     free(g->call_mem);
     free(g->rs);
     free(g->ag);
+    free(g->agree_cards);
+    free(g->peer_ids);
     free(g);
 }
 

@@ -4,8 +4,24 @@
 
 #include "coll/crux_dev_internal.h"
 
+#define CRUX_DEV_ID_SIZE 16 /* a device's UUID (or PCI bus id) */
+
+/* A member's card in a device call's agreement (crux_dev_agree.c). */
+typedef struct {
+    int32_t status;
+    int32_t pad;
+    uint8_t id[CRUX_DEV_ID_SIZE];
+} crux_dev_card_t;
+
 struct crux_dev_group {
     int rank, size;
+    /* the members' allgather, kept: device calls agree through it */
+    crux_coll_oob_t oob;
+    crux_dev_card_t *agree_cards; /* [size] */
+    /* the members' devices at the last agreement, and whether each reaches
+     * every other's (peer access) */
+    uint8_t *peer_ids; /* [size][CRUX_DEV_ID_SIZE] */
+    int peers_known, peers_reach;
     crux_dev_config_t config;
     crux_tl_context_t *ctx;
     crux_tl_engine_t *engine;

@@ -1,9 +1,11 @@
 /* The CUDA driver, opened with dlopen once per process. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include "common/crux_cuda.h"
 
 #ifdef CRUX_HAVE_CUDA
 #include <ctype.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +13,48 @@
 
 static crux_cuda_api_t api;
 static const crux_cuda_api_t *loaded;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int given_up;        /* the driver was there but unusable: never again */
+static int may_load;        /* crux_cuda_load: open it even if nobody else did */
+static long seen_adds = -1; /* the loader's count of objects loaded, at the last look */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void load(void)
+static const char *library(void)
 {
     const char *path = getenv("CRUX_CUDA_LIBRARY");
-    void *lib =
-        dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return path != NULL && path[0] != '\0' ? path : "libcuda.so.1";
+}
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    *(long *)arg = (long)info->dlpi_adds;
+    return 1; /* one is enough: the count is the loader's */
+}
+
+/* 1 when the process has loaded the driver.  The loader counts every object
+ * it ever loaded: while that count stays put the answer cannot change, so a
+ * process without CUDA pays one callback per look, not a dlopen. */
+static int driver_present(void)
+{
+    long adds = -1;
+    dl_iterate_phdr(first_object, &adds);
+    if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    void *lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (lib == NULL) {
+        __atomic_store_n(&seen_adds, adds, __ATOMIC_RELAXED);
+        return 0;
+    }
+    dlclose(lib);
+    return 1;
+}
+
+/* With load_lock held. */
+static void load(void)
+{
+    void *lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        given_up = may_load; /* else it was there a moment ago: look again later */
         return;
     }
     /* the _v2 names are what cuda.h's macros select for these calls */
@@ -45,19 +81,37 @@ static void load(void)
         SYM(EventQuery, "cuEventQuery") && SYM(ModuleLoadData, "cuModuleLoadData") &&
         SYM(ModuleGetFunction, "cuModuleGetFunction") && SYM(LaunchKernel, "cuLaunchKernel");
 #undef SYM
+    /* CUDA 11.4 on: MIG instances have UUIDs of their own (optional) */
+    *(void **)&api.DeviceGetUuid = dlsym(lib, "cuDeviceGetUuid_v2");
     int count = 0;
     if (!ok || api.Init(0) != CUDA_SUCCESS || api.DeviceGetCount(&count) != CUDA_SUCCESS ||
         count == 0) {
         dlclose(lib); /* an old driver, or no GPU: as if there were no driver */
+        given_up = 1;
         return;
     }
-    loaded = &api;
+    __atomic_store_n(&loaded, &api, __ATOMIC_RELEASE);
 }
 
 const crux_cuda_api_t *crux_cuda(void)
 {
-    pthread_once(&once, load);
+    const crux_cuda_api_t *cu = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE);
+    if (cu != NULL || __atomic_load_n(&given_up, __ATOMIC_RELAXED) ||
+        (!__atomic_load_n(&may_load, __ATOMIC_RELAXED) && !driver_present())) {
+        return cu;
+    }
+    pthread_mutex_lock(&load_lock);
+    if (loaded == NULL && !given_up) {
+        load();
+    }
+    pthread_mutex_unlock(&load_lock);
     return loaded;
+}
+
+const crux_cuda_api_t *crux_cuda_load(void)
+{
+    __atomic_store_n(&may_load, 1, __ATOMIC_RELAXED);
+    return crux_cuda();
 }
 
 crux_status_t crux_cuda_status(CUresult result)
@@ -66,25 +120,86 @@ crux_status_t crux_cuda_status(CUresult result)
     case CUDA_SUCCESS: return CRUX_OK;
     case CUDA_ERROR_OUT_OF_MEMORY: return CRUX_ERR_NO_MEMORY;
     case CUDA_ERROR_INVALID_VALUE: return CRUX_ERR_INVALID;
-    case CUDA_ERROR_NOT_SUPPORTED: return CRUX_ERR_UNSUPPORTED;
+    /* "cannot here": the caller takes another path (host staging) */
+    case CUDA_ERROR_NOT_SUPPORTED:
+    case CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: /* 217: no P2P between the devices */
+    case CUDA_ERROR_NOT_PERMITTED:
+    case CUDA_ERROR_INVALID_IMAGE:     /* the kernels' fat binary cannot load: */
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: /* no SASS for this GPU, and */
+    case CUDA_ERROR_INVALID_PTX:       /* PTX the driver cannot JIT */
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+    case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: return CRUX_ERR_UNSUPPORTED;
     case CUDA_ERROR_NO_DEVICE:
     case CUDA_ERROR_INVALID_DEVICE: return CRUX_ERR_NO_RESOURCE;
     default: return CRUX_ERR_IO;
     }
 }
 
+/* Each device's primary context, retained once on first use and released
+ * when the process exits: a push is then one driver call, not three (the
+ * data path pushes around every copy and query). */
+#define MAX_CONTEXTS 64
+static CUcontext contexts[MAX_CONTEXTS];
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release_contexts(void)
+{
+    CUresult (*release)(CUdevice) = NULL;
+    void *lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib != NULL) {
+        *(void **)&release = dlsym(lib, "cuDevicePrimaryCtxRelease_v2");
+    }
+    for (int d = 0; release != NULL && d < MAX_CONTEXTS; d++) {
+        if (contexts[d] != NULL) {
+            CUdevice dev;
+            if (api.DeviceGet(&dev, d) == CUDA_SUCCESS) {
+                release(dev);
+            }
+            contexts[d] = NULL;
+        }
+    }
+    if (lib != NULL) {
+        dlclose(lib);
+    }
+}
+
+static CUcontext context_of(const crux_cuda_api_t *cu, int device, CUresult *r)
+{
+    CUcontext ctx = NULL;
+    *r = CUDA_ERROR_INVALID_DEVICE;
+    if (device < 0 || device >= MAX_CONTEXTS) {
+        return NULL;
+    }
+    ctx = __atomic_load_n(&contexts[device], __ATOMIC_ACQUIRE);
+    if (ctx != NULL) {
+        *r = CUDA_SUCCESS;
+        return ctx;
+    }
+    static int registered;
+    pthread_mutex_lock(&contexts_lock);
+    CUdevice dev;
+    if ((ctx = contexts[device]) != NULL) {
+        *r = CUDA_SUCCESS;
+    } else if ((*r = cu->DeviceGet(&dev, device)) == CUDA_SUCCESS &&
+               (*r = cu->DevicePrimaryCtxRetain(&ctx, dev)) == CUDA_SUCCESS) {
+        __atomic_store_n(&contexts[device], ctx, __ATOMIC_RELEASE);
+        if (!registered) {
+            registered = atexit(release_contexts) == 0;
+        }
+    }
+    pthread_mutex_unlock(&contexts_lock);
+    return ctx;
+}
+
 crux_status_t crux_cuda_push(int device)
 {
     const crux_cuda_api_t *cu = crux_cuda();
-    CUdevice dev;
-    CUcontext ctx;
     if (cu == NULL) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    CUresult r = cu->DeviceGet(&dev, device);
-    if (r == CUDA_SUCCESS) {
-        r = cu->DevicePrimaryCtxRetain(&ctx, dev); /* retained for the process's life */
-    }
+    CUresult r;
+    CUcontext ctx = context_of(cu, device, &r);
     if (r == CUDA_SUCCESS) {
         r = cu->CtxPushCurrent(ctx);
     }
@@ -95,6 +210,26 @@ void crux_cuda_pop(void)
 {
     CUcontext ctx;
     crux_cuda()->CtxPopCurrent(&ctx);
+}
+
+crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p)
+{
+    *ptr_p = NULL;
+    crux_status_t st = crux_cuda_push(0);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(
+            crux_cuda()->MemHostAlloc(ptr_p, bytes > 0 ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+void crux_cuda_host_free(void *ptr)
+{
+    if (ptr != NULL && crux_cuda_push(0) == CRUX_OK) {
+        crux_cuda()->MemFreeHost(ptr);
+        crux_cuda_pop();
+    }
 }
 
 int crux_cuda_pci(int device, char *pci, size_t len)

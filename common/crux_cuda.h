@@ -50,18 +50,34 @@ typedef struct {
     CUresult (*EventQuery)(CUevent event);
     CUresult (*ModuleLoadData)(CUmodule *module, const void *image);
     CUresult (*ModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
+    CUresult (*DeviceGetUuid)(CUuuid *uuid, CUdevice dev); /* NULL: driver before 11.4 */
     CUresult (*LaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned shared, CUstream stream,
                              void **params, void **extra);
 } crux_cuda_api_t;
 
-/* The driver, or NULL when it cannot be loaded or initialised (no GPU). */
+/* The driver, or NULL when the process has not loaded it or it cannot be
+ * initialised (no GPU).  crux never loads the driver itself: cuInit in
+ * crux's setup (MPI_Init) would fix the visible devices before a script sets
+ * CUDA_VISIBLE_DEVICES, and a process with device buffers has loaded the
+ * driver anyway.  The answer is looked for again on every call until the
+ * driver shows up, at the cost of one loader callback while nothing new was
+ * loaded. */
 const crux_cuda_api_t *crux_cuda(void);
+/* The driver, loaded by crux if need be: for tools and tests that are the
+ * application themselves. */
+const crux_cuda_api_t *crux_cuda_load(void);
 
 /* Make the primary context of a device current (pushed on the calling
  * thread's stack, so the caller's own context comes back with pop). */
 crux_status_t crux_cuda_push(int device);
 void crux_cuda_pop(void);
+
+/* Pinned host memory usable from every context (CU_MEMHOSTALLOC_PORTABLE),
+ * allocated and freed with device 0's primary context current: the driver
+ * refuses both without a current context. */
+crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p);
+void crux_cuda_host_free(void *ptr);
 
 /* The PCI bus id of a device, "dddd:bb:dd.f" in lower case; 0 on success. */
 int crux_cuda_pci(int device, char *pci, size_t len);

@@ -203,6 +203,9 @@ bool coll_crux_is_device(const void *sbuf, const void *rbuf);
  * coll_crux_device_probe, at every module enable. */
 extern bool coll_crux_no_devices;
 void coll_crux_device_probe(void);
+/* coll_crux_no_devices, probed again while it is set (the application may
+ * load the CUDA driver after MPI_Init). */
+bool coll_crux_devices_absent(void);
 /* 1 when (cdtype, cop) has a GPU kernel */
 bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop);
 /* Device buffers staged through this communicator's pinned host buffers:

@@ -189,8 +189,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     /* Small host messages go on first, past every other check: crux hands
      * them on, and at a fraction of a microsecond a call, each check showed
      * (10% slower than Open MPI without crux at 4-64 bytes, before). */
-    if ((size_t)count * dtype->super.size < m->handoff_below &&
-        __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED) &&
+    if ((size_t)count * dtype->super.size < m->handoff_below && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

@@ -12,16 +12,28 @@
 #include "ompi_coll/coll_crux.h"
 #include "coll/crux_dev.h"
 
-bool coll_crux_no_devices;
+bool coll_crux_no_devices = true;
 
+/* Never loads the driver (crux_cuda): only an application that loaded it
+ * can have device buffers, and cuInit inside MPI_Init would pick the
+ * visible devices before a script sets CUDA_VISIBLE_DEVICES. */
 void coll_crux_device_probe(void)
 {
     __atomic_store_n(&coll_crux_no_devices, crux_dev_count() == 0, __ATOMIC_RELAXED);
 }
 
+bool coll_crux_devices_absent(void)
+{
+    /* looked for again until the application loads the driver, cheaply */
+    if (__atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED)) {
+        coll_crux_device_probe();
+    }
+    return __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED);
+}
+
 bool coll_crux_is_device(const void *sbuf, const void *rbuf)
 {
-    if (__atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED)) {
+    if (coll_crux_devices_absent()) {
         return false;
     }
     return crux_dev_is_device(rbuf) || (sbuf != MPI_IN_PLACE && crux_dev_is_device(sbuf));

@@ -33,11 +33,29 @@ crux_install_debs() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
 }
 
+# The CUDA 12.9 assembler (ptxas) from PyPI, in a virtual environment of the
+# source tree (.venv-cuda12): with it the kernels' fat binary holds machine
+# code for sm_70 to sm_120 that drivers from r525 on load, beside the CUDA 13
+# toolkit whose own code needs r580 and starts at sm_75.  configure finds it
+# there.  Only on machines with the CUDA toolkit; without the network the
+# build goes on with the toolkit's code alone.
+CRUX_PTXAS12_PKG="nvidia-cuda-nvcc-cu12==12.9.86"
+crux_install_ptxas12() {
+  local venv=$CRUX_SRC/.venv-cuda12
+  [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda.h" ] || return 0
+  compgen -G "$venv/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas" >/dev/null && return 0
+  crux_log "installing the CUDA 12.9 assembler ($CRUX_PTXAS12_PKG) into $venv"
+  { python3 -m venv "$venv" && "$venv/bin/pip" install -q --timeout 20 --retries 1 "$CRUX_PTXAS12_PKG"; } >&2 ||
+    crux_log "could not install $CRUX_PTXAS12_PKG: the kernels need driver r580 and sm_75 or later"
+  return 0
+}
+
 # crux_build [CONFIGURE-ARGS...]: (re)configure when needed, then make.
 crux_build() {
   local args="$*"
   (cd "$CRUX_SRC" && { [ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi >/dev/null 2>&1 ||
       { crux_log "autoreconf failed"; autoreconf -fi; return 1; }; }) || return 1
+  crux_install_ptxas12
   mkdir -p "$CRUX_BUILD"
   if [ ! -f "$CRUX_BUILD/config.status" ] || [ "$(cat "$CRUX_BUILD/.configure-args" 2>/dev/null)" != "$args" ]; then
     crux_log "configure $args"

@@ -174,6 +174,9 @@ typedef struct {
     size_t max_chunk;   /* bytes per chunk at most (a staging slot) */
     unsigned resources; /* CRUX_TL_RES_* */
     int calibrated;     /* 1: measured (or read from the calibration cache); 0: nominal */
+    /* 1: the nominal figures are a guess (no topology said the path exists
+     * at that speed): used only when calibrated or asked for by name */
+    int guessed;
 } crux_tl_chan_attr_t;
 
 const char *crux_tl_chan_kind_name(crux_tl_chan_kind_t kind);
@@ -294,7 +297,14 @@ typedef struct {
      * last-level cache and one passed across chiplets or sockets, measured
      * with the clock reads it includes). */
     double far_latency;
+    /* Peers' device allocations kept mapped here, in bytes of the whole
+     * allocations (0: CRUX_TL_IPC_CACHE_DEFAULT); least recently used ones
+     * are unmapped beyond it, so freed memory of a peer is not held for
+     * long (a mapping keeps the exporter's memory allocated). */
+    size_t ipc_cache_bytes;
 } crux_tl_engine_config_t;
+
+#define CRUX_TL_IPC_CACHE_DEFAULT ((size_t)4 << 30)
 
 #define CRUX_TL_ENGINE_CONFIG_DEFAULT                                              \
     {                                                                              \

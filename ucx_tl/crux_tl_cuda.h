@@ -21,10 +21,13 @@ typedef struct crux_tl_export {
 typedef struct crux_tl_import {
     struct crux_tl_import *next;
     pid_t pid;
-    uint64_t base;
+    uint64_t base; /* 0: replaced (the peer reused the range), unmapped once idle */
     CUipcMemHandle handle;
     CUdeviceptr mapped;
-    int device; /* whose context opened it */
+    int device;    /* whose context opened it: part of the key */
+    size_t bytes;  /* the whole allocation mapped */
+    unsigned busy; /* transfers using it */
+    uint64_t used; /* the cache's clock at the last use */
 } crux_tl_import_t;
 
 /* The paths and channels between two devices, by PCI bus id. */
@@ -34,11 +37,14 @@ typedef struct crux_tl_dpair {
     unsigned npaths;
     crux_tl_gpu_path_t path[CRUX_TL_MAX_GPU_PATHS];
     crux_tl_chan_t *chan[CRUX_TL_MAX_GPU_PATHS]; /* NULL until used */
+    int from_topo; /* the paths are the topology's (crux_tl_engine_gpu_paths) */
 } crux_tl_dpair_t;
 
 struct crux_tl_cuda_state {
     crux_tl_export_t *exports;
     crux_tl_import_t *imports;
+    size_t import_bytes; /* of every mapping in imports */
+    uint64_t clock;
     crux_tl_dpair_t *dpairs;
 };
 

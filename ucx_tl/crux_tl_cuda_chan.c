@@ -141,7 +141,14 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
     const crux_cuda_api_t *cu = crux_cuda();
     size_t bytes = (size_t)SLOTS * c->chan.attr.max_chunk;
     if (p->kind == CRUX_TL_CHAN_CUDA_HOST) {
-        return crux_cuda_status(cu->MemHostAlloc(&c->host_stage, bytes, CU_MEMHOSTALLOC_PORTABLE));
+        /* pinned memory belongs to a context: the driver refuses it without one */
+        crux_status_t st = crux_cuda_push(c->device);
+        if (st == CRUX_OK) {
+            st =
+                crux_cuda_status(cu->MemHostAlloc(&c->host_stage, bytes, CU_MEMHOSTALLOC_PORTABLE));
+            crux_cuda_pop();
+        }
+        return st;
     }
     for (unsigned h = 0; h + 1 < c->hops; h++) {
         int relay = crux_cuda_device_of(p->relay[h]);
@@ -156,10 +163,16 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
         }
         c->stage_device[h] = relay;
         /* Let the receiving device's context reach the relay's memory;
-         * already enabled is fine. */
-        if (crux_cuda_push(c->device) == CRUX_OK) {
-            cu->CtxEnablePeerAccess(relay_ctx, 0);
+         * already enabled is fine.  Refused (no P2P between the two, 217):
+         * no such channel, the pair's other paths carry the bytes. */
+        crux_status_t st = crux_cuda_push(c->device);
+        if (st == CRUX_OK) {
+            r = cu->CtxEnablePeerAccess(relay_ctx, 0);
             crux_cuda_pop();
+            st = r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CRUX_OK : crux_cuda_status(r);
+        }
+        if (st != CRUX_OK) {
+            return st;
         }
     }
     return CRUX_OK;
@@ -192,6 +205,11 @@ static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu
     snprintf(c->chan.signature, sizeof(c->chan.signature), "%s:%s>%s%s",
              crux_tl_chan_kind_name(p->kind), dp->src, via, dp->dst);
     nominal(c, p);
+    /* Without the topology's figures, only the direct copy is sure to be a
+     * path of its own: staging through host memory at a guessed 12 GB/s took
+     * a third of every transfer, even over NVSwitch where it is several
+     * times slower than direct.  It joins once calibrated. */
+    c->chan.attr.guessed = !dp->from_topo && p->kind != CRUX_TL_CHAN_CUDA_IPC;
     for (unsigned s = 0; s < SLOTS; s++) {
         c->free_slot[c->nfree++] = s;
     }
@@ -352,6 +370,7 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
     }
     memcpy(dp->path, paths, npaths * sizeof(*paths));
     dp->npaths = npaths;
+    dp->from_topo = 1;
     return CRUX_OK;
 }
 

@@ -1,6 +1,10 @@
 /* Device buffers across processes: the sender publishes its allocation's
  * CUDA IPC handle with the buffer's offset in it, the receiver maps the
- * allocation once and keeps the mapping (the IPC handle cache). */
+ * allocation once and keeps the mapping (the IPC handle cache), within a
+ * bound: a mapping keeps the exporter's memory allocated after the exporter
+ * frees it (a caching allocator's empty_cache then returns nothing), so
+ * idle mappings beyond the engine's ipc_cache_bytes are unmapped, least
+ * recently used first. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,68 +64,124 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
     return CRUX_OK;
 }
 
-crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
-                                  void **ptr_p)
+static void unmap(crux_tl_cuda_state_t *cs, crux_tl_import_t **link)
 {
+    crux_tl_import_t *m = *link;
+    if (crux_cuda_push(m->device) == CRUX_OK) {
+        crux_cuda()->IpcCloseMemHandle(m->mapped);
+        crux_cuda_pop();
+    }
+    cs->import_bytes -= m->bytes;
+    *link = m->next;
+    free(m);
+}
+
+/* Unmap idle mappings, least recently used first, down to the bound. */
+static void evict(crux_tl_cuda_state_t *cs, size_t limit)
+{
+    while (cs->import_bytes > limit) {
+        crux_tl_import_t **oldest = NULL;
+        for (crux_tl_import_t **l = &cs->imports; *l != NULL; l = &(*l)->next) {
+            if ((*l)->busy == 0 && (oldest == NULL || (*l)->used < (*oldest)->used)) {
+                oldest = l;
+            }
+        }
+        if (oldest == NULL) {
+            return; /* every mapping is in use: over the bound until they finish */
+        }
+        unmap(cs, oldest);
+    }
+}
+
+static crux_status_t map(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
+                         crux_tl_import_t **m_p)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    crux_tl_import_t *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return CRUX_ERR_NO_MEMORY;
+    }
+    memcpy(&m->handle, wire->ipc, sizeof(m->handle));
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(
+            cu->IpcOpenMemHandle(&m->mapped, m->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        CUdeviceptr base;
+        if (st == CRUX_OK && cu->MemGetAddressRange(&base, &m->bytes, m->mapped) != CUDA_SUCCESS) {
+            m->bytes = 0;
+        }
+        crux_cuda_pop();
+    }
+    if (st != CRUX_OK) {
+        free(m);
+        return st;
+    }
+    m->pid = pair->peer_pid;
+    m->base = wire->alloc_base;
+    m->device = device;
+    *m_p = m;
+    return CRUX_OK;
+}
+
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
+                                  void **ptr_p, void **import_p)
+{
+    *import_p = NULL;
     if (pair->loopback) {
         *ptr_p = (void *)(uintptr_t)wire->addr; /* our own buffer */
         return CRUX_OK;
     }
-    const crux_cuda_api_t *cu = crux_cuda();
     crux_tl_cuda_state_t *cs = crux_tl_cuda_state(pair->engine);
-    if (cu == NULL || cs == NULL) {
+    if (crux_cuda() == NULL || cs == NULL) {
         return CRUX_ERR_UNSUPPORTED;
     }
+    /* keyed by the exporter (pid, allocation) and the device mapping it */
     crux_tl_import_t **link = &cs->imports, *m;
-    while ((m = *link) != NULL && !(m->pid == pair->peer_pid && m->base == wire->alloc_base)) {
+    while ((m = *link) != NULL &&
+           !(m->pid == pair->peer_pid && m->base == wire->alloc_base && m->device == device)) {
         link = &m->next;
     }
     if (m != NULL && memcmp(&m->handle, wire->ipc, sizeof(m->handle)) != 0) {
-        /* the peer freed that allocation and made a new one at the same place */
-        if (crux_cuda_push(m->device) == CRUX_OK) {
-            cu->IpcCloseMemHandle(m->mapped);
-            crux_cuda_pop();
+        /* the peer freed that allocation and made a new one at the same
+         * place: the old mapping goes as soon as no transfer uses it */
+        if (m->busy == 0) {
+            unmap(cs, link);
+        } else {
+            m->base = 0;
         }
-        *link = m->next;
-        free(m);
         m = NULL;
     }
     if (m == NULL) {
-        if ((m = calloc(1, sizeof(*m))) == NULL) {
-            return CRUX_ERR_NO_MEMORY;
-        }
-        memcpy(&m->handle, wire->ipc, sizeof(m->handle));
-        crux_status_t st = crux_cuda_push(device);
-        if (st == CRUX_OK) {
-            st = crux_cuda_status(
-                cu->IpcOpenMemHandle(&m->mapped, m->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
-            crux_cuda_pop();
-        }
+        crux_status_t st = map(pair, wire, device, &m);
         if (st != CRUX_OK) {
-            free(m);
             return st;
         }
-        m->pid = pair->peer_pid;
-        m->base = wire->alloc_base;
-        m->device = device;
         m->next = cs->imports;
         cs->imports = m;
+        cs->import_bytes += m->bytes;
     }
+    m->used = ++cs->clock;
+    m->busy++;
+    size_t limit = pair->engine->config.ipc_cache_bytes;
+    evict(cs, limit > 0 ? limit : CRUX_TL_IPC_CACHE_DEFAULT);
+    *import_p = m;
     *ptr_p = (void *)(uintptr_t)(m->mapped + (wire->addr - wire->alloc_base));
     return CRUX_OK;
+}
+
+void crux_tl_cuda_import_done(void *import)
+{
+    crux_tl_import_t *m = import;
+    if (m != NULL && m->busy > 0) {
+        m->busy--;
+    }
 }
 
 void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *e)
 {
     crux_tl_cuda_state_t *cs = e->cuda;
     while (cs != NULL && cs->imports != NULL) {
-        crux_tl_import_t *m = cs->imports;
-        cs->imports = m->next;
-        if (crux_cuda_push(m->device) == CRUX_OK) {
-            crux_cuda()->IpcCloseMemHandle(m->mapped);
-            crux_cuda_pop();
-        }
-        free(m);
+        unmap(cs, &cs->imports);
     }
     while (cs != NULL && cs->exports != NULL) {
         crux_tl_export_t *x = cs->exports;
@@ -138,9 +198,14 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
 }
 
 crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
-                                  void **ptr_p)
+                                  void **ptr_p, void **import_p)
 {
+    *import_p = NULL;
     return CRUX_ERR_UNSUPPORTED;
+}
+
+void crux_tl_cuda_import_done(void *import)
+{
 }
 
 void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *e)

@@ -188,7 +188,8 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         x->peer_mapped = (void *)(uintptr_t)sbuf->addr; /* for model channels */
         all = host_candidates(pair, candidates);
     } else if (sbuf->mem_type == CRUX_TL_MEM_CUDA && x->mem.type == CRUX_TL_MEM_CUDA) {
-        crux_status_t st = crux_tl_cuda_import(pair, sbuf, x->mem.device, &x->peer_mapped);
+        crux_status_t st =
+            crux_tl_cuda_import(pair, sbuf, x->mem.device, &x->peer_mapped, &x->import);
         if (st != CRUX_OK) {
             return st;
         }
@@ -197,9 +198,11 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         return CRUX_ERR_UNSUPPORTED; /* mixed host and device, or no IPC handle */
     }
     /* A streamed landing needs a channel the receiver lands itself; without
-     * one the transfer goes on with ordinary stores. */
-    int streaming = x->params.stream && !reducing;
-    for (int pass = 0; pass < 2 && n == 0; pass++, streaming = 0) {
+     * one the transfer goes on with ordinary stores.  Channels whose figures
+     * are a guess join only when nothing else may carry the transfer (the
+     * configured kinds leave no other). */
+    int streaming = x->params.stream && !reducing, sure = 1;
+    for (int pass = 0; pass < 3 && n == 0; pass++, streaming = 0, sure = pass < 2) {
         for (unsigned j = 0; j < all; j++) {
             const crux_tl_chan_t *c = pair->chan[candidates[j]];
             int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
@@ -207,6 +210,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
             kind_on &= !(reducing || streaming) || crux_tl_chan_lands_by_receiver(c->attr.kind);
             kind_on &= sbuf->shared_id == 0 || receiver_acts(c->attr.kind); /* see publish_send */
             uint32_t asked = x->params.channels;
+            kind_on &= !sure || asked != 0 || !c->attr.guessed || c->attr.calibrated;
             if (kind_on && (asked == 0 || (asked & (1u << candidates[j])))) {
                 index[n++] = candidates[j];
             }

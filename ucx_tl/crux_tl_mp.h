@@ -251,6 +251,7 @@ struct crux_tl_xfer {
     int done_published;   /* sender: send_done written */
     uint64_t peer_addr;   /* the other side's buffer */
     void *peer_mapped;    /* ... usable here (IPC mapping, shared mapping) */
+    void *import;         /* the IPC mapping's cache entry, held until done */
     unsigned nruns;
     crux_tl_xfer_stats_t stats;
     double t_matched;
@@ -420,9 +421,13 @@ void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double 
  * stubs of a build without CUDA fail with CRUX_ERR_UNSUPPORTED) */
 crux_status_t crux_tl_cuda_export(crux_tl_engine_t *engine, const void *ptr,
                                   crux_tl_wire_buf_t *wire);
-/* The sender's buffer, mapped in this process for device 'device'. */
+/* Map the sender's allocation in 'device''s context (cached: bounded by
+ * the engine's ipc_cache_bytes, least recently used first, never while a
+ * transfer holds the entry): *import_p holds it until
+ * crux_tl_cuda_import_done. */
 crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
-                                  void **ptr_p);
+                                  void **ptr_p, void **import_p);
+void crux_tl_cuda_import_done(void *import);
 void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *engine);
 
 /* crux_tl_cuda_chan.c: the CUDA channels, one set per device pair, shared

@@ -253,6 +253,8 @@ static void finish(crux_tl_pair_t *pair, crux_tl_xfer_t *x, crux_status_t status
     }
     x->status = status;
     x->state = XFER_DONE;
+    crux_tl_cuda_import_done(x->import); /* the mapping may be evicted now */
+    x->import = NULL;
     if (x->released) {
         crux_tl_xfer_put(pair->engine, x);
     }

@@ -11,7 +11,25 @@
  *   - a module must be a fat binary (its magic number), a function must be
  *     named in it, and a launch of "crux_<dtype>_<op>" runs the CPU kernel
  *     of that pair: this checks names and arguments, not the GPU code.
- * MOCK_CUDA_DEVICES sets the number of devices (default 1). */
+ * MOCK_CUDA_DEVICES sets the number of devices (default 1).
+ *
+ * It is strict where the real driver is (each read on every call, so a
+ * test can change them in a child process):
+ *   - allocations (device and pinned host), streams, modules and launches
+ *     need a current context: CUDA_ERROR_INVALID_CONTEXT without one;
+ *   - MOCK_CUDA_NO_P2P="a-b,c-d": no peer access between those devices
+ *     (either way): cuDeviceCanAccessPeer answers 0, and a handle exported
+ *     on one cannot be opened from a context of the other
+ *     (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+ *   - MOCK_CUDA_MIG=1: the devices are MIG instances of one GPU: one PCI
+ *     bus id, distinct UUIDs, no peer access between them;
+ *   - cuMemAllocAsync gives stream-ordered (pool) memory, which is not
+ *     IPC-capable and whose export is refused, as the driver refuses it;
+ *   - MOCK_CUDA_OOM_BYTES=n: device allocations beyond n bytes in all
+ *     fail with CUDA_ERROR_OUT_OF_MEMORY;
+ *   - a kernel launched on a pointer not aligned to its element size
+ *     faults: CUDA_ERROR_MISALIGNED_ADDRESS, sticky (every later call of
+ *     the process fails with it, as a real context is lost). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dirent.h>
@@ -35,6 +53,7 @@ typedef struct {
     size_t size;
     int device;   /* -1: pinned host memory */
     int imported; /* an IPC mapping of another process's memory */
+    int pool;     /* stream-ordered allocation: no legacy IPC */
     int refs;
     unsigned long long id;
     char name[64];
@@ -51,6 +70,45 @@ static int devices(void)
     const char *env = getenv("MOCK_CUDA_DEVICES");
     return env != NULL ? atoi(env) : 1;
 }
+
+static int mig(void)
+{
+    const char *env = getenv("MOCK_CUDA_MIG");
+    return env != NULL && strcmp(env, "1") == 0;
+}
+
+/* 0 when MOCK_CUDA_NO_P2P or MIG denies peer access between a and b. */
+static int peers(int a, int b)
+{
+    if (a == b) {
+        return 1;
+    }
+    if (mig()) {
+        return 0;
+    }
+    const char *env = getenv("MOCK_CUDA_NO_P2P");
+    for (const char *p = env; p != NULL && *p != '\0';) {
+        int x, y, n = 0;
+        if (sscanf(p, "%d-%d%n", &x, &y, &n) != 2) {
+            break;
+        }
+        if ((x == a && y == b) || (x == b && y == a)) {
+            return 0;
+        }
+        p += n;
+        p += *p == ',';
+    }
+    return 1;
+}
+
+static size_t oom_bytes(void)
+{
+    const char *env = getenv("MOCK_CUDA_OOM_BYTES");
+    return env != NULL ? (size_t)strtoull(env, NULL, 10) : SIZE_MAX;
+}
+
+/* The fault that lost the context, reported by every later call. */
+static CUresult sticky;
 
 static map_t *find(uintptr_t p)
 {
@@ -116,7 +174,7 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 
 CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
 {
-    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + dev);
+    snprintf(id, (size_t)len, "0000:%02X:00.0", 0x10 + (mig() ? 0 : dev));
     return CUDA_SUCCESS;
 }
 
@@ -130,16 +188,49 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
     return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+/* Distinct per device, also between MIG instances. */
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    *can = 1;
+    if (dev < 0 || dev >= devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    memset(uuid, 0, sizeof(*uuid));
+    snprintf(uuid->bytes, sizeof(uuid->bytes), "mockgpu%u", (unsigned char)dev);
     return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    *can = peers(dev, peer);
+    return CUDA_SUCCESS;
+}
+
+/* Retains of primary contexts not yet released, per device, for tests
+ * (mock_cuda_retains). */
+static int retains[64];
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+    if (dev < 0 || dev >= devices() || dev >= 64) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    __atomic_add_fetch(&retains[dev], 1, __ATOMIC_RELAXED);
     *ctx = (CUcontext)(uintptr_t)(0x1000 + dev);
     return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    if (dev < 0 || dev >= devices() || dev >= 64 ||
+        __atomic_sub_fetch(&retains[dev], 1, __ATOMIC_RELAXED) < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return CUDA_SUCCESS;
+}
+
+int mock_cuda_retains(int dev)
+{
+    return dev >= 0 && dev < 64 ? __atomic_load_n(&retains[dev], __ATOMIC_RELAXED) : -1;
 }
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx)
@@ -160,27 +251,47 @@ CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
     return CUDA_SUCCESS;
 }
 
-CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
-{
-    return CUDA_SUCCESS;
-}
-
 /* The device of the current context: allocations need one, as in CUDA. */
 static int current(void)
 {
     return depth > 0 ? (int)((uintptr_t)stack[depth - 1] - 0x1000) : -1;
 }
 
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return peers(current(), (int)((uintptr_t)peer - 0x1000)) ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+}
+
 /* --- memory ------------------------------------------------------------------------ */
+
+static size_t device_bytes(void)
+{
+    size_t sum = 0;
+    for (int i = 0; i < MAX_MAPS; i++) {
+        sum += maps[i].base != 0 && maps[i].device >= 0 && !maps[i].imported ? maps[i].size : 0;
+    }
+    return sum;
+}
 
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
 {
     static unsigned seq;
     char name[64];
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
     if (current() < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
     pthread_mutex_lock(&lock);
+    if (device_bytes() + bytes > oom_bytes()) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     snprintf(name, sizeof(name), "/crux-mock-cuda.%d.%u", (int)getpid(), seq++);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     void *p = MAP_FAILED;
@@ -203,6 +314,19 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
 
 static void run_all(void);
 
+/* Stream-ordered memory from the device's pool: not IPC-capable. */
+CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream stream)
+{
+    CUresult r = cuMemAlloc_v2(ptr, bytes);
+    pthread_mutex_lock(&lock);
+    map_t *m = r == CUDA_SUCCESS ? find((uintptr_t)*ptr) : NULL;
+    if (m != NULL) {
+        m->pool = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr ptr)
 {
     pthread_mutex_lock(&lock);
@@ -221,6 +345,12 @@ CUresult cuMemFree_v2(CUdeviceptr ptr)
 
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags)
 {
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     pthread_mutex_lock(&lock);
     *ptr = malloc(bytes > 0 ? bytes : 1);
     CUresult r = *ptr != NULL && add((uintptr_t)*ptr, bytes, -1, "") != NULL
@@ -232,6 +362,9 @@ CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags)
 
 CUresult cuMemFreeHost(void *ptr)
 {
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     pthread_mutex_lock(&lock);
     map_t *m = find((uintptr_t)ptr);
     if (m != NULL) {
@@ -261,7 +394,7 @@ CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **d
             *(unsigned long long *)data[i] = m != NULL ? m->id : 0;
             break;
         case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-            *(int *)data[i] = device && !m->imported;
+            *(int *)data[i] = device && !m->imported && !m->pool;
             break;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
             *(CUdeviceptr *)data[i] = m != NULL ? m->base : 0;
@@ -290,9 +423,10 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr)
     pthread_mutex_lock(&lock);
     map_t *m = find((uintptr_t)ptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported) {
+    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported && !m->pool) {
         memset(handle, 0, sizeof(*handle));
-        snprintf(handle->reserved, sizeof(handle->reserved), "%s", m->name);
+        snprintf(handle->reserved, sizeof(handle->reserved) - 1, "%s", m->name);
+        handle->reserved[sizeof(handle->reserved) - 1] = (char)m->device; /* the exporter's */
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
@@ -302,7 +436,13 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr)
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags)
 {
     char name[64];
-    snprintf(name, sizeof(name), "%.63s", handle.reserved);
+    snprintf(name, sizeof(name), "%.62s", handle.reserved);
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (!peers(handle.reserved[sizeof(handle.reserved) - 1], current())) {
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    }
     pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_MAPS; i++) { /* opened before: count a reference */
         if (maps[i].base != 0 && maps[i].imported && strcmp(maps[i].name, name) == 0) {
@@ -330,6 +470,18 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned
     }
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+/* Peers' allocations mapped here now, for tests. */
+int mock_cuda_imports(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPS; i++) {
+        n += maps[i].base != 0 && maps[i].imported;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr ptr)
@@ -389,6 +541,18 @@ typedef struct stream {
 
 static stream_t *streams;
 
+/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): one
+ * queue, whose work runs only when the caller synchronizes (a synchronous
+ * call, or a synchronize of a stream or event), never on another stream's
+ * poll, so a library that reads a buffer the application is still writing
+ * on the default stream gets the old bytes. */
+static stream_t legacy;
+
+static stream_t *of(CUstream stream)
+{
+    return (uintptr_t)stream <= 2 ? &legacy : (stream_t *)stream;
+}
+
 static void enqueue(stream_t *st, op_t op)
 {
     op_t *o = malloc(sizeof(*o));
@@ -430,6 +594,9 @@ static void run_all(void)
 {
     for (int progress = 1; progress;) {
         progress = 0;
+        while (run_one(&legacy)) {
+            progress = 1;
+        }
         for (stream_t *st = streams; st != NULL; st = st->next) {
             while (run_one(st)) {
                 progress = 1;
@@ -440,6 +607,9 @@ static void run_all(void)
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 {
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
     pthread_mutex_lock(&lock);
     run_all(); /* synchronous: after all earlier work */
     CUresult r = copy(dst, src, bytes);
@@ -449,6 +619,9 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
     if (current() < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
@@ -459,8 +632,7 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream 
                      ? CUDA_ERROR_INVALID_VALUE
                      : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
-        enqueue((stream_t *)stream,
-                (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
+        enqueue(of(stream), (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
     }
     pthread_mutex_unlock(&lock);
     return r;
@@ -506,6 +678,9 @@ CUresult cuStreamDestroy_v2(CUstream stream)
 
 CUresult cuStreamSynchronize(CUstream stream)
 {
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
     pthread_mutex_lock(&lock);
     run_all();
     pthread_mutex_unlock(&lock);
@@ -515,7 +690,7 @@ CUresult cuStreamSynchronize(CUstream stream)
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags)
 {
     pthread_mutex_lock(&lock);
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_WAIT, .event = (event_t *)event });
+    enqueue(of(stream), (op_t){ .kind = OP_WAIT, .event = (event_t *)event });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -541,13 +716,16 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
     pthread_mutex_lock(&lock);
     e->recorded = 1;
     e->done = 0;
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_RECORD, .event = e });
+    enqueue(of(stream), (op_t){ .kind = OP_RECORD, .event = e });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent event)
 {
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
     event_t *e = (event_t *)event;
     pthread_mutex_lock(&lock);
     if (e->recorded && !e->done) {
@@ -621,18 +799,27 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
     if (current() < 0 || gx == 0 || bx == 0 || params == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    size_t n = *(size_t *)params[3];
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
+    size_t n = *(size_t *)params[3], esize = crux_dtype_size(f->dtype);
+    uintptr_t out = (uintptr_t) * (void **)params[0], a = (uintptr_t) * (void **)params[1],
+              b = (uintptr_t) * (void **)params[2];
+    if (out % esize != 0 || a % esize != 0 || b % esize != 0) {
+        sticky = CUDA_ERROR_MISALIGNED_ADDRESS; /* found by the kernel, reported later */
+        return CUDA_SUCCESS;
+    }
     if ((size_t)gx * bx < n && gx < 4096) {
         return CUDA_ERROR_INVALID_VALUE; /* a grid that covers neither n nor the stride cap */
     }
     /* the operation's three pointers travel in dst, src and event */
     pthread_mutex_lock(&lock);
-    enqueue((stream_t *)stream, (op_t){ .kind = OP_KERNEL,
-                                        .kernel = crux_reduce_lookup(f->dtype, f->op),
-                                        .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
-                                        .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
-                                        .event = *(event_t **)params[2],
-                                        .bytes = n });
+    enqueue(of(stream), (op_t){ .kind = OP_KERNEL,
+                                .kernel = crux_reduce_lookup(f->dtype, f->op),
+                                .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
+                                .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
+                                .event = *(event_t **)params[2],
+                                .bytes = n });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }

@@ -8,6 +8,7 @@
  * Plain TAP rather than Check: every test runs in a child process that
  * initialises CUDA itself (CUDA state does not survive fork), and the parent
  * never touches CUDA. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,38 @@ static int t_engine_loopback(void)
     return rc;
 }
 
+/* Without the topology's figures or a calibration, a transfer takes the
+ * direct copy alone: staging through host memory at a guessed speed would
+ * take a stripe of it whatever the real links. */
+static int t_guessed_paths_unused(void)
+{
+    const size_t bytes = 64u << 20;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(1);
+    void *src = device_pattern(0, bytes, 7), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    int rc = 0;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || !device_holds(dst, bytes, 7)) {
+        rc = 2;
+    } else if (crux_tl_xfer_stats(y)->nstripes != 1) {
+        fprintf(stderr, "# %u stripes without figures\n", crux_tl_xfer_stats(y)->nstripes);
+        rc = 3;
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
 /* The engine's kinds decide which CUDA channels a transfer may use. */
 static int t_engine_kinds(void)
 {
@@ -297,6 +330,63 @@ static int t_engine_relay(void)
 #endif
 }
 
+/* A relay GPU without peer access to the receiving one: the relay channel
+ * is not built (a failed cuCtxEnablePeerAccess is not ignored) and the
+ * other paths carry the bytes. */
+static int t_relay_without_peer_access(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    const size_t bytes = 64u << 20;
+    char gpu0[16], gpu1[16];
+    crux_tl_context_t *ctx;
+    setenv("MOCK_CUDA_NO_P2P", "0-1", 1); /* the stand-in's; a real driver decides itself */
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_gpu_path_t paths[3] = {
+        { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 100e9 },
+        { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 50e9, .nrelays = 1 },
+        { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
+    };
+    crux_tl_pair_t *pair;
+    int can = 1;
+    if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
+        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0 ||
+        crux_cuda()->DeviceCanAccessPeer(&can, 0, 1) != CUDA_SUCCESS)
+        FAIL(1);
+    if (can) {
+        return 0; /* peer access here: nothing to check */
+    }
+    memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
+    if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(2);
+    void *src = device_pattern(0, bytes, 5), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    crux_tl_chan_attr_t attrs[4];
+    int rc = 0;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, NULL, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || !device_holds(dst, bytes, 5)) {
+        rc = 3;
+    }
+    for (unsigned i = 0, n = crux_tl_pair_channels(pair, attrs, 4); rc == 0 && i < n; i++) {
+        if (attrs[i].kind == CRUX_TL_CHAN_CUDA_PEER) {
+            fprintf(stderr, "# a relay channel without peer access\n");
+            rc = 4;
+        }
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+#else
+    return 1; /* a build without CUDA sees no GPU: never run */
+#endif
+}
+
 static int two_process_body(fork_group_member_t *m, void *arg)
 {
     crux_tl_context_t *ctx;
@@ -316,6 +406,72 @@ static int two_process_body(fork_group_member_t *m, void *arg)
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
     return rc;
+}
+
+/* Eight 1 MiB allocations of the sender, kept (as a caching allocator
+ * keeps its segments) until all are sent: the receiver, with room for three
+ * in its cache, keeps at most three mapped (counted by the stand-in driver;
+ * nothing to count on a real one). */
+static int (*imports)(void); /* the stand-in's count of mapped imports */
+
+static int cache_body(fork_group_member_t *m, void *arg)
+{
+    crux_tl_engine_config_t cfg = CRUX_TL_ENGINE_CONFIG_DEFAULT;
+    cfg.kinds = CRUX_TL_KINDS_CUDA;
+    cfg.max_peers = 2;
+    cfg.calib_path = "";
+    cfg.ipc_cache_bytes = 3u << 20;
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = NULL;
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    crux_tl_pair_t *pair;
+    if (crux_tl_context_open(NULL, &ctx) != CRUX_OK ||
+        crux_tl_engine_create(ctx, &cfg, &e) != CRUX_OK ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    int rc = 0, most = 0;
+    void *bufs[8] = { NULL };
+    for (unsigned i = 0; i < 8; i++) {
+        const size_t bytes = 1u << 20;
+        void *buf = bufs[i] = device_pattern(0, bytes, m->rank == 0 ? i : 0xff);
+        crux_tl_xfer_t *x = NULL;
+        crux_status_t st = buf == NULL    ? CRUX_ERR_NO_MEMORY
+                           : m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                                          : crux_tl_recv(pair, buf, bytes, NULL, &x);
+        if (st != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK ||
+            (m->rank == 1 && !device_holds(buf, bytes, i))) {
+            rc = 11;
+        }
+        crux_tl_xfer_release(x);
+        fork_group_barrier(m);
+        most = imports() > most ? imports() : most;
+    }
+    fork_group_barrier(m);
+    for (unsigned i = 0; i < 8; i++) {
+        crux_dev_free(0, bufs[i]);
+    }
+    if (m->rank == 1 && rc == 0 && most > 3) {
+        fprintf(stderr, "# %d of the peer's allocations mapped at once\n", most);
+        rc = 12;
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_import_cache_bounded(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (lib != NULL) {
+        *(void **)&imports = dlsym(lib, "mock_cuda_imports");
+    }
+    return imports == NULL ? 0 : fork_group_run(2, cache_body, NULL);
 }
 
 static int t_engine_two_processes(void)
@@ -415,10 +571,43 @@ static int t_calibration(void)
     return found == 3 ? 0 : 3;
 }
 
+/* A push is one driver call: each device's primary context is retained
+ * once, not on every push (counted by the stand-in driver; nothing to
+ * count on a real one). */
+static int t_contexts_cached(void)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    int (*retains)(int) = NULL;
+    if (lib != NULL) {
+        *(void **)&retains = dlsym(lib, "mock_cuda_retains");
+    }
+    if (retains == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < 100; i++) {
+        if (crux_cuda_push(0) != CRUX_OK)
+            FAIL(1);
+        crux_cuda_pop();
+    }
+    void *d;
+    if (crux_dev_alloc(0, 64, &d) != CRUX_OK)
+        FAIL(2);
+    crux_dev_free(0, d);
+    if (retains(0) != 1) {
+        fprintf(stderr, "# device 0's primary context retained %d times\n", retains(0));
+        return 3;
+    }
+    return 0;
+}
+
 /* Runs without a GPU too. */
 static int t_no_driver(void)
 {
     setenv("CRUX_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+#ifdef CRUX_HAVE_CUDA
+    crux_cuda_load();
+#endif
     double h = 1;
     return crux_tl_cuda_devices() == 0 && crux_dev_count() == 0 && !crux_dev_is_device(&h) &&
                    crux_tl_mem_query(&h).type == CRUX_TL_MEM_HOST &&
@@ -438,10 +627,14 @@ static const struct {
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
+    { "engine: a relay without peer access is not used", t_relay_without_peer_access, 2 },
     { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
+    { "engine: paths with guessed figures carry no stripe", t_guessed_paths_unused, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
+    { "a primary context is retained once per device", t_contexts_cached, 1 },
+    { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
 
@@ -451,6 +644,11 @@ static int in_child(int (*fn)(void))
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+#ifdef CRUX_HAVE_CUDA
+        if (fn != t_no_driver) {
+            crux_cuda_load(); /* the test is the application: it loads the driver */
+        }
+#endif
         _exit(fn());
     }
     int status;
