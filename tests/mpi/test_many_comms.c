@@ -1,0 +1,156 @@
+/* Many live communicators: what crux costs a process does not grow with
+ * their number (docs/design/resources.md).
+ *
+ *   test_many_comms COUNT SHM_BOUND_MIB
+ *
+ * Under a descriptor limit of 1024 (set here, before MPI_Init), COUNT
+ * communicators are created and kept alive (duplicates of MPI_COMM_WORLD,
+ * and every fourth a split with the ranks in reverse order, so the same
+ * processes in another order), each runs a 1 MiB Allreduce whose result
+ * is checked exactly, then a second round runs on every one of them again
+ * (the communicators share what crux set up).  Then the application must
+ * still be able to open 50 files, and the shared memory in use on the node
+ * (the used space of /dev/shm: run inside a private tmpfs, so it is this
+ * job's alone) must stay under SHM_BOUND_MIB.  Rank 0 prints what it
+ * measured as TAP comments. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "tap_mpi.h"
+
+#define COUNT_INTS (1u << 18) /* 1 MiB of int */
+#define FILES      50
+#define FD_LIMIT   1024
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (d == NULL) {
+        return -1;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+static double shm_used_mib(void)
+{
+    struct statvfs s;
+    if (statvfs("/dev/shm", &s) != 0) {
+        return -1;
+    }
+    return (double)(s.f_blocks - s.f_bfree) * (double)s.f_frsize / (1024.0 * 1024.0);
+}
+
+/* Each rank's input depends on the communicator, the round and the
+ * element; the sum over ranks is known exactly. */
+static int value(int comm, int round, int rank, size_t j)
+{
+    return (int)((j * 7u + (unsigned)comm * 13u + (unsigned)round) % 1000u) * (rank + 1);
+}
+
+static int check_comm(MPI_Comm comm, int index, int round, int *buf)
+{
+    int rank, size, world_rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    for (size_t j = 0; j < COUNT_INTS; j++) {
+        buf[j] = value(index, round, world_rank, j);
+    }
+    if (MPI_Allreduce(MPI_IN_PLACE, buf, COUNT_INTS, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) {
+        return 0;
+    }
+    int factor = size * (size + 1) / 2; /* world ranks 0..size-1, each once */
+    for (size_t j = 0; j < COUNT_INTS; j++) {
+        if (buf[j] != value(index, round, 0, j) * factor) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s COUNT SHM_BOUND_MIB\n", argv[0]);
+        return 2;
+    }
+    int count = atoi(argv[1]);
+    double bound = atof(argv[2]);
+    struct rlimit lim;
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = lim.rlim_max < FD_LIMIT ? lim.rlim_max : FD_LIMIT;
+    setrlimit(RLIMIT_NOFILE, &lim);
+
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* inherited */
+    int fds_before = open_fds();
+    MPI_Comm *comms = calloc((size_t)count, sizeof(*comms));
+    int *buf = malloc(COUNT_INTS * sizeof(int));
+    int made = comms != NULL && buf != NULL, exact = made, failed_at = -1;
+    double start = MPI_Wtime();
+    for (int i = 0; made && i < count; i++) {
+        int rc = i % 4 == 3 ? MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comms[i])
+                            : MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]);
+        if (rc != MPI_SUCCESS) {
+            made = 0;
+            failed_at = i;
+            break;
+        }
+        if (exact && !check_comm(comms[i], i, 0, buf)) {
+            exact = 0;
+            failed_at = i;
+        }
+    }
+    double setup = MPI_Wtime() - start;
+    tap_check(made, "%d communicators created and kept alive", count);
+    tap_check(exact, "a 1 MiB Allreduce on each, exact (first wrong at %d)", failed_at);
+    int again = made && exact;
+    for (int i = 0; again && i < count; i++) {
+        again = check_comm(comms[i], i, 1, buf);
+    }
+    tap_check(again, "a second round on every communicator, exact");
+
+    int fds_after = open_fds(), opened = 0, fd[FILES];
+    for (int i = 0; i < FILES; i++) {
+        fd[i] = open("/dev/null", O_RDONLY);
+        opened += fd[i] >= 0;
+    }
+    for (int i = 0; i < FILES; i++) {
+        if (fd[i] >= 0) {
+            close(fd[i]);
+        }
+    }
+    tap_check(opened == FILES, "the application opens %d files after that", FILES);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double used = shm_used_mib();
+    tap_check(used >= 0 && used <= bound, "shared memory in use on the node at most %.0f MiB",
+              bound);
+    int fds_max = 0;
+    int growth = fds_after - fds_before;
+    MPI_Reduce(&growth, &fds_max, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("# %d processes, %d communicators: /dev/shm in use %.1f MiB, descriptors "
+               "%d before, %d after (most added by a rank: %d), set-up and first round %.2f s\n",
+               size, count, used, fds_before, fds_after, fds_max, setup);
+    }
+    for (int i = 0; made && i < count; i++) {
+        MPI_Comm_free(&comms[i]);
+    }
+    free(comms);
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}
