@@ -70,6 +70,9 @@ void crux_coll_group_destroy(crux_coll_group_t *group);
 int crux_coll_group_rank(const crux_coll_group_t *group);
 int crux_coll_group_size(const crux_coll_group_t *group);
 int crux_coll_group_has_cma(const crux_coll_group_t *group);
+/* 1 once this member gave the group up (a call failed halfway or found a
+ * peer's call of another shape): its later calls fail */
+int crux_coll_group_broken(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 typedef enum {

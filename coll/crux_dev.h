@@ -106,6 +106,9 @@ crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *group);
 /* 1 when host calls go over the engine's lanes: every member has
  * shm-direct to every other and the shared stage (agreed at creation). */
 int crux_dev_group_lanes(const crux_dev_group_t *group);
+/* 1 once a host call abandoned the lanes: the group's later host calls
+ * fail */
+int crux_dev_group_broken(const crux_dev_group_t *group);
 
 /* Member p's shard of a buffer of 'count' elements: the same balanced cut as
  * the host algorithms (earlier shards one element longer). */

@@ -150,6 +150,11 @@ int crux_dev_group_lanes(const crux_dev_group_t *g)
     return g->lanes;
 }
 
+int crux_dev_group_broken(const crux_dev_group_t *g)
+{
+    return g->lanes_broken;
+}
+
 void crux_dev_shard(const crux_dev_group_t *g, size_t count, int p, size_t *first, size_t *length)
 {
     size_t base = count / (size_t)g->size, rem = count % (size_t)g->size;

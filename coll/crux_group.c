@@ -260,6 +260,11 @@ int crux_coll_group_has_cma(const crux_coll_group_t *g)
     return g->has_cma;
 }
 
+int crux_coll_group_broken(const crux_coll_group_t *g)
+{
+    return crux_abandoned(g);
+}
+
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *g)
 {
     return &g->config;
