@@ -156,6 +156,9 @@ typedef enum { COLL_CRUX_HOST, COLL_CRUX_ENGINE, COLL_CRUX_KINDS } coll_crux_kin
 crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *module, coll_crux_kind_t kind,
                                       void **group);
 void coll_crux_share_release(coll_crux_kind_t kind, void *group);
+/* mark the module's groups' next calls as its communicator's (its
+ * context id): calls of communicators sharing a group that cross fail */
+void coll_crux_set_caller(mca_coll_crux_module_t *module);
 /* a new group over the module's communicator (collective) */
 crux_status_t coll_crux_host_group_build(mca_coll_crux_module_t *module, crux_coll_group_t **group);
 crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *module,

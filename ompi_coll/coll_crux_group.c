@@ -151,6 +151,17 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
     return m->dev_group;
 }
 
+void coll_crux_set_caller(mca_coll_crux_module_t *m)
+{
+    uint64_t cid = ompi_comm_get_cid(m->comm);
+    if (m->group != NULL) {
+        crux_coll_group_set_caller(m->group, cid);
+    }
+    if (m->dev_group != NULL) {
+        crux_dev_group_set_caller(m->dev_group, cid);
+    }
+}
+
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)
 {
     crux_dev_group_t *g = coll_crux_engine_group(m);
