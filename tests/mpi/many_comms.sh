@@ -35,4 +35,10 @@ for alg in engine staged; do
     expect_no_stderr "fallback from 1048576 bytes" "[np=$np $alg] ... on every communicator"
   done
 done
+# crossed calls on two communicators that share a group (erroneous in MPI):
+# errors, never mixed data (a hang would be the test's timeout)
+for alg in engine staged; do
+  MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "crossed $alg" \
+    --mca coll crux --mca coll_crux_allreduce_algorithm $alg -- $prog cross
+done
 finish

@@ -2,6 +2,7 @@
  * their number (docs/design/resources.md).
  *
  *   test_many_comms COUNT SHM_BOUND_MIB
+ *   test_many_comms cross
  *
  * Under a descriptor limit of 1024 (set here, before MPI_Init), COUNT
  * communicators are created and kept alive (duplicates of MPI_COMM_WORLD,
@@ -12,11 +13,19 @@
  * still be able to open 50 files, and the shared memory in use on the node
  * (the used space of /dev/shm: run inside a private tmpfs, so it is this
  * job's alone) must stay under SHM_BOUND_MIB.  Rank 0 prints what it
- * measured as TAP comments. */
+ * measured as TAP comments.
+ *
+ * 'cross': two duplicates of MPI_COMM_WORLD (sharing crux's group) each
+ * run a correct Allreduce, then rank 0 calls Allreduce on the first and
+ * then the second while the others call them the other way round
+ * (erroneous in MPI: it may deadlock); no call may return wrong data, and
+ * none may hang: crux tells the communicators' calls apart and fails
+ * them. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -78,8 +87,50 @@ static int check_comm(MPI_Comm comm, int index, int round, int *buf)
     return 1;
 }
 
+/* A correct call on each, then the crossed calls: each must return an
+ * error (the group shared, the calls told apart), never a wrong result. */
+static void cross(void)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm comm[2];
+    int *buf = malloc(COUNT_INTS * sizeof(int));
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm[1]);
+    tap_check(buf != NULL && check_comm(comm[0], 0, 0, buf) && check_comm(comm[1], 1, 0, buf),
+              "two duplicates, one Allreduce each in the same order, exact");
+    int errors = 0, wrong = 0, factor = size * (size + 1) / 2;
+    for (int k = 0; buf != NULL && k < 2; k++) {
+        int c = rank == 0 ? k : 1 - k;
+        for (size_t j = 0; j < COUNT_INTS; j++) {
+            buf[j] = value(c, 1, rank, j);
+        }
+        if (MPI_Allreduce(MPI_IN_PLACE, buf, COUNT_INTS, MPI_INT, MPI_SUM, comm[c]) !=
+            MPI_SUCCESS) {
+            errors++;
+            continue;
+        }
+        for (size_t j = 0; j < COUNT_INTS; j++) {
+            wrong += buf[j] != value(c, 1, 0, j) * factor;
+        }
+    }
+    tap_check(wrong == 0, "crossed Allreduces on two communicators: no wrong result");
+    tap_check(errors == 2, "... both crossed calls fail on every rank");
+    MPI_Comm_free(&comm[0]);
+    MPI_Comm_free(&comm[1]);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "cross") == 0) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        cross();
+        MPI_Finalize();
+        return 0;
+    }
     if (argc != 3) {
         fprintf(stderr, "usage: %s COUNT SHM_BOUND_MIB\n", argv[0]);
         return 2;
