@@ -145,6 +145,11 @@ crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *m, coll_crux_kind_
         st = build(m, kind, group_p); /* collective; agreed inside */
     } else if (st == CRUX_OK) {
         st = CRUX_ERR_NO_RESOURCE; /* a member is at its limit */
+        CRUX_VERBOSE(1,
+                     "communicator %s: a process holds %d %s groups already (crux's limit, "
+                     "docs/design/resources.md)",
+                     m->comm->c_name, CRUX_SHARED_MAX,
+                     kind == COLL_CRUX_HOST ? "shared-memory" : "engine");
     }
     pthread_mutex_lock(&lock);
     live[kind] -= (unsigned)mine.room;

@@ -35,6 +35,15 @@ for alg in engine staged; do
     expect_no_stderr "fallback from 1048576 bytes" "[np=$np $alg] ... on every communicator"
   done
 done
+# MPI_THREAD_MULTIPLE: no sharing, so 16 shared-memory groups per process
+# at most (resources.md; the staged algorithm's, as 16 engine groups of two
+# processes would not fit in 256 MiB), the communicators past them on the
+# previous module's Allreduce, all exact
+MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "thread multiple" "${crux[@]}" \
+  --mca coll_crux_allreduce_algorithm staged -- $prog multiple 40 $((2 * 16 * 5 + 16))
+expect_stderr "holds 16 shared-memory groups already (crux's limit" "[np=2 thread multiple] the limit said"
+expect_stderr "allreduce on .*: staged from 1048576 bytes" "[np=2 thread multiple] crux's staged algorithm ran below it"
+
 # crossed calls on two communicators that share a group (erroneous in MPI):
 # errors, never mixed data (a hang would be the test's timeout)
 for alg in engine staged; do

@@ -1,7 +1,7 @@
 /* Many live communicators: what crux costs a process does not grow with
  * their number (docs/design/resources.md).
  *
- *   test_many_comms COUNT SHM_BOUND_MIB
+ *   test_many_comms [multiple] COUNT SHM_BOUND_MIB
  *   test_many_comms cross
  *
  * Under a descriptor limit of 1024 (set here, before MPI_Init), COUNT
@@ -13,7 +13,9 @@
  * still be able to open 50 files, and the shared memory in use on the node
  * (the used space of /dev/shm: run inside a private tmpfs, so it is this
  * job's alone) must stay under SHM_BOUND_MIB.  Rank 0 prints what it
- * measured as TAP comments.
+ * measured as TAP comments.  'multiple': with MPI_THREAD_MULTIPLE (crux
+ * shares nothing there: past its limit of groups, communicators get the
+ * previous module's Allreduce), the calls still from one thread.
  *
  * 'cross': two duplicates of MPI_COMM_WORLD (sharing crux's group) each
  * run a correct Allreduce, then rank 0 calls Allreduce on the first and
@@ -131,18 +133,20 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s COUNT SHM_BOUND_MIB\n", argv[0]);
+    int multiple = argc == 4 && strcmp(argv[1], "multiple") == 0;
+    if (argc != 3 + multiple) {
+        fprintf(stderr, "usage: %s [multiple] COUNT SHM_BOUND_MIB\n", argv[0]);
         return 2;
     }
-    int count = atoi(argv[1]);
-    double bound = atof(argv[2]);
+    int count = atoi(argv[1 + multiple]);
+    double bound = atof(argv[2 + multiple]);
     struct rlimit lim;
     getrlimit(RLIMIT_NOFILE, &lim);
     lim.rlim_cur = lim.rlim_max < FD_LIMIT ? lim.rlim_max : FD_LIMIT;
     setrlimit(RLIMIT_NOFILE, &lim);
 
-    MPI_Init(&argc, &argv);
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
