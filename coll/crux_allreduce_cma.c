@@ -41,7 +41,7 @@ static crux_status_t learn_addresses(cma_call_t *c, int q)
         if (st != CRUX_OK) {
             return st;
         }
-        if (crux_peer_shape(c->g, q) != crux_shape(c->cut->count, c->cut->esize)) {
+        if (crux_peer_shape(c->g, q) != crux_shape(c->g, c->cut->count, c->cut->esize)) {
             return CRUX_ERR_INVALID; /* the peer runs another call */
         }
         c->peer_src[q] = c->g->ctrl[q]->sbuf;
@@ -124,7 +124,7 @@ static crux_status_t cma_call(cma_call_t *c)
     crux_ctrl_t *me = g->ctrl[g->rank];
     me->sbuf = (uintptr_t)c->src;
     me->rbuf = (uintptr_t)c->dst;
-    crux_set_shape(g, crux_shape(c->cut->count, c->cut->esize));
+    crux_set_shape(g, crux_shape(c->g, c->cut->count, c->cut->esize));
     CRUX_PUBLISH(g, arrive, g->seq);
 
     unsigned mine = crux_shard_chunks(c->cut, g->rank);

@@ -346,7 +346,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
             .dst = (uint8_t *)rbuf + first * esize,
             .inter = inter,
             .depth = depth < CRUX_MAX_DEPTH ? depth : CRUX_MAX_DEPTH,
-            .shape = crux_shape(count, esize),
+            .shape = crux_shape(g, count, esize),
         };
         crux_status_t status = staged_round(&s);
         if (status != CRUX_OK) {

@@ -70,6 +70,16 @@ void crux_coll_group_destroy(crux_coll_group_t *group);
 int crux_coll_group_rank(const crux_coll_group_t *group);
 int crux_coll_group_size(const crux_coll_group_t *group);
 int crux_coll_group_has_cma(const crux_coll_group_t *group);
+/* Calls made from now on carry 'caller', a word the same on every member
+ * (e.g. the communicator's context id): members of a group shared by
+ * several communicators whose calls crossed (entered it in different
+ * orders, which MPI forbids) find each other's call of another shape and
+ * fail as members that passed different counts do, instead of mixing
+ * them.  0 at creation. */
+void crux_coll_group_set_caller(crux_coll_group_t *group, uint64_t caller);
+/* 1 once this member gave the group up (a call failed halfway or found a
+ * peer's call of another shape): its later calls fail */
+int crux_coll_group_broken(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 typedef enum {

@@ -106,6 +106,12 @@ crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *group);
 /* 1 when host calls go over the engine's lanes: every member has
  * shm-direct to every other and the shared stage (agreed at creation). */
 int crux_dev_group_lanes(const crux_dev_group_t *group);
+/* As crux_coll_group_set_caller, for the calls over the lanes (their posts'
+ * tags); device transfers match by size and order only. */
+void crux_dev_group_set_caller(crux_dev_group_t *group, uint64_t caller);
+/* 1 once a host call abandoned the lanes: the group's later host calls
+ * fail */
+int crux_dev_group_broken(const crux_dev_group_t *group);
 
 /* Member p's shard of a buffer of 'count' elements: the same balanced cut as
  * the host algorithms (earlier shards one element longer). */

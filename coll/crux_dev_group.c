@@ -158,6 +158,16 @@ int crux_dev_group_lanes(const crux_dev_group_t *g)
     return g->lanes;
 }
 
+void crux_dev_group_set_caller(crux_dev_group_t *g, uint64_t caller)
+{
+    g->caller = caller * 0x9e3779b97f4a7c15ull; /* spread over the tag's bits */
+}
+
+int crux_dev_group_broken(const crux_dev_group_t *g)
+{
+    return g->lanes_broken;
+}
+
 void crux_dev_shard(const crux_dev_group_t *g, size_t count, int p, size_t *first, size_t *length)
 {
     size_t base = count / (size_t)g->size, rem = count % (size_t)g->size;

@@ -47,6 +47,7 @@ struct crux_dev_group {
     int lanes;        /* every member has the stage: host calls use lanes */
     int lanes_broken; /* a call abandoned them: host calls fail */
     int whole;        /* lanes, and whole calls are on */
+    uint64_t caller;  /* crux_dev_group_set_caller's word, mixed into lane tags */
     void *call_mem;   /* a call's arrays (crux_dev_allreduce.c) */
     size_t call_mem_size;
 };

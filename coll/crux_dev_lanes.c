@@ -458,7 +458,8 @@ void crux_dev_lanes_setup(crux_dev_call_t *c)
     span = span < 2 ? 2 : span;
     span = span > g->config.window ? g->config.window : span;
     c->row0 = g->stage_row;
-    c->tag = (uint64_t)(c->count * c->esize) << 8 | c->esize; /* esize at most 32 */
+    /* esize at most 32; the caller's word tells calls of communicators apart */
+    c->tag = ((uint64_t)(c->count * c->esize) << 8 | c->esize) ^ g->caller;
     g->stage_row = (unsigned)((g->stage_row + c->kmax) % span);
     for (int q = 0; q < g->size; q++) {
         c->far[q] = q != g->rank && (crux_tl_pair_far(g->rs[q]) || crux_tl_pair_far(g->ag[q]));

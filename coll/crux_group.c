@@ -260,6 +260,16 @@ int crux_coll_group_has_cma(const crux_coll_group_t *g)
     return g->has_cma;
 }
 
+void crux_coll_group_set_caller(crux_coll_group_t *g, uint64_t caller)
+{
+    g->caller = caller * 0x9e3779b97f4a7c15ull; /* spread over the shape's bits */
+}
+
+int crux_coll_group_broken(const crux_coll_group_t *g)
+{
+    return crux_abandoned(g);
+}
+
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *g)
 {
     return &g->config;

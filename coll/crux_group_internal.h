@@ -43,13 +43,6 @@ typedef struct {
 #define CRUX_SHAPE_SLOTS 4
 #define CRUX_ABANDONED   UINT64_MAX /* 'failed': for good, every later call fails */
 
-/* A call's shape: its bytes and element size (at most 32), so members that
- * passed different counts or datatype sizes see different shapes. */
-static inline uint64_t crux_shape(size_t count, size_t esize)
-{
-    return (uint64_t)(count * esize) << 8 | esize;
-}
-
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
 
 /* How far a peer's caches are, from our looks at its words (crux_look):
@@ -69,8 +62,9 @@ struct crux_coll_group {
     int size;
     crux_coll_config_t config;
     int has_cma;
-    unsigned spin; /* polls before yielding the CPU */
-    uint64_t seq;  /* of the last call started */
+    unsigned spin;   /* polls before yielding the CPU */
+    uint64_t seq;    /* of the last call started */
+    uint64_t caller; /* crux_coll_group_set_caller's word, mixed (crux_shape) */
 
     crux_tl_context_t *tl;
     crux_tl_seg_t *seg;
@@ -82,6 +76,15 @@ struct crux_coll_group {
     void *scratch;            /* single-copy landing area, size chunks */
     crux_peer_reach_t *reach; /* [size]: how far each peer's caches are (crux_look) */
 };
+
+/* A call's shape: its bytes and element size (at most 32), so members that
+ * passed different counts or datatype sizes see different shapes, mixed
+ * with the caller's word (crux_coll_group_set_caller), so members in calls
+ * of different callers of a shared group see different shapes too. */
+static inline uint64_t crux_shape(const crux_coll_group_t *group, size_t count, size_t esize)
+{
+    return ((uint64_t)(count * esize) << 8 | esize) ^ group->caller;
+}
 
 /* Whether member q reads best what we write for it with streaming stores. */
 static inline int crux_far(const crux_coll_group_t *group, int q)

@@ -161,6 +161,25 @@ crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll
 /* the group behind a communicator; NULL when it cannot be had */
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
 
+/* Groups shared by the communicators over the same processes in the same
+ * order, counted (coll_crux_share.c): acquire is collective over the
+ * module's communicator and takes the group the members agree on, or
+ * builds one; release drops the module's reference.  At most
+ * CRUX_SHARED_MAX groups of each kind live in a process
+ * (docs/design/resources.md). */
+typedef enum { COLL_CRUX_HOST, COLL_CRUX_ENGINE, COLL_CRUX_KINDS } coll_crux_kind_t;
+#define CRUX_SHARED_MAX 16
+crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *module, coll_crux_kind_t kind,
+                                      void **group);
+void coll_crux_share_release(coll_crux_kind_t kind, void *group);
+/* mark the module's groups' next calls as its communicator's (its
+ * context id): calls of communicators sharing a group that cross fail */
+void coll_crux_set_caller(mca_coll_crux_module_t *module);
+/* a new group over the module's communicator (collective) */
+crux_status_t coll_crux_host_group_build(mca_coll_crux_module_t *module, crux_coll_group_t **group);
+crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *module,
+                                           struct crux_dev_group **group);
+
 /* the communicator's groups, built on first use; NULL when the hierarchical
  * algorithm does not apply (one group, groups of one, or uneven groups) */
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);

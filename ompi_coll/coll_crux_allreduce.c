@@ -75,6 +75,7 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
     coll_crux_ticket_t ticket;
     crux_status_t status;
     coll_crux_job_enter(&ticket);
+    coll_crux_set_caller(m);
     switch (alg) {
     case CRUX_ALG_HIER:
     case CRUX_ALG_HIER_SEQUENTIAL:

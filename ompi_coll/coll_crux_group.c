@@ -1,9 +1,10 @@
 /* The libcrux_coll groups behind a communicator, the shared-memory group
- * and the multipath engine's: each created the first time a collective
- * needs it (all ranks reach that point in the same call), with the
- * previously selected allgather as the out-of-band exchange, so building it
- * never recurses into crux.  If one cannot be created the communicator does
- * without it for good, and verbosity 1 says why once. */
+ * and the multipath engine's: each had the first time a collective needs
+ * it (all ranks reach that point in the same call), shared with the other
+ * communicators over the same processes (coll_crux_share.c) or built with
+ * the previously selected allgather as the out-of-band exchange, so
+ * building it never recurses into crux.  If one cannot be had the
+ * communicator does without it for good, and verbosity 1 says why once. */
 #include <pthread.h>
 
 #include "ompi_config.h"
@@ -69,30 +70,44 @@ crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll
     return status;
 }
 
-crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
+static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
 {
-    if (m->group_state != CRUX_GROUP_UNTRIED) {
-        return m->group;
-    }
     crux_coll_oob_t oob = {
         .allgather = oob_allgather,
         .arg = m,
         .rank = ompi_comm_rank(m->comm),
         .size = ompi_comm_size(m->comm),
     };
+    return oob;
+}
+
+crux_status_t coll_crux_host_group_build(mca_coll_crux_module_t *m, crux_coll_group_t **group)
+{
+    crux_coll_oob_t oob = module_oob(m);
     crux_coll_config_t config = coll_crux_config();
-    crux_status_t status = coll_crux_group_create(&oob, &config, &m->group);
+    return coll_crux_group_create(&oob, &config, group);
+}
+
+crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
+{
+    if (m->group_state != CRUX_GROUP_UNTRIED) {
+        return m->group;
+    }
+    void *group = NULL;
+    crux_status_t status = coll_crux_share_acquire(m, COLL_CRUX_HOST, &group);
     if (status != CRUX_OK) {
         m->group = NULL;
         m->group_state = CRUX_GROUP_FAILED;
         CRUX_VERBOSE(1,
-                     "no shared memory for communicator %s (%s; /dev/shm full or no "
-                     "shared-memory transport?): falling back to the previous module",
+                     "no shared memory for communicator %s (%s; /dev/shm full, no "
+                     "shared-memory transport, or crux's limit of groups per process?): "
+                     "falling back to the previous module",
                      m->comm->c_name, crux_status_string(status));
         return NULL;
     }
+    m->group = group;
     m->group_state = CRUX_GROUP_READY;
-    if (config.tl.use_cma && !crux_coll_group_has_cma(m->group)) {
+    if (mca_coll_crux_component.use_cma && !crux_coll_group_has_cma(m->group)) {
         CRUX_VERBOSE(1,
                      "single-copy (cma) access does not work between the processes of "
                      "communicator %s (ptrace permission?): staging through shared memory",
@@ -112,19 +127,20 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
     return crux_dev_group_create(oob, &config, group);
 }
 
+crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *m, crux_dev_group_t **group)
+{
+    crux_coll_oob_t oob = module_oob(m);
+    return coll_crux_engine_group_create(&oob, group);
+}
+
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     if (m->dev_state == CRUX_GROUP_UNTRIED) {
-        crux_coll_oob_t oob = {
-            .allgather = oob_allgather,
-            .arg = m,
-            .rank = ompi_comm_rank(m->comm),
-            .size = ompi_comm_size(m->comm),
-        };
-        crux_status_t status = coll_crux_engine_group_create(&oob, &m->dev_group);
+        void *group = NULL;
+        crux_status_t status = coll_crux_share_acquire(m, COLL_CRUX_ENGINE, &group);
         m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
+        m->dev_group = status == CRUX_OK ? group : NULL;
         if (status != CRUX_OK) {
-            m->dev_group = NULL;
             CRUX_VERBOSE(1,
                          "communicator %s: no multipath engine (%s): host buffers take "
                          "the staged algorithm, device buffers are staged through host "
@@ -133,6 +149,17 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
         }
     }
     return m->dev_group;
+}
+
+void coll_crux_set_caller(mca_coll_crux_module_t *m)
+{
+    uint64_t cid = ompi_comm_get_cid(m->comm);
+    if (m->group != NULL) {
+        crux_coll_group_set_caller(m->group, cid);
+    }
+    if (m->dev_group != NULL) {
+        crux_dev_group_set_caller(m->dev_group, cid);
+    }
 }
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)

@@ -31,9 +31,9 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
-    crux_coll_group_destroy(m->group);
+    coll_crux_share_release(COLL_CRUX_HOST, m->group);
     coll_crux_layout_free(&m->layout);
-    crux_dev_group_destroy(m->dev_group);
+    coll_crux_share_release(COLL_CRUX_ENGINE, m->dev_group);
     crux_dev_stage_destroy(m->dev_stage);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);
