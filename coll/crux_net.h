@@ -84,6 +84,9 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   size_t errlen);
 void crux_net_destroy(crux_net_t *net);
 
+/* CRUX_NET_TCP for now. */
+crux_net_kind_t crux_net_kind(const crux_net_t *net);
+
 /* Mark the channel's traffic with a level's settings from now on.  Call it
  * only when no step is in flight (between collectives), so a message never
  * changes band half way.  Returns 1 when the marking changed, 0 when it was
