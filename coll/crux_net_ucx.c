@@ -183,11 +183,14 @@ static crux_status_t ucx_post(crux_net_t *base, crux_net_op_t *op)
     return status;
 }
 
+/* Every level's worker: steps started before a level change still finish
+ * on the context they started on. */
 static void ucx_progress(crux_net_t *base)
 {
     net_ucx_t *net = (net_ucx_t *)base;
-    ucp_worker_h w = net->levels[net->current].worker;
-    while (ucp_worker_progress(w) != 0 && base->failed == CRUX_OK) {
+    for (int i = 0; i < net->nlevels && base->failed == CRUX_OK; i++) {
+        while (ucp_worker_progress(net->levels[i].worker) != 0 && base->failed == CRUX_OK) {
+        }
     }
 }
 
