@@ -5,9 +5,12 @@
  *
  * A channel joins the members of one cross group (member i of every node
  * group).  Creating one is collective over the caller's out-of-band
- * allgather.  Over TCP every pair of members keeps one connection; each
- * step sends this member's shard to every other member, and every member
- * reduces the contributions in member order, so all get the same bits.
+ * allgather.  There are two: over TCP every pair of members keeps one
+ * connection; over UCX (UCP tag messages) each level in use has its own UCX
+ * context and worker, whose endpoints reach every other member.  Each step
+ * sends this member's shard to every other member, and every member
+ * reduces the contributions in member order, so all get the same bits
+ * whichever channel carried them.
  * Steps are nonblocking: start them in the same order on every member and
  * test them until done; a peer that dies or closes its end fails the step
  * (CRUX_ERR_PEER), never hangs it.
@@ -16,7 +19,9 @@
  * (IP_TOS, IPV6_TCLASS) and its class selector (DSCP >> 3, 0..7) into the
  * socket priority (SO_PRIORITY, what the host's own queueing disciplines
  * see).  On RDMA fabrics the level's InfiniBand service level and RoCE
- * traffic class (DSCP << 2) are what a queue pair carries instead.  The
+ * traffic class (DSCP << 2) are what a queue pair carries instead: the UCX
+ * channel gives them to the level's context (UCX_IB_SL and
+ * UCX_IB_TRAFFIC_CLASS in that context's configuration only).  The
  * values come from the priority file as it is (its sl, tc and dscp keys):
  * crux has no table of its own. */
 #ifndef CRUX_NET_H
@@ -33,9 +38,10 @@ typedef struct crux_net crux_net_t;
  * those of the coll_crux_net MCA parameter. */
 typedef enum {
     CRUX_NET_AUTO = 0, /* RDMA when UCX has it, else TCP, else the PML */
-    CRUX_NET_RDMA = 1,
+    CRUX_NET_RDMA = 1, /* the UCX channel, where UCX has an RDMA transport */
     CRUX_NET_TCP = 2,
     CRUX_NET_PML = 3, /* the MPI library's own point-to-point layer: unmarked */
+    CRUX_NET_UCX = 4, /* the UCX channel over whatever UCX has (its tcp too) */
 } crux_net_kind_t;
 
 const char *crux_net_kind_name(crux_net_kind_t kind);
@@ -66,7 +72,7 @@ void crux_net_rdma_marks(const crux_net_level_t *level, int *sl, int *traffic_cl
 
 /* The channel to use: 'asked' when it is available ('rdma' and 'tcp' say
  * what is), else the next available of RDMA, TCP and the PML in that order
- * (AUTO: the first available). */
+ * (AUTO: the first available).  UCX is taken as asked: it needs no RDMA. */
 crux_net_kind_t crux_net_choose(crux_net_kind_t asked, int rdma, int tcp);
 
 /* 1 when UCX has an RDMA device (InfiniBand or RoCE) on this host; 'why'
@@ -82,19 +88,45 @@ int crux_net_rdma_available(char *why, size_t len);
 crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   const crux_net_level_t *level, crux_net_t **net_p, char *err,
                                   size_t errlen);
+/* Create a UCX channel over the members of 'oob', whose first context
+ * carries 'level' (NULL: SL 0, traffic class 0).  UCX picks its transports
+ * as its environment says (UCX_TLS, UCX_NET_DEVICES); the channel keeps
+ * 'oob' (and its arg) for the contexts of later levels.  On failure no
+ * member has a channel and all return the same status. */
+crux_status_t crux_net_ucx_create(const crux_coll_oob_t *oob, const crux_net_level_t *level,
+                                  crux_net_t **net_p, char *err, size_t errlen);
 void crux_net_destroy(crux_net_t *net);
+
+/* CRUX_NET_TCP or CRUX_NET_UCX. */
+crux_net_kind_t crux_net_kind(const crux_net_t *net);
 
 /* Mark the channel's traffic with a level's settings from now on.  Call it
  * only when no step is in flight (between collectives), so a message never
  * changes band half way.  Returns 1 when the marking changed, 0 when it was
- * already so, or a negative status when a socket refused it (the TOS byte
- * is set first; a socket priority above 6 needs CAP_NET_ADMIN). */
+ * already so, or a negative status when it could not be applied.
+ * TCP: local; the TOS byte is set first, and a socket priority above 6
+ * needs CAP_NET_ADMIN (the refusal is returned, the TOS stays).
+ * UCX: collective over the channel's out-of-band allgather, every member
+ * calling it before the same step: all take member 0's level (each member
+ * reads the priority file on its own, so they may differ for a call), and
+ * the next step goes through that level's context, created (with its
+ * endpoints) the first time the level is used.  A failure to create it is
+ * agreed and leaves every member on the previous context. */
 int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level);
 
-/* The marking the kernel holds for the channel's sockets (read back from
- * them): CRUX_OK with the TOS byte and socket priority when every socket
- * agrees, CRUX_ERR_INVALID when they differ. */
+/* The marking the kernel holds for the TCP channel's sockets (read back
+ * from them): CRUX_OK with the TOS byte and socket priority when every
+ * socket agrees, CRUX_ERR_INVALID when they differ, CRUX_ERR_UNSUPPORTED
+ * for a UCX channel. */
 crux_status_t crux_net_marks_in_force(const crux_net_t *net, int *tos, int *priority);
+
+/* The UCX channel's context in use: its index in order of creation, how
+ * many contexts the channel has, and the service level and traffic class
+ * that context's UCX configuration holds (UCX_IB_SL, UCX_IB_TRAFFIC_CLASS,
+ * read back from the configuration with ucp_config_print; -1 when absent).
+ * CRUX_ERR_UNSUPPORTED for a TCP channel. */
+crux_status_t crux_net_ucx_context(const crux_net_t *net, int *index, int *contexts, int *sl,
+                                   int *traffic_class);
 
 /* Start reducing 'count' elements at 'buf' in place with the same step of
  * every other member.  'buf' must stay untouched until the step is done. */
@@ -107,7 +139,8 @@ crux_status_t crux_net_test(crux_net_t *net, void *request, int *done);
 
 /* Bytes this member sent over the channel so far. */
 uint64_t crux_net_bytes_sent(const crux_net_t *net);
-/* The local address the channel listens on ("10.0.0.1:40213"). */
+/* The local address the TCP channel listens on ("10.0.0.1:40213"); "ucx"
+ * for a UCX channel. */
 const char *crux_net_address(const crux_net_t *net);
 
 #endif

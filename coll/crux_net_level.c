@@ -8,6 +8,7 @@ const char *crux_net_kind_name(crux_net_kind_t kind)
     case CRUX_NET_RDMA: return "rdma";
     case CRUX_NET_TCP: return "tcp";
     case CRUX_NET_PML: return "pml";
+    case CRUX_NET_UCX: return "ucx";
     }
     return "?";
 }
@@ -53,8 +54,8 @@ void crux_net_rdma_marks(const crux_net_level_t *level, int *sl, int *traffic_cl
 crux_net_kind_t crux_net_choose(crux_net_kind_t asked, int rdma, int tcp)
 {
     /* what is asked and missing falls back down the same order */
-    if (asked == CRUX_NET_PML) {
-        return CRUX_NET_PML;
+    if (asked == CRUX_NET_PML || asked == CRUX_NET_UCX) {
+        return asked;
     }
     if ((asked == CRUX_NET_AUTO || asked == CRUX_NET_RDMA) && rdma) {
         return CRUX_NET_RDMA;

@@ -7,11 +7,11 @@
  * and accepts the lower-ranked ones, which prove who they are with their
  * rank and token.
  *
- * Steps: each connection carries the steps' bytes in the order they were
- * started, one stream each way.  A step is a list entry with one slot per
- * member; each peer's send and receive cursor walks the list, and a step
- * whose cursors have all passed is reduced (contributions in member order)
- * and done.  Nothing blocks: a test moves what the sockets take and give. */
+ * Steps (their list and reduction: crux_net_step.c): each connection
+ * carries the steps' bytes in the order they were started, one stream each
+ * way; each peer's send and receive cursor walks the list of steps, and a
+ * step whose cursors have all passed is reduced.  Nothing blocks: a test
+ * moves what the sockets take and give. */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,32 +32,18 @@
 /* How long set-up waits for a peer's connection or hello. */
 #define NET_SETUP_TIMEOUT_MS 60000
 
-typedef struct net_op {
-    struct net_op *prev, *next; /* every live step, in start order */
-    unsigned char *buf;
-    size_t count, bytes;
-    crux_reduce_fn_t fn;
-    unsigned char *slots; /* the peers' contributions, one slot per member */
-    int pending;          /* peers' sends and receives not yet finished */
-    int done;
-} net_op_t;
-
 typedef struct {
     int fd;
-    net_op_t *send, *recv; /* the step each stream is at; NULL: none started */
+    crux_net_op_t *send, *recv; /* the step each stream is at; NULL: none started */
     size_t send_off, recv_off;
 } net_peer_t;
 
-struct crux_net {
-    int rank, size;
+typedef struct {
+    crux_net_t base;
     net_peer_t *peers; /* peers[rank].fd is -1 */
-    net_op_t *head, *tail;
-    crux_status_t failed;
     int family;
-    int tos, priority; /* the marking in force; -1 before the first */
-    uint64_t sent;
-    char address[64];
-};
+    int tos, priority; /* the marking in force */
+} net_tcp_t;
 
 /* What each member tells the others. */
 typedef struct {
@@ -86,14 +72,15 @@ static int mark_socket(int fd, int family, int tos, int priority)
                : CRUX_ERR_NO_RESOURCE;
 }
 
-int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level)
+static int tcp_set_level(crux_net_t *base, const crux_net_level_t *level)
 {
+    net_tcp_t *net = (net_tcp_t *)base;
     int tos = crux_net_tos(level), priority = crux_net_socket_priority(level);
     if (tos == net->tos && priority == net->priority) {
         return 0;
     }
     int status = CRUX_OK;
-    for (int p = 0; p < net->size; p++) {
+    for (int p = 0; p < net->base.size; p++) {
         if (net->peers[p].fd >= 0) {
             int rc = mark_socket(net->peers[p].fd, net->family, tos, priority);
             status = status != CRUX_OK ? status : rc;
@@ -104,10 +91,14 @@ int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level)
     return status != CRUX_OK ? status : 1;
 }
 
-crux_status_t crux_net_marks_in_force(const crux_net_t *net, int *tos, int *priority)
+crux_status_t crux_net_marks_in_force(const crux_net_t *base, int *tos, int *priority)
 {
+    if (base->kind != CRUX_NET_TCP) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    const net_tcp_t *net = (const net_tcp_t *)base;
     *tos = *priority = -1;
-    for (int p = 0; p < net->size; p++) {
+    for (int p = 0; p < net->base.size; p++) {
         int fd = net->peers[p].fd, t = -1, prio = -1;
         socklen_t len = sizeof(t), plen = sizeof(prio);
         if (fd < 0) {
@@ -183,8 +174,8 @@ static int tune_socket(int fd, int family, int tos, int priority)
 
 /* Listen on the chosen address, marked (the handshake's replies take the
  * listener's marking); fills *card. */
-static crux_status_t listen_on(const crux_net_t *net, const char *where, net_card_t *card,
-                               int *fd_p, char *err, size_t errlen)
+static crux_status_t listen_on(const net_tcp_t *net, const char *where, net_card_t *card, int *fd_p,
+                               char *err, size_t errlen)
 {
     socklen_t len;
     crux_status_t status = crux_net_local_address(where, &card->addr, &len, err, errlen);
@@ -196,7 +187,8 @@ static crux_status_t listen_on(const crux_net_t *net, const char *where, net_car
         mark_socket(fd, card->addr.ss_family, net->tos, net->priority);
     }
     if (fd < 0 || bind(fd, (struct sockaddr *)&card->addr, len) != 0 ||
-        listen(fd, net->size) != 0 || getsockname(fd, (struct sockaddr *)&card->addr, &len) != 0 ||
+        listen(fd, net->base.size) != 0 ||
+        getsockname(fd, (struct sockaddr *)&card->addr, &len) != 0 ||
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "cannot listen on a TCP socket: %s", strerror(errno));
         if (fd >= 0) {
@@ -209,10 +201,10 @@ static crux_status_t listen_on(const crux_net_t *net, const char *where, net_car
     return CRUX_OK;
 }
 
-static crux_status_t connect_up(crux_net_t *net, const net_card_t *cards, const net_card_t *mine,
+static crux_status_t connect_up(net_tcp_t *net, const net_card_t *cards, const net_card_t *mine,
                                 char *err, size_t errlen)
 {
-    for (int p = net->rank + 1; p < net->size; p++) {
+    for (int p = net->base.rank + 1; p < net->base.size; p++) {
         const net_card_t *c = &cards[p];
         if (c->len == 0 || c->len > sizeof(c->addr) || c->addr.ss_family != net->family) {
             snprintf(err, errlen, "member %d gave an unusable address", p);
@@ -220,7 +212,7 @@ static crux_status_t connect_up(crux_net_t *net, const net_card_t *cards, const 
         }
         int fd = socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         net->peers[p].fd = fd;
-        net_hello_t hello = { NET_MAGIC, net->rank, mine->token };
+        net_hello_t hello = { NET_MAGIC, net->base.rank, mine->token };
         /* marked before connecting, so the handshake already is */
         if (fd < 0 || tune_socket(fd, net->family, net->tos, net->priority) != 0) {
             snprintf(err, errlen, "cannot make a TCP socket: %s", strerror(errno));
@@ -244,15 +236,15 @@ static crux_status_t connect_up(crux_net_t *net, const net_card_t *cards, const 
     return CRUX_OK;
 }
 
-static crux_status_t accept_down(crux_net_t *net, int lfd, const net_card_t *cards, char *err,
+static crux_status_t accept_down(net_tcp_t *net, int lfd, const net_card_t *cards, char *err,
                                  size_t errlen)
 {
-    for (int n = 0; n < net->rank; n++) {
+    for (int n = 0; n < net->base.rank; n++) {
         int fd = -1;
         while (fd < 0) {
             if (wait_fd(lfd, POLLIN) != 0) {
-                snprintf(err, errlen, "members below %d did not all connect within %d s", net->rank,
-                         NET_SETUP_TIMEOUT_MS / 1000);
+                snprintf(err, errlen, "members below %d did not all connect within %d s",
+                         net->base.rank, NET_SETUP_TIMEOUT_MS / 1000);
                 return CRUX_ERR_PEER;
             }
             fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -264,7 +256,7 @@ static crux_status_t accept_down(crux_net_t *net, int lfd, const net_card_t *car
         net_hello_t hello;
         int ok = tune_socket(fd, net->family, net->tos, net->priority) == 0 &&
                  read_full(fd, &hello, sizeof(hello)) == 0 && hello.magic == NET_MAGIC &&
-                 hello.rank >= 0 && hello.rank < net->rank && net->peers[hello.rank].fd < 0 &&
+                 hello.rank >= 0 && hello.rank < net->base.rank && net->peers[hello.rank].fd < 0 &&
                  hello.token == cards[hello.rank].token;
         if (!ok) {
             /* a stray or forged connection: not counted */
@@ -277,23 +269,24 @@ static crux_status_t accept_down(crux_net_t *net, int lfd, const net_card_t *car
     return CRUX_OK;
 }
 
+static const crux_net_ops_t tcp_ops;
+
 crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   const crux_net_level_t *level, crux_net_t **net_p, char *err,
                                   size_t errlen)
 {
     *net_p = NULL;
     err[0] = '\0';
-    crux_net_t *net = calloc(1, sizeof(*net));
+    net_tcp_t *net = calloc(1, sizeof(*net));
     net_card_t *all = calloc((size_t)oob->size, sizeof(*all));
     if (net == NULL || all == NULL ||
         (net->peers = calloc((size_t)oob->size, sizeof(*net->peers))) == NULL) {
         snprintf(err, errlen, "out of memory");
         free(all);
-        crux_net_destroy(net);
+        free(net);
         return CRUX_ERR_NO_MEMORY;
     }
-    net->rank = oob->rank;
-    net->size = oob->size;
+    crux_net_init(&net->base, &tcp_ops, CRUX_NET_TCP, oob->rank, oob->size);
     net->tos = crux_net_tos(level);
     net->priority = crux_net_socket_priority(level);
     for (int p = 0; p < oob->size; p++) {
@@ -317,7 +310,7 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
     }
     if (status == CRUX_OK) {
         net->family = mine.addr.ss_family;
-        crux_net_format_address(&mine.addr, net->address, sizeof(net->address));
+        crux_net_format_address(&mine.addr, net->base.address, sizeof(net->base.address));
         status = connect_up(net, all, &mine, err, errlen);
         if (status == CRUX_OK) {
             status = accept_down(net, lfd, all, err, errlen);
@@ -329,146 +322,92 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
         close(lfd);
     }
     if (status != CRUX_OK) {
-        crux_net_destroy(net);
+        crux_net_destroy(&net->base);
         return status;
     }
-    *net_p = net;
+    *net_p = &net->base;
     return CRUX_OK;
 }
 
-void crux_net_destroy(crux_net_t *net)
+static void tcp_close(crux_net_t *base)
 {
-    if (net == NULL) {
-        return;
-    }
-    for (int p = 0; net->peers != NULL && p < net->size; p++) {
+    net_tcp_t *net = (net_tcp_t *)base;
+    for (int p = 0; net->peers != NULL && p < base->size; p++) {
         if (net->peers[p].fd >= 0) {
             close(net->peers[p].fd);
         }
     }
-    while (net->head != NULL) {
-        net_op_t *op = net->head;
-        net->head = op->next;
-        free(op->slots);
-        free(op);
-    }
     free(net->peers);
-    free(net);
-}
-
-/* Every contribution in member order, so every member gets the same bits;
- * only once this member's own sends are finished may its buffer change. */
-static void finish(crux_net_t *net, net_op_t *op)
-{
-    unsigned char *acc = net->rank == 0 ? op->buf : op->slots;
-    for (int p = 1; p < net->size; p++) {
-        const unsigned char *src = p == net->rank ? op->buf : op->slots + (size_t)p * op->bytes;
-        op->fn(acc, acc, src, op->count);
-    }
-    if (acc != op->buf) {
-        memcpy(op->buf, acc, op->bytes);
-    }
-    op->done = 1;
-}
-
-static void passed(crux_net_t *net, net_op_t *op)
-{
-    if (--op->pending == 0) {
-        finish(net, op);
-    }
+    net->peers = NULL;
 }
 
 /* error 0: the peer closed its end */
-static crux_status_t fail(crux_net_t *net, int error)
+static void fail(crux_net_t *net, int error)
 {
     net->failed = error == 0 || error == ECONNRESET || error == EPIPE || error == ETIMEDOUT ||
                           error == EHOSTUNREACH
                       ? CRUX_ERR_PEER
                       : CRUX_ERR_IO;
-    return net->failed;
 }
 
 /* Move what the socket of peer p takes and gives now. */
-static crux_status_t progress_peer(crux_net_t *net, net_peer_t *peer, int p)
+static void progress_peer(net_tcp_t *net, net_peer_t *peer, int p)
 {
+    crux_net_t *base = &net->base;
     while (peer->send != NULL) {
-        net_op_t *op = peer->send;
+        crux_net_op_t *op = peer->send;
         ssize_t n = send(peer->fd, op->buf + peer->send_off, op->bytes - peer->send_off,
                          MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) {
-                break;
+            if (errno != EAGAIN && errno != EINTR) {
+                fail(base, errno);
+                return;
             }
-            return fail(net, errno);
+            break;
         }
-        net->sent += (uint64_t)n;
+        base->sent += (uint64_t)n;
         peer->send_off += (size_t)n;
         if (peer->send_off == op->bytes) {
             peer->send = op->next;
             peer->send_off = 0;
-            passed(net, op);
+            crux_net_passed(base, op);
         }
     }
     while (peer->recv != NULL) {
-        net_op_t *op = peer->recv;
-        ssize_t n = recv(peer->fd, op->slots + (size_t)p * op->bytes + peer->recv_off,
+        crux_net_op_t *op = peer->recv;
+        ssize_t n = recv(peer->fd, crux_net_slot(op, p) + peer->recv_off,
                          op->bytes - peer->recv_off, MSG_DONTWAIT);
-        if (n == 0) {
-            return fail(net, 0);
-        }
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) {
-                break;
+        if (n <= 0) {
+            if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                fail(base, n == 0 ? 0 : errno);
             }
-            return fail(net, errno);
+            return;
         }
         peer->recv_off += (size_t)n;
         if (peer->recv_off == op->bytes) {
             peer->recv = op->next;
             peer->recv_off = 0;
-            passed(net, op);
+            crux_net_passed(base, op);
         }
     }
-    return CRUX_OK;
 }
 
-/* The request of a step with nothing to move: done at once, never freed. */
-static net_op_t nothing = { .done = 1 };
-
-crux_status_t crux_net_start(crux_net_t *net, void *buf, size_t count, crux_dtype_t dtype,
-                             crux_op_t op_kind, void **request)
+static void tcp_progress(crux_net_t *base)
 {
-    *request = NULL;
-    if (net->failed != CRUX_OK) {
-        return net->failed;
+    net_tcp_t *net = (net_tcp_t *)base;
+    for (int p = 0; p < base->size && base->failed == CRUX_OK; p++) {
+        if (p != base->rank) {
+            progress_peer(net, &net->peers[p], p);
+        }
     }
-    crux_reduce_fn_t fn = crux_reduce_lookup(dtype, op_kind);
-    if (fn == NULL) {
-        return CRUX_ERR_UNSUPPORTED;
-    }
-    size_t bytes = count * crux_dtype_size(dtype);
-    if (bytes == 0 || net->size == 1) {
-        *request = &nothing; /* nothing goes on the streams */
-        return CRUX_OK;
-    }
-    net_op_t *op = calloc(1, sizeof(*op));
-    if (op == NULL || (op->slots = malloc(bytes * (size_t)net->size)) == NULL) {
-        free(op);
-        return CRUX_ERR_NO_MEMORY;
-    }
-    *op = (net_op_t){ .buf = buf, .count = count, .bytes = bytes, .fn = fn, .slots = op->slots };
-    op->prev = net->tail;
-    if (net->tail != NULL) {
-        net->tail->next = op;
-    } else {
-        net->head = op;
-    }
-    net->tail = op;
-    *request = op;
-    op->pending = 2 * (net->size - 1);
-    for (int p = 0; p < net->size; p++) {
+}
+
+static crux_status_t tcp_post(crux_net_t *base, crux_net_op_t *op)
+{
+    net_tcp_t *net = (net_tcp_t *)base;
+    for (int p = 0; p < base->size; p++) {
         net_peer_t *peer = &net->peers[p];
-        if (p == net->rank) {
+        if (p == base->rank) {
             continue;
         }
         /* a stream past every step so far takes this one next */
@@ -482,45 +421,9 @@ crux_status_t crux_net_start(crux_net_t *net, void *buf, size_t count, crux_dtyp
     return CRUX_OK;
 }
 
-crux_status_t crux_net_test(crux_net_t *net, void *request, int *done)
-{
-    net_op_t *op = request;
-    *done = 0;
-    for (int p = 0; p < net->size && net->failed == CRUX_OK; p++) {
-        if (p != net->rank) {
-            progress_peer(net, &net->peers[p], p);
-        }
-    }
-    if (net->failed != CRUX_OK) {
-        return net->failed;
-    }
-    if (op == &nothing) {
-        *done = 1;
-    } else if (op != NULL && op->done) {
-        /* finished steps are done in start order, so no cursor is on it */
-        if (op->prev != NULL) {
-            op->prev->next = op->next;
-        } else {
-            net->head = op->next;
-        }
-        if (op->next != NULL) {
-            op->next->prev = op->prev;
-        } else {
-            net->tail = op->prev;
-        }
-        free(op->slots);
-        free(op);
-        *done = 1;
-    }
-    return CRUX_OK;
-}
-
-uint64_t crux_net_bytes_sent(const crux_net_t *net)
-{
-    return net->sent;
-}
-
-const char *crux_net_address(const crux_net_t *net)
-{
-    return net->address;
-}
+static const crux_net_ops_t tcp_ops = {
+    .post = tcp_post,
+    .progress = tcp_progress,
+    .set_level = tcp_set_level,
+    .close = tcp_close,
+};

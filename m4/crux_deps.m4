@@ -9,6 +9,8 @@ AC_DEFUN([CRUX_REQUIRE_PKG], [
 
 AC_DEFUN([CRUX_CHECK_UCX], [
   CRUX_REQUIRE_PKG([UCX], [ucx-uct ucx-ucs], [libucx-dev])
+  dnl UCP (ucx.pc: -lucp and what it needs): libcrux_coll's UCX channel
+  CRUX_REQUIRE_PKG([UCP], [ucx], [libucx-dev])
   UCX_VERSION=`$PKG_CONFIG --modversion ucx-uct`
   AC_SUBST([UCX_VERSION])
 ])

@@ -40,11 +40,8 @@ mca_coll_crux_component_t mca_coll_crux_component = {
 };
 
 static const mca_base_var_enum_value_t net_kinds[] = {
-    { CRUX_NET_AUTO, "auto" },
-    { CRUX_NET_RDMA, "rdma" },
-    { CRUX_NET_TCP, "tcp" },
-    { CRUX_NET_PML, "pml" },
-    { 0, NULL },
+    { CRUX_NET_AUTO, "auto" }, { CRUX_NET_RDMA, "rdma" }, { CRUX_NET_TCP, "tcp" },
+    { CRUX_NET_PML, "pml" },   { CRUX_NET_UCX, "ucx" },   { 0, NULL },
 };
 
 static const mca_base_var_enum_value_t allreduce_algorithms[] = {
@@ -240,10 +237,12 @@ static int crux_register(void)
     (void)mca_base_component_var_register(
         &c->super.collm_version, "net",
         "Channel of the hierarchical Allreduce's step between nodes, marked with the job's "
-        "priority level: tcp (crux's own connections, the level's DSCP in every packet's TOS "
-        "byte), pml (Open MPI's point-to-point layer, unmarked); auto and rdma take tcp in this "
-        "build (crux has no RDMA channel of its own yet; an RDMA device is detected and said at "
-        "verbosity 2), and pml when the tcp channel cannot be set up",
+        "priority level: rdma (crux's UCX channel, one UCX context per level with its "
+        "UCX_IB_SL and UCX_IB_TRAFFIC_CLASS, when UCX has an RDMA device, else tcp), tcp "
+        "(crux's own connections, the level's DSCP in every packet's TOS byte), pml (Open MPI's "
+        "point-to-point layer, unmarked), ucx (crux's UCX channel over whatever transport UCX "
+        "picks, RDMA or not: for testing it over UCX's tcp), auto (rdma when UCX has an RDMA "
+        "device, else tcp); a channel that cannot be set up falls back to tcp, then pml",
         MCA_BASE_VAR_TYPE_INT, kinds, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->net);
     OBJ_RELEASE(kinds);
 

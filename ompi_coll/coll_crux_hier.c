@@ -199,9 +199,11 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
                      "step %s",
                      m->comm->c_name, l->groups, l->per_group,
                      l->lanes != NULL ? "the engine's lanes" : "staging",
-                     l->cross_local   ? "through shared memory"
-                     : l->net != NULL ? "over crux's tcp channel"
-                                      : "over the PML");
+                     l->cross_local ? "through shared memory"
+                     : l->net == NULL
+                         ? "over the PML"
+                         : (crux_net_kind(l->net) == CRUX_NET_UCX ? "over crux's ucx channel"
+                                                                  : "over crux's tcp channel"));
     } else {
         coll_crux_layout_free(l);
         l->state = CRUX_GROUP_FAILED;

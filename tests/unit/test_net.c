@@ -1,13 +1,16 @@
-/* libcrux_coll's channel between nodes (crux_net.h): a level's marks (TOS,
+/* libcrux_coll's channels between nodes (crux_net.h): a level's marks (TOS,
  * socket priority, InfiniBand SL and RoCE traffic class), the choice of
  * channel with its fallbacks, the RDMA probe against the kernel's devices,
- * and the TCP channel over the loopback in
- * forked members: exact results in member order for every (type, op) with a
- * kernel, several steps in flight, the marking read back from the kernel
- * and changed between steps, and a member killed in a step failing the
- * others' steps instead of hanging them. */
+ * and both channels in forked members (TCP over the loopback, UCX with
+ * UCX_TLS=tcp, as there is no RDMA device here): exact results in member
+ * order for every (type, op) with a kernel, several steps in flight, the
+ * marking changed between steps (TCP: read back from the kernel; UCX: the
+ * context each level gets, with the SL and traffic class read back from
+ * its configuration, member 0's level taken by all), and a member killed
+ * in a step failing the others' steps instead of hanging them. */
 #include <dirent.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +57,10 @@ START_TEST(test_choose)
     ck_assert_int_eq(crux_net_choose(CRUX_NET_TCP, 1, 1), CRUX_NET_TCP);
     ck_assert_int_eq(crux_net_choose(CRUX_NET_TCP, 1, 0), CRUX_NET_PML);
     ck_assert_int_eq(crux_net_choose(CRUX_NET_PML, 1, 1), CRUX_NET_PML);
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_UCX, 0, 1), CRUX_NET_UCX); /* forced */
+    ck_assert_int_eq(crux_net_choose(CRUX_NET_UCX, 0, 0), CRUX_NET_UCX);
     ck_assert_str_eq(crux_net_kind_name(CRUX_NET_TCP), "tcp");
+    ck_assert_str_eq(crux_net_kind_name(CRUX_NET_UCX), "ucx");
 }
 END_TEST
 
@@ -111,9 +117,43 @@ typedef struct {
     size_t count;
     int steps;    /* in flight at once */
     int kill;     /* the last member kills itself inside the step */
-    int relevel;  /* change the marking between two rounds of steps */
+    int relevel;  /* change the marking between rounds of steps */
+    int ucx;      /* the UCX channel, else TCP */
     int *results; /* shared, per member */
 } net_case_t;
+
+/* The UCX channel's context in use is number 'index' of 'contexts', with
+ * this SL and traffic class in its configuration. */
+static int ucx_context_is(const crux_net_t *net, int index, int contexts, int sl, int tc)
+{
+    int i, n, s, t;
+    return crux_net_ucx_context(net, &i, &n, &s, &t) == CRUX_OK && i == index && n == contexts &&
+           s == sl && t == tc;
+}
+
+/* Round 1 moves to DSCP 46 (SL 5, traffic class 184: a new context); with
+ * UCX the other members ask for another level, and member 0's wins.  Round
+ * 2 goes back to DSCP 10: TCP re-marks, UCX takes its first context again.
+ * 0 when the channel did so. */
+static int relevel(crux_net_t *net, const net_case_t *c, int round, int rank)
+{
+    crux_net_level_t high = { .sl = -1, .tc = -1, .dscp = 46 };
+    crux_net_level_t other = { .sl = 2, .tc = 64, .dscp = -1 };
+    crux_net_level_t low = { .sl = -1, .tc = -1, .dscp = 10 };
+    const crux_net_level_t *want = round == 1 ? &high : &low;
+    int tos, prio;
+    if (!c->ucx) {
+        return crux_net_set_level(net, want) != 1 || crux_net_marks_in_force(net, &tos, &prio) ||
+               tos != crux_net_tos(want) || prio != crux_net_socket_priority(want) ||
+               crux_net_set_level(net, want) != 0;
+    }
+    if (crux_net_set_level(net, rank == 0 ? want : &other) != 1) {
+        return 1;
+    }
+    int ok = round == 1 ? ucx_context_is(net, 1, 2, 5, 184) : ucx_context_is(net, 0, 2, 1, 40);
+    return !ok || crux_net_set_level(net, rank == 0 ? want : &other) != 0 ||
+           crux_net_marks_in_force(net, &tos, &prio) != CRUX_ERR_UNSUPPORTED;
+}
 
 static int body(fork_group_member_t *m, void *arg)
 {
@@ -123,25 +163,33 @@ static int body(fork_group_member_t *m, void *arg)
     crux_net_level_t level = { .sl = -1, .tc = -1, .dscp = 10 };
     crux_net_t *net;
     char err[256];
-    if (crux_net_tcp_create(&oob, "127.0.0.0/8", &level, &net, err, sizeof(err)) != CRUX_OK) {
-        return 2;
-    }
-    int tos, prio;
-    if (crux_net_marks_in_force(net, &tos, &prio) != CRUX_OK || tos != 40 || prio != 1) {
-        return 3;
+    if (c->ucx) {
+        setenv("UCX_TLS", "tcp", 1); /* no RDMA device here: UCX's tcp carries it */
+        if (crux_net_ucx_create(&oob, &level, &net, err, sizeof(err)) != CRUX_OK) {
+            fprintf(stderr, "member %d: %s\n", m->rank, err);
+            return 2;
+        }
+        if (crux_net_kind(net) != CRUX_NET_UCX || !ucx_context_is(net, 0, 1, 1, 40)) {
+            return 3;
+        }
+    } else {
+        if (crux_net_tcp_create(&oob, "127.0.0.0/8", &level, &net, err, sizeof(err)) != CRUX_OK) {
+            return 2;
+        }
+        int tos, prio, i, n, sl, tc;
+        if (crux_net_marks_in_force(net, &tos, &prio) != CRUX_OK || tos != 40 || prio != 1 ||
+            crux_net_ucx_context(net, &i, &n, &sl, &tc) != CRUX_ERR_UNSUPPORTED) {
+            return 3;
+        }
     }
     size_t es = crux_dtype_size(c->dt), bytes = c->count * es;
     crux_reduce_fn_t fn = crux_reduce_lookup(c->dt, c->op);
     unsigned char *buf = malloc(bytes * (size_t)c->steps), *want = malloc(bytes),
                   *other = malloc(bytes);
     void *req[8];
-    for (int round = 0; round < (c->relevel ? 2 : 1); round++) {
-        if (round == 1) {
-            crux_net_level_t high = { .sl = -1, .tc = -1, .dscp = 46 };
-            if (crux_net_set_level(net, &high) != 1 || crux_net_marks_in_force(net, &tos, &prio) ||
-                tos != 184 || prio != 5 || crux_net_set_level(net, &high) != 0) {
-                return 4;
-            }
+    for (int round = 0; round < (c->relevel ? 3 : 1); round++) {
+        if (round > 0 && relevel(net, c, round, m->rank) != 0) {
+            return 4;
         }
         for (int s = 0; s < c->steps; s++) {
             fill(buf + (size_t)s * bytes, c->dt, m->rank + s, c->count);
@@ -212,11 +260,11 @@ static const struct {
 
 /* _i: a (type, op) pair over 2 and 3 members; odd counts, one step and
  * several in flight; large enough to fill the sockets' buffers. */
-START_TEST(test_tcp_exact)
+static void exact(int ucx, int pair)
 {
     int *results = shared_results();
     for (int size = 2; size <= 3; size++) {
-        net_case_t c = { pairs[_i].dt, pairs[_i].op, 1, 1, 0, 0, results };
+        net_case_t c = { pairs[pair].dt, pairs[pair].op, 1, 1, 0, 0, ucx, results };
         ck_assert_int_eq(fork_group_run(size, body, &c), 0);
         c.count = 300007;
         c.steps = 3;
@@ -227,26 +275,59 @@ START_TEST(test_tcp_exact)
     }
     munmap(results, 4096);
 }
-END_TEST
 
-START_TEST(test_tcp_relevel)
+START_TEST(test_tcp_exact)
 {
-    int *results = shared_results();
-    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 4099, 2, 0, 1, results };
-    ck_assert_int_eq(fork_group_run(3, body, &c), 0);
-    munmap(results, 4096);
+    exact(0, _i);
 }
 END_TEST
 
-START_TEST(test_tcp_peer_killed)
+START_TEST(test_ucx_exact)
+{
+    exact(1, _i);
+}
+END_TEST
+
+static void relevels(int ucx)
 {
     int *results = shared_results();
-    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 1u << 22, 1, 1, 0, results };
+    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 4099, 2, 0, 1, ucx, results };
+    ck_assert_int_eq(fork_group_run(3, body, &c), 0);
+    munmap(results, 4096);
+}
+
+START_TEST(test_tcp_relevel)
+{
+    relevels(0);
+}
+END_TEST
+
+START_TEST(test_ucx_relevel)
+{
+    relevels(1);
+}
+END_TEST
+
+static void peer_killed(int ucx)
+{
+    int *results = shared_results();
+    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 1u << 22, 1, 1, 0, ucx, results };
     /* only the killed member fails; the others saw their step fail */
     ck_assert_int_eq(fork_group_run(3, body, &c), 1);
     ck_assert_int_eq(results[0], CRUX_ERR_PEER);
     ck_assert_int_eq(results[1], CRUX_ERR_PEER);
     munmap(results, 4096);
+}
+
+START_TEST(test_tcp_peer_killed)
+{
+    peer_killed(0);
+}
+END_TEST
+
+START_TEST(test_ucx_peer_killed)
+{
+    peer_killed(1);
 }
 END_TEST
 
@@ -297,6 +378,9 @@ static Suite *suite(void)
     tcase_add_test(t, test_tcp_relevel);
     tcase_add_test(t, test_tcp_peer_killed);
     tcase_add_test(t, test_tcp_where);
+    tcase_add_loop_test(t, test_ucx_exact, 0, sizeof(pairs) / sizeof(pairs[0]));
+    tcase_add_test(t, test_ucx_relevel);
+    tcase_add_test(t, test_ucx_peer_killed);
     suite_add_tcase(s, t);
     return s;
 }
