@@ -13,7 +13,9 @@
 int bench_mem_use_device(int local_rank, char *why, size_t len)
 {
 #ifdef CRUX_HAVE_CUDA
-    const crux_cuda_api_t *cu = crux_cuda();
+    /* the benchmark is the application: it brings the driver, which crux
+     * itself never loads */
+    const crux_cuda_api_t *cu = crux_cuda_load();
     int count = 0;
     if (cu == NULL || cu->DeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
         snprintf(why, len, "-m cuda: no GPU here (the CUDA driver cannot be loaded or sees none)");

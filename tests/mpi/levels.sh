@@ -110,7 +110,10 @@ if [ -n "${mid[*]:-}" ]; then
   b1=$((after[0] - mid[0])) b2=$((after[1] - mid[1]))
   [ $b2 -ge $least ] && tap_line ok "[2x2 levels] swapped to level 2 (DSCP 16): $b2 bytes in band 2 (at least $least)" ||
     tap_line "not ok" "[2x2 levels] swapped to level 2 (DSCP 16): $b2 bytes in band 2, fewer than $least"
-  [ $b1 -eq 0 ] && tap_line ok "[2x2 levels] after the swap: nothing in band 1" ||
+  # Phase 0's last delayed ACKs (66 bytes each, no data) may leave with its
+  # marking after the counters were read, however long the pause; no data
+  # segment (1,514 bytes) of the new phase may.
+  [ $b1 -lt 1514 ] && tap_line ok "[2x2 levels] after the swap: no data in band 1 ($b1 bytes of ACKs)" ||
     tap_line "not ok" "[2x2 levels] after the swap: $b1 bytes in band 1"
 else
   tap_line "not ok" "[2x2 levels] the job reached the end of its first phase"
