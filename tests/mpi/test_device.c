@@ -117,12 +117,15 @@ static bool device_allreduce(MPI_Op op, size_t count, bool in_place, int rank, i
 
 /* A sum on a new communicator (a device group of its own, nothing agreed
  * before), with 'var'=value set in every rank's environment (NULL: none)
- * and rank 1's device memory full when 'oom'. */
+ * and rank 1's device memory full when 'oom'.  Communicators over the same
+ * processes in the same order share one group, MPI_COMM_WORLD's included;
+ * this one has the reverse order, so its group is its own and goes when it
+ * is freed. */
 static bool fresh_allreduce(const char *var, const char *value, bool oom, bool in_place, int rank,
                             int size)
 {
     MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm);
     if (var != NULL) {
         setenv(var, value, 1);
     }
