@@ -141,6 +141,70 @@ static int t_kernels(void)
     return 0;
 }
 
+/* NaN inputs with payloads and signs, NaN with numbers and with infinities:
+ * each floating-point kernel gives the CPU kernel's bits, and a NaN result is
+ * the type's one quiet NaN (whatever the GPU's own NaN is). */
+static int t_kernels_nan(void)
+{
+    static const uint32_t f32[] = { 0x7fc00001u, 0xffc12345u, 0x7f800001u, 0x3f800000u,
+                                    0x7f800000u, 0xff800000u, 0x7fa00000u, 0xc0000000u };
+    static const uint64_t f64[] = { 0x7ff8000000000001u, 0xfff8000000001234u, 0x7ff0000000000001u,
+                                    0x3ff0000000000000u, 0x7ff0000000000000u, 0xfff0000000000000u,
+                                    0x7ff4000000000000u, 0xc000000000000000u };
+    static const uint16_t f16[] = { 0x7e01u, 0xfe23u, 0x7c01u, 0x3c00u,
+                                    0x7c00u, 0xfc00u, 0x7d00u, 0xc000u };
+    static const uint16_t bf16[] = { 0x7fc1u, 0xffc3u, 0x7f81u, 0x3f80u,
+                                     0x7f80u, 0xff80u, 0x7fa0u, 0xc000u };
+    static const struct {
+        crux_dtype_t t;
+        const void *v;
+        uint64_t canon, inf;
+    } types[] = { { CRUX_DT_FLOAT, f32, 0x7fc00000u, 0x7f800000u },
+                  { CRUX_DT_DOUBLE, f64, 0x7ff8000000000000u, 0x7ff0000000000000u },
+                  { CRUX_DT_FLOAT16, f16, 0x7e00u, 0x7c00u },
+                  { CRUX_DT_BFLOAT16, bf16, 0x7fc0u, 0x7f80u } };
+    enum { N = 8 };
+    for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        size_t esize = crux_dtype_size(types[k].t), bytes = N * N * esize;
+        unsigned char *a = malloc(bytes), *b = malloc(bytes), *want = malloc(bytes),
+                      *got = malloc(bytes);
+        for (int i = 0; i < N * N; i++) { /* every ordered pair of the values */
+            memcpy(a + i * esize, (const unsigned char *)types[k].v + (i / N) * esize, esize);
+            memcpy(b + i * esize, (const unsigned char *)types[k].v + (i % N) * esize, esize);
+        }
+        for (int o = CRUX_OP_SUM; o <= CRUX_OP_MIN; o++) {
+            void *da, *db;
+            crux_reduce_lookup(types[k].t, (crux_op_t)o)(want, a, b, N * N);
+            if (crux_dev_alloc(0, bytes, &da) != CRUX_OK ||
+                crux_dev_alloc(0, bytes, &db) != CRUX_OK ||
+                crux_dev_copy(da, a, bytes) != CRUX_OK || crux_dev_copy(db, b, bytes) != CRUX_OK ||
+                crux_dev_reduce(da, da, db, N * N, types[k].t, (crux_op_t)o) != CRUX_OK ||
+                crux_dev_copy(got, da, bytes) != CRUX_OK)
+                FAIL(1);
+            for (int i = 0; i < N * N; i++) {
+                uint64_t w = 0, g = 0;
+                memcpy(&w, want + i * esize, esize);
+                memcpy(&g, got + i * esize, esize);
+                uint64_t sign = 1ull << (esize * 8 - 1);
+                int nan = (w & ~sign) > types[k].inf;
+                if (g != w || (nan && w != types[k].canon)) {
+                    fprintf(stderr, "# %s %s: element %d: device %#llx, CPU %#llx\n",
+                            crux_dtype_name(types[k].t), crux_op_name(o), i, (unsigned long long)g,
+                            (unsigned long long)w);
+                    FAIL(2);
+                }
+            }
+            crux_dev_free(0, da);
+            crux_dev_free(0, db);
+        }
+        free(a);
+        free(b);
+        free(want);
+        free(got);
+    }
+    return 0;
+}
+
 static int t_staging(void)
 {
     const size_t bytes = (8u << 20) + 5;
@@ -624,6 +688,7 @@ static const struct {
 } tests[] = {
     { "device pointers are detected", t_detection, 1 },
     { "every device kernel matches the CPU kernel bit for bit", t_kernels, 1 },
+    { "NaN results are the same quiet NaN on the device and the CPU", t_kernels_nan, 1 },
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
