@@ -70,6 +70,7 @@ static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
         return crux_cuda_status(r);
     }
     chunk->slot = s;
+    chunk->queue = c->hops == 1 ? s % c->nstreams : 0; /* the stream of its last hop */
     return CRUX_OK;
 }
 
@@ -191,6 +192,9 @@ static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu
               : p->kind == CRUX_TL_CHAN_CUDA_HOST ? 2
                                                   : 1 + p->nrelays;
     c->nstreams = c->hops == 1 ? DIRECT_STREAMS : c->hops;
+    /* a stream runs its copies in order: a poll tests the oldest chunk of
+     * each final stream only, not every chunk in flight */
+    c->chan.ordered_queues = c->hops == 1 ? DIRECT_STREAMS : 1;
     char name[48];
     snprintf(name, sizeof(name), "%s%s%s", crux_tl_chan_kind_name(p->kind),
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? ":" : "",

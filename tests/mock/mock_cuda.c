@@ -723,8 +723,17 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
     return CUDA_SUCCESS;
 }
 
+/* Event queries made so far, for tests (mock_cuda_queries). */
+static unsigned long queries;
+
+unsigned long mock_cuda_queries(void)
+{
+    return __atomic_load_n(&queries, __ATOMIC_RELAXED);
+}
+
 CUresult cuEventQuery(CUevent event)
 {
+    __atomic_add_fetch(&queries, 1, __ATOMIC_RELAXED);
     if (sticky != CUDA_SUCCESS) {
         return sticky;
     }

@@ -638,6 +638,57 @@ static int t_calibration(void)
 /* A push is one driver call: each device's primary context is retained
  * once, not on every push (counted by the stand-in driver; nothing to
  * count on a real one). */
+/* Chunks on one stream finish in order: a poll tests the oldest chunk of the
+ * stream and stops at the first unfinished one, so over the host-staged
+ * channel (one final stream) a transfer makes at most one event query per
+ * chunk and one per poll; testing every chunk in flight made up to four per
+ * poll. */
+static int t_polls_in_order(void)
+{
+    const size_t bytes = 16u << 20;
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    unsigned long (*queries)(void) = NULL;
+    if (lib != NULL) {
+        *(void **)&queries = dlsym(lib, "mock_cuda_queries");
+    }
+    if (queries == NULL) {
+        return 0; /* a real driver: nothing counts its queries */
+    }
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(1);
+    void *src = device_pattern(0, bytes, 5), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_params_t params = { .chunk = 64u << 10, .channels = 1u << 1 }; /* cuda-host */
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, &params, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK)
+        FAIL(2);
+    unsigned long before = queries(), polls = 0;
+    while (!crux_tl_xfer_done(x) || !crux_tl_xfer_done(y)) {
+        crux_tl_engine_progress(e);
+        polls++;
+    }
+    unsigned long made = queries() - before, chunks = bytes / params.chunk;
+    int rc = 0;
+    if (crux_tl_xfer_status(y) != CRUX_OK || !device_holds(dst, bytes, 5)) {
+        rc = 3;
+    } else if (made > chunks + polls) {
+        fprintf(stderr, "# %lu event queries for %lu chunks in %lu polls\n", made, chunks, polls);
+        rc = 4;
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
 static int t_contexts_cached(void)
 {
     const char *path = getenv("CRUX_CUDA_LIBRARY");
@@ -699,6 +750,7 @@ static const struct {
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
     { "a primary context is retained once per device", t_contexts_cached, 1 },
+    { "a poll tests only the oldest chunk of each stream", t_polls_in_order, 1 },
     { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
