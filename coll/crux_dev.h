@@ -33,6 +33,12 @@
 
 /* 1 when 'ptr' is CUDA device memory (not managed memory), else 0. */
 int crux_dev_is_device(const void *ptr);
+/* Managed (unified) memory takes the host path: its legacy IPC export is
+ * refused, and the host reads it in place.  Before the host reads 'ptr',
+ * when it is managed memory, wait for the work the application queued on
+ * the legacy and per-thread default streams of its device (a kernel still
+ * writing it); CRUX_OK at once for other memory. */
+crux_status_t crux_dev_host_ready(const void *ptr);
 /* CUDA devices usable by this process; 0 without a driver or GPU. */
 int crux_dev_count(void);
 

@@ -18,6 +18,7 @@
 
 #include "common/crux_cuda.h"
 #include "coll/crux_dev_call.h"
+#include "coll/crux_dev_group.h"
 #include "coll/crux_oob.h"
 
 #ifdef CRUX_HAVE_CUDA
@@ -95,6 +96,11 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
     if (mine == CRUX_OK && device_id(c->device, me.id) != 0) {
         me.status = CRUX_ERR_UNSUPPORTED;
     }
+    /* our copies and every peer's reads of our buffers come after the work
+     * the application queued on our default streams (crux_dev_order.c) */
+    if (me.status == CRUX_OK && crux_dev_order_record(g, c->device, me.order) != CRUX_OK) {
+        me.status = CRUX_ERR_UNSUPPORTED;
+    }
     crux_dev_card_t *all = g->agree_cards; /* kept by the group: no failure here alone */
     if (g->oob.allgather(&me, all, sizeof(me), g->oob.arg) != 0) {
         return CRUX_ERR_PEER;
@@ -110,11 +116,15 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
         int same = g->peers_known;
         for (int q = 0; same && q < g->size; q++) {
             same = memcmp(g->peer_ids + (size_t)q * CRUX_DEV_ID_SIZE, all[q].id,
-                          CRUX_DEV_ID_SIZE) == 0;
+                          CRUX_DEV_ID_SIZE) == 0 &&
+                   (q == g->rank || memcmp(g->order_peer_handle[(size_t)q * CRUX_DEV_ORDER_EVENTS],
+                                           all[q].order, sizeof(all[q].order)) == 0);
         }
         if (!same) {
-            int all_reach = 0;
-            st = crux_oob_agree(&g->oob, CRUX_OK, reaches_all(c, all), &all_reach);
+            /* and every member opens the others' events, or none goes ahead */
+            int all_reach = 0,
+                reach = reaches_all(c, all) && crux_dev_order_open(g, c->device, all) == CRUX_OK;
+            st = crux_oob_agree(&g->oob, CRUX_OK, reach, &all_reach);
             for (int q = 0; q < g->size; q++) {
                 memcpy(g->peer_ids + (size_t)q * CRUX_DEV_ID_SIZE, all[q].id, CRUX_DEV_ID_SIZE);
             }
@@ -124,6 +134,9 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
         if (st == CRUX_OK && !g->peers_reach) {
             st = CRUX_ERR_UNSUPPORTED;
         }
+    }
+    if (st == CRUX_OK) {
+        st = crux_dev_order_apply(g); /* opened on every member: cannot fail */
     }
     return st;
 }

@@ -463,9 +463,6 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         if (st == CRUX_OK && ((uintptr_t)c.src % c.esize != 0 || (uintptr_t)rbuf % c.esize != 0)) {
             st = CRUX_ERR_UNSUPPORTED;
         }
-        if (st == CRUX_OK) {
-            st = crux_dev_after_user_work(c.device);
-        }
         st = crux_dev_agree(&c, st);
         if (st != CRUX_OK) {
             return st == CRUX_ERR_PEER ? st : CRUX_ERR_UNSUPPORTED;

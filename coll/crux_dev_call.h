@@ -87,11 +87,6 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine);
 /* crux_dev_cuda.c: 1 when the driver exports the allocation 'ptr' is in
  * (legacy CUDA IPC; not stream-ordered or VMM memory). */
 int crux_dev_exportable(const void *ptr);
-/* crux_dev_cuda.c: wait for the work the application queued on the default
- * streams of 'device' (legacy and per-thread): crux's streams are
- * non-blocking and would not wait for it, and the engine's copies start
- * from the host. */
-crux_status_t crux_dev_after_user_work(int device);
 
 /* crux_dev_lanes.c: host calls over the engine's lanes */
 /* Start a call over the lanes: its first row, which peers are far. */

@@ -214,15 +214,26 @@ int crux_dev_exportable(const void *ptr)
            capable;
 }
 
-crux_status_t crux_dev_after_user_work(int device)
+crux_status_t crux_dev_host_ready(const void *ptr)
 {
-    crux_status_t st = crux_cuda_push(device);
+    const crux_cuda_api_t *cu = crux_cuda();
+    unsigned managed = 0;
+    int device = -1;
+    CUpointer_attribute attrs[] = { CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL };
+    void *data[] = { &managed, &device };
+    if (cu == NULL || ptr == NULL ||
+        cu->PointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
+        !managed) {
+        return CRUX_OK;
+    }
+    /* the host is the reader here: it waits (the legacy stream waits for
+     * every blocking stream's earlier work; per-thread code uses the other) */
+    crux_status_t st = crux_cuda_push(device >= 0 ? device : 0);
     if (st == CRUX_OK) {
-        /* the legacy stream waits for every blocking stream's earlier work;
-         * code built with per-thread default streams uses the other */
-        st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_LEGACY));
+        st = crux_cuda_status(cu->StreamSynchronize(CU_STREAM_LEGACY));
         if (st == CRUX_OK) {
-            st = crux_cuda_status(crux_cuda()->StreamSynchronize(CU_STREAM_PER_THREAD));
+            st = crux_cuda_status(cu->StreamSynchronize(CU_STREAM_PER_THREAD));
         }
         crux_cuda_pop();
     }
@@ -311,6 +322,16 @@ crux_status_t crux_dev_queue_copy(crux_dev_queue_t *q, void *dst, const void *sr
     return st;
 }
 
+crux_status_t crux_dev_queue_wait(crux_dev_queue_t *q, void *event)
+{
+    crux_status_t st = crux_cuda_push(q->device);
+    if (st == CRUX_OK) {
+        st = crux_cuda_status(crux_cuda()->StreamWaitEvent(q->stream, (CUevent)event, 0));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
 crux_status_t crux_dev_queue_mark(crux_dev_queue_t *q, unsigned mark)
 {
     crux_status_t st = crux_cuda_push(q->device);
@@ -358,9 +379,9 @@ int crux_dev_exportable(const void *ptr)
     return 0;
 }
 
-crux_status_t crux_dev_after_user_work(int device)
+crux_status_t crux_dev_host_ready(const void *ptr)
 {
-    return CRUX_ERR_UNSUPPORTED;
+    return CRUX_OK;
 }
 
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
@@ -416,6 +437,11 @@ crux_status_t crux_dev_queue_reduce(crux_dev_queue_t *queue, void *out, const vo
 }
 
 crux_status_t crux_dev_queue_copy(crux_dev_queue_t *queue, void *dst, const void *src, size_t bytes)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+crux_status_t crux_dev_queue_wait(crux_dev_queue_t *queue, void *event)
 {
     return CRUX_ERR_UNSUPPORTED;
 }

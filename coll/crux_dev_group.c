@@ -76,13 +76,18 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));
     g->agree_cards = calloc((size_t)g->size, sizeof(*g->agree_cards));
     g->peer_ids = calloc((size_t)g->size, CRUX_DEV_ID_SIZE);
+    g->order_device = -1;
+    g->order_peer = calloc((size_t)g->size * CRUX_DEV_ORDER_EVENTS, sizeof(void *));
+    g->order_peer_handle =
+        calloc((size_t)g->size * CRUX_DEV_ORDER_EVENTS, sizeof(*g->order_peer_handle));
     crux_tl_engine_config_t ecfg = g->config.engine;
     ecfg.max_peers = 2 * g->size;
     ecfg.eager_max = ecfg.shm_slot_size; /* small pieces and chunks skip the plan's round trip */
-    crux_status_t st =
-        g->rs != NULL && g->ag != NULL && g->agree_cards != NULL && g->peer_ids != NULL
-            ? CRUX_OK
-            : CRUX_ERR_NO_MEMORY;
+    crux_status_t st = g->rs != NULL && g->ag != NULL && g->agree_cards != NULL &&
+                               g->peer_ids != NULL && g->order_peer != NULL &&
+                               g->order_peer_handle != NULL
+                           ? CRUX_OK
+                           : CRUX_ERR_NO_MEMORY;
     if (st == CRUX_OK) {
         st = crux_tl_context_open(&g->config.tl, &g->ctx);
     }
@@ -138,6 +143,7 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     }
     crux_dev_release_scratch(g);
     crux_dev_lanes_release(g);
+    crux_dev_order_release(g);
     crux_tl_engine_destroy(g->engine); /* disconnects every pair */
     crux_tl_context_close(g->ctx);
     free(g->call_mem);
@@ -145,6 +151,8 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     free(g->ag);
     free(g->agree_cards);
     free(g->peer_ids);
+    free(g->order_peer);
+    free(g->order_peer_handle);
     free(g);
 }
 

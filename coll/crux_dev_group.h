@@ -6,11 +6,17 @@
 
 #define CRUX_DEV_ID_SIZE 16 /* a device's UUID (or PCI bus id) */
 
+/* The events a device call's copies wait on (crux_dev_order.c): one on the
+ * legacy, one on the per-thread default stream; IPC handles of 64 bytes. */
+#define CRUX_DEV_ORDER_EVENTS 2
+#define CRUX_DEV_ORDER_HANDLE 64
+
 /* A member's card in a device call's agreement (crux_dev_agree.c). */
 typedef struct {
     int32_t status;
     int32_t pad;
     uint8_t id[CRUX_DEV_ID_SIZE];
+    uint8_t order[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE];
 } crux_dev_card_t;
 
 struct crux_dev_group {
@@ -22,6 +28,14 @@ struct crux_dev_group {
      * every other's (peer access) */
     uint8_t *peer_ids; /* [size][CRUX_DEV_ID_SIZE] */
     int peers_known, peers_reach;
+    /* our default streams' events (on order_device, -1: none yet), their IPC
+     * handles, and every member's opened here ([size][EVENTS], with the
+     * handles they were opened from) */
+    int order_device;
+    void *order_own[CRUX_DEV_ORDER_EVENTS];
+    uint8_t order_handle[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE];
+    void **order_peer;
+    uint8_t (*order_peer_handle)[CRUX_DEV_ORDER_HANDLE];
     crux_dev_config_t config;
     crux_tl_context_t *ctx;
     crux_tl_engine_t *engine;
@@ -56,6 +70,18 @@ struct crux_dev_group {
  * CRUX_ERR_UNSUPPORTED when a pair has no shm-direct. */
 crux_status_t crux_dev_lanes_reserve(crux_dev_group_t *group);
 void crux_dev_lanes_release(crux_dev_group_t *group);
+
+/* Record our default streams' events (on 'device') for a call, make our
+ * queue wait on them, and give their IPC handles for our card. */
+crux_status_t crux_dev_order_record(crux_dev_group_t *group, int device,
+                                    uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE]);
+/* Open the members' events named in their cards (those not open yet);
+ * CRUX_ERR_UNSUPPORTED when one cannot be. */
+crux_status_t crux_dev_order_open(crux_dev_group_t *group, int device,
+                                  const crux_dev_card_t *cards);
+/* Make the engine's CUDA channels wait on every member's events. */
+crux_status_t crux_dev_order_apply(crux_dev_group_t *group);
+void crux_dev_order_release(crux_dev_group_t *group);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
 crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);

@@ -17,6 +17,8 @@ crux_status_t crux_dev_queue_reduce(crux_dev_queue_t *queue, void *out, const vo
 /* Enqueue a device to device copy. */
 crux_status_t crux_dev_queue_copy(crux_dev_queue_t *queue, void *dst, const void *src,
                                   size_t bytes);
+/* Later work of the queue waits for a CUDA event (a CUevent) on the GPU. */
+crux_status_t crux_dev_queue_wait(crux_dev_queue_t *queue, void *event);
 /* Mark the work enqueued so far with event 'mark'. */
 crux_status_t crux_dev_queue_mark(crux_dev_queue_t *queue, unsigned mark);
 /* 1 when the work up to 'mark' is done, 0 if not yet, an error status. */

@@ -5,7 +5,9 @@
 // links against the CUDA runtime.  Kernel names are "crux_<dtype>_<op>" with
 // crux_reduce.h's dtype and op names; each computes exactly what the CPU
 // kernel of crux_reduce.c computes (integer arithmetic wraps like C's, 16-bit
-// floats are computed in single precision and rounded to nearest even).
+// floats are computed in single precision and rounded to nearest even, and
+// every floating-point NaN result is the type's one quiet NaN: the GPU's own
+// NaN and x86's differ, and C leaves the payload unspecified).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -16,6 +18,8 @@ struct Sum  { template <typename T> __device__ T operator()(T a, T b) const { re
 struct Prod { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct Max  { template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
 struct Min  { template <typename T> __device__ T operator()(T a, T b) const { return a < b ? a : b; } };
+// Float and double results: NaN becomes the quiet NaN of crux_reduce.c.
+template <typename Op> struct Canon { template <typename T> __device__ T operator()(T a, T b) const { T r = Op()(a, b); return r == r ? r : (T)__builtin_nan(""); } };
 struct Land { template <typename T> __device__ T operator()(T a, T b) const { return (T)((a != 0) && (b != 0)); } };
 struct Lor  { template <typename T> __device__ T operator()(T a, T b) const { return (T)((a != 0) || (b != 0)); } };
 struct Lxor { template <typename T> __device__ T operator()(T a, T b) const { return (T)((a != 0) != (b != 0)); } };
@@ -32,13 +36,14 @@ __device__ void reduce(T *out, const T *a, const T *b, size_t n)
     }
 }
 
+// A NaN result is stored as the type's one quiet NaN, as crux_reduce.c does.
 struct Half {
     __device__ static float load(__half h) { return __half2float(h); }
-    __device__ static __half store(float f) { return __float2half_rn(f); }
+    __device__ static __half store(float f) { return f == f ? __float2half_rn(f) : __ushort_as_half(0x7e00); }
 };
 struct Bf16 {
     __device__ static float load(__nv_bfloat16 h) { return __bfloat162float(h); }
-    __device__ static __nv_bfloat16 store(float f) { return __float2bfloat16_rn(f); }
+    __device__ static __nv_bfloat16 store(float f) { return f == f ? __float2bfloat16_rn(f) : __ushort_as_bfloat16(0x7fc0); }
 };
 
 template <typename T, typename Conv, typename Op>
@@ -69,8 +74,10 @@ INTEGER(int32, int32_t)
 INTEGER(uint32, uint32_t)
 INTEGER(int64, int64_t)
 INTEGER(uint64, uint64_t)
-ARITH(float, float)
-ARITH(double, double)
+#define FLOAT(dtype, T) KERNEL(dtype, sum, T, Canon<Sum>) KERNEL(dtype, prod, T, Canon<Prod>) \
+                        KERNEL(dtype, max, T, Canon<Max>) KERNEL(dtype, min, T, Canon<Min>)
+FLOAT(float, float)
+FLOAT(double, double)
 LOGIC(bool, uint8_t)        // C _Bool holds 0 or 1
 LOGIC(logical32, int32_t)
 

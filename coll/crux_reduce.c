@@ -32,6 +32,19 @@
     CRUX_KERNEL(max_##tag, type, a > b ? a : b) \
     CRUX_KERNEL(min_##tag, type, a < b ? a : b)
 
+/* Floating-point results that are NaN are the one quiet NaN of the type
+ * (sign clear, payload the quiet bit), whatever the inputs' NaNs: C leaves
+ * the payload of a + b unspecified (the compiler may swap the operands, x86
+ * keeps the first NaN's, a GPU answers its own canonical NaN), and the device
+ * kernels (crux_dev_kernels.cu) must give the same bits as these.  One
+ * compare and blend per vector: the loops stay vectorised. */
+#define CRUX_CANON(type, r) ((r) == (r) ? (r) : (type)__builtin_nan(""))
+#define CRUX_FLOAT(tag, type)                                     \
+    CRUX_KERNEL(sum_##tag, type, CRUX_CANON(type, a + b))         \
+    CRUX_KERNEL(prod_##tag, type, CRUX_CANON(type, a *b))         \
+    CRUX_KERNEL(max_##tag, type, CRUX_CANON(type, a > b ? a : b)) \
+    CRUX_KERNEL(min_##tag, type, CRUX_CANON(type, a < b ? a : b))
+
 #define CRUX_LOGIC(tag, type)                                   \
     CRUX_KERNEL(land_##tag, type, (type)((a != 0) && (b != 0))) \
     CRUX_KERNEL(lor_##tag, type, (type)((a != 0) || (b != 0)))  \
@@ -66,8 +79,8 @@ CRUX_SIGNED(i32, int32_t, uint32_t)
 CRUX_INTEGER(u32, uint32_t)
 CRUX_SIGNED(i64, int64_t, uint64_t)
 CRUX_INTEGER(u64, uint64_t)
-CRUX_ARITH(f32, float)
-CRUX_ARITH(f64, double)
+CRUX_FLOAT(f32, float)
+CRUX_FLOAT(f64, double)
 CRUX_ARITH(f80, long double)
 CRUX_KERNEL(sum_c32, float _Complex, a + b)
 CRUX_KERNEL(prod_c32, float _Complex, a *b)
@@ -109,8 +122,11 @@ static uint16_t float_to_half(float f)
     memcpy(&x, &f, sizeof(x));
     uint16_t sign = (x >> 16) & 0x8000u;
     uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) { /* inf, nan */
-        return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);
+    if (absx > 0x7f800000u) {
+        return 0x7e00u; /* the one quiet nan, as for float */
+    }
+    if (absx == 0x7f800000u) {
+        return sign | 0x7c00u;
     }
     if (absx >= 0x477ff000u) { /* rounds to inf */
         return sign | 0x7c00u;
@@ -148,7 +164,7 @@ static uint16_t float_to_bf16(float f)
     uint32_t x;
     memcpy(&x, &f, sizeof(x));
     if ((x & 0x7fffffffu) > 0x7f800000u) {
-        return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
+        return 0x7fc0u; /* the one quiet nan, as for float */
     }
     x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
     return (uint16_t)(x >> 16);

@@ -78,8 +78,10 @@ static void load(void)
         SYM(StreamDestroy, "cuStreamDestroy_v2") && SYM(StreamSynchronize, "cuStreamSynchronize") &&
         SYM(StreamWaitEvent, "cuStreamWaitEvent") && SYM(EventCreate, "cuEventCreate") &&
         SYM(EventDestroy, "cuEventDestroy_v2") && SYM(EventRecord, "cuEventRecord") &&
-        SYM(EventQuery, "cuEventQuery") && SYM(ModuleLoadData, "cuModuleLoadData") &&
-        SYM(ModuleGetFunction, "cuModuleGetFunction") && SYM(LaunchKernel, "cuLaunchKernel");
+        SYM(EventQuery, "cuEventQuery") && SYM(IpcGetEventHandle, "cuIpcGetEventHandle") &&
+        SYM(IpcOpenEventHandle, "cuIpcOpenEventHandle") &&
+        SYM(ModuleLoadData, "cuModuleLoadData") && SYM(ModuleGetFunction, "cuModuleGetFunction") &&
+        SYM(LaunchKernel, "cuLaunchKernel");
 #undef SYM
     /* CUDA 11.4 on: MIG instances have UUIDs of their own (optional) */
     *(void **)&api.DeviceGetUuid = dlsym(lib, "cuDeviceGetUuid_v2");

@@ -48,6 +48,8 @@ typedef struct {
     CUresult (*EventDestroy)(CUevent event);
     CUresult (*EventRecord)(CUevent event, CUstream stream);
     CUresult (*EventQuery)(CUevent event);
+    CUresult (*IpcGetEventHandle)(CUipcEventHandle *handle, CUevent event);
+    CUresult (*IpcOpenEventHandle)(CUevent *event, CUipcEventHandle handle);
     CUresult (*ModuleLoadData)(CUmodule *module, const void *image);
     CUresult (*ModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
     CUresult (*DeviceGetUuid)(CUuuid *uuid, CUdevice dev); /* NULL: driver before 11.4 */

@@ -217,6 +217,9 @@ void coll_crux_profile_finalize(void);
 
 /* device buffers (coll_crux_device.c) */
 bool coll_crux_is_device(const void *sbuf, const void *rbuf);
+/* Host buffers that are managed memory: wait for the application's work on
+ * the default streams before the host reads them; an MPI error code. */
+int coll_crux_host_ready(const void *sbuf, const void *rbuf);
 /* Whether no buffer of this process can be device memory (no CUDA build,
  * driver or device): then no pointer needs a look.  Set by
  * coll_crux_device_probe, at every module enable. */

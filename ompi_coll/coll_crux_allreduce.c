@@ -179,7 +179,9 @@ static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *d
     if (count != 0 && coll_crux_is_device(sbuf, rbuf)) {
         return allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    return allreduce_host(sbuf, rbuf, count, dtype, op, comm, m);
+    /* managed memory is read in place by the host path */
+    int rc = count != 0 ? coll_crux_host_ready(sbuf, rbuf) : OMPI_SUCCESS;
+    return rc == OMPI_SUCCESS ? allreduce_host(sbuf, rbuf, count, dtype, op, comm, m) : rc;
 }
 
 int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,

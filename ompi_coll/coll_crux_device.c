@@ -39,6 +39,18 @@ bool coll_crux_is_device(const void *sbuf, const void *rbuf)
     return crux_dev_is_device(rbuf) || (sbuf != MPI_IN_PLACE && crux_dev_is_device(sbuf));
 }
 
+int coll_crux_host_ready(const void *sbuf, const void *rbuf)
+{
+    if (coll_crux_devices_absent()) {
+        return OMPI_SUCCESS;
+    }
+    crux_status_t st = crux_dev_host_ready(rbuf);
+    if (st == CRUX_OK && sbuf != MPI_IN_PLACE) {
+        st = crux_dev_host_ready(sbuf);
+    }
+    return st == CRUX_OK ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
 bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop)
 {
     return crux_dev_reduce_supported(cdtype, cop);

@@ -550,6 +550,14 @@ crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force);
 crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *engine, int src_dev, int dst_dev,
                                             int force);
 
+/* Order every later copy of the engine's CUDA channels after CUDA events
+ * (CUevent handles, local or opened from another process's IPC handle): each
+ * channel's streams wait on them (cuStreamWaitEvent) before their next copy,
+ * as a collective's copies must come after the work the application queued
+ * on its default streams.  The set replaces the previous one; the array and
+ * the events must stay valid until the next call (n = 0 clears it). */
+crux_status_t crux_tl_engine_cuda_order(crux_tl_engine_t *engine, void *const *events, unsigned n);
+
 /* The cache file in use ("" if none). */
 const char *crux_tl_engine_calib_path(const crux_tl_engine_t *engine);
 

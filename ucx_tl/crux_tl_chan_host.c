@@ -39,9 +39,14 @@ unsigned crux_tl_chan_poll(crux_tl_chan_t *chan)
     unsigned done = 0;
     chan->moved = 0;
     crux_tl_chunk_t **link = &chan->head, *prev = NULL;
-    while (*link != NULL) {
+    uint32_t blocked = 0, all = chan->ordered_queues > 0 && chan->ordered_queues < 32
+                                    ? (1u << chan->ordered_queues) - 1
+                                    : 0;
+    while (*link != NULL && (all == 0 || blocked != all)) {
         crux_tl_chunk_t *c = *link;
-        if (!chan->ops->test(chan, c)) {
+        uint32_t queue = all != 0 ? 1u << c->queue : 0;
+        if ((blocked & queue) != 0 || !chan->ops->test(chan, c)) {
+            blocked |= queue; /* later chunks of its queue are not done either */
             prev = c;
             link = &c->next;
             continue;

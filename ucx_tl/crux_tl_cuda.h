@@ -46,6 +46,12 @@ struct crux_tl_cuda_state {
     size_t import_bytes; /* of every mapping in imports */
     uint64_t clock;
     crux_tl_dpair_t *dpairs;
+    /* CUDA events every channel's streams wait on before their next copy
+     * (crux_tl_engine_cuda_order), and their generation: a channel whose
+     * own is older adds the waits when it issues */
+    void *const *order; /* the caller's array */
+    unsigned norder;
+    uint64_t order_gen;
 };
 
 /* The engine's CUDA state, created on first use; NULL without memory. */

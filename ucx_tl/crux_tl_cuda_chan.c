@@ -32,6 +32,8 @@ typedef struct {
     void *host_stage;                /* ... or pinned host memory (CUDA_HOST) */
     int stage_device[MAX_HOPS - 1];
     unsigned free_slot[SLOTS], nfree;
+    crux_tl_cuda_state_t *state; /* the engine's: the events to order after */
+    uint64_t order_gen;          /* the generation of them waited on */
 } cuda_chan_t;
 
 static CUdeviceptr slot_ptr(const cuda_chan_t *c, unsigned hop, unsigned slot)
@@ -47,9 +49,23 @@ static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
     if (c->nfree == 0 || crux_cuda_push(c->device) != CRUX_OK) {
         return CRUX_ERR_NO_RESOURCE;
     }
+    CUresult r = CUDA_SUCCESS;
+    if (c->order_gen != c->state->order_gen) {
+        /* new events to come after (the application's work): every stream
+         * of the channel waits on them, on the GPU, before its next copy */
+        for (unsigned i = 0; i < c->nstreams && r == CUDA_SUCCESS; i++) {
+            for (unsigned k = 0; k < c->state->norder && r == CUDA_SUCCESS; k++) {
+                r = cu->StreamWaitEvent(c->stream[i], (CUevent)c->state->order[k], 0);
+            }
+        }
+        if (r != CUDA_SUCCESS) {
+            crux_cuda_pop();
+            return crux_cuda_status(r);
+        }
+        c->order_gen = c->state->order_gen;
+    }
     unsigned s = c->free_slot[--c->nfree];
     CUdeviceptr from = (CUdeviceptr)(uintptr_t)chunk->src;
-    CUresult r = CUDA_SUCCESS;
     for (unsigned h = 0; h < c->hops && r == CUDA_SUCCESS; h++) {
         CUstream stream = c->stream[c->hops == 1 ? s % c->nstreams : h];
         CUdeviceptr to = h + 1 == c->hops ? (CUdeviceptr)(uintptr_t)chunk->dst : slot_ptr(c, h, s);
@@ -70,6 +86,7 @@ static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
         return crux_cuda_status(r);
     }
     chunk->slot = s;
+    chunk->queue = c->hops == 1 ? s % c->nstreams : 0; /* the stream of its last hop */
     return CRUX_OK;
 }
 
@@ -178,8 +195,8 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
     return CRUX_OK;
 }
 
-static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu_path_t *p,
-                                    int device)
+static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *dp,
+                                    const crux_tl_gpu_path_t *p, int device)
 {
     const crux_cuda_api_t *cu = crux_cuda();
     cuda_chan_t *c = calloc(1, sizeof(*c));
@@ -187,10 +204,15 @@ static crux_tl_chan_t *make_channel(const crux_tl_dpair_t *dp, const crux_tl_gpu
         return NULL;
     }
     c->device = device;
+    c->state = e->cuda;
+    c->order_gen = e->cuda->order_gen - 1; /* waits on the current set first */
     c->hops = p->kind == CRUX_TL_CHAN_CUDA_IPC    ? 1
               : p->kind == CRUX_TL_CHAN_CUDA_HOST ? 2
                                                   : 1 + p->nrelays;
     c->nstreams = c->hops == 1 ? DIRECT_STREAMS : c->hops;
+    /* a stream runs its copies in order: a poll tests the oldest chunk of
+     * each final stream only, not every chunk in flight */
+    c->chan.ordered_queues = c->hops == 1 ? DIRECT_STREAMS : 1;
     char name[48];
     snprintf(name, sizeof(name), "%s%s%s", crux_tl_chan_kind_name(p->kind),
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? ":" : "",
@@ -268,7 +290,8 @@ static int dpair_ready(crux_tl_engine_t *e, crux_tl_dpair_t *dp)
 {
     int device = crux_cuda_device_of(dp->dst), ready = 0;
     for (unsigned i = 0; i < dp->npaths && device >= 0; i++) {
-        if (dp->chan[i] == NULL && (dp->chan[i] = make_channel(dp, &dp->path[i], device)) != NULL) {
+        if (dp->chan[i] == NULL &&
+            (dp->chan[i] = make_channel(e, dp, &dp->path[i], device)) != NULL) {
             crux_tl_calib_lookup(e, dp->chan[i]);
         }
         ready += dp->chan[i] != NULL;
@@ -320,6 +343,18 @@ unsigned crux_tl_cuda_progress(crux_tl_engine_t *e)
         }
     }
     return events;
+}
+
+crux_status_t crux_tl_engine_cuda_order(crux_tl_engine_t *e, void *const *events, unsigned n)
+{
+    crux_tl_cuda_state_t *cs = crux_tl_cuda_state(e);
+    if (cs == NULL) {
+        return CRUX_ERR_NO_MEMORY;
+    }
+    cs->order = n > 0 ? events : NULL;
+    cs->norder = n;
+    cs->order_gen++;
+    return CRUX_OK;
 }
 
 void crux_tl_cuda_destroy(crux_tl_engine_t *e)
@@ -487,6 +522,11 @@ unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_pci, int ds
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *e)
 {
     return 0;
+}
+
+crux_status_t crux_tl_engine_cuda_order(crux_tl_engine_t *e, void *const *events, unsigned n)
+{
+    return CRUX_ERR_UNSUPPORTED;
 }
 
 void crux_tl_cuda_destroy(crux_tl_engine_t *e)

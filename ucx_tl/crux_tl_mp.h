@@ -190,6 +190,7 @@ struct crux_tl_chunk {
     size_t copied;             /* model: bytes moved so far */
     crux_tl_completion_t comp; /* cma */
     unsigned slot;             /* CUDA staged: staging slot */
+    unsigned queue;            /* ordered channels: the queue it completes in */
 };
 
 typedef struct {
@@ -209,6 +210,10 @@ struct crux_tl_chan {
     unsigned moved;               /* chunks that made headway in the last poll */
     crux_tl_chunk_t *head, *tail; /* in flight, in issue order */
     int usable;                   /* host: cma works in this direction */
+    /* 0: chunks may finish in any order, each is tested; n (at most 32):
+     * chunks finish in issue order within each of n queues (CUDA streams,
+     * chunk->queue), so a poll stops at a queue's first unfinished chunk */
+    unsigned ordered_queues;
 };
 
 /* ---- transfers ------------------------------------------------------------- */

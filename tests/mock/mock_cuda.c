@@ -8,9 +8,13 @@
  *   - streams queue their work and run it late (a little per event query,
  *     all of it on synchronous calls), with events and stream waits
  *     ordering it, so a caller that reuses a buffer too early is caught;
+ *     the default stream's work runs only on synchronous calls and when a
+ *     stream waits on an event recorded there; interprocess events are shared-memory files,
+ *     so one process's streams can wait on another's;
  *   - a module must be a fat binary (its magic number), a function must be
- *     named in it, and a launch of "crux_<dtype>_<op>" runs the CPU kernel
- *     of that pair: this checks names and arguments, not the GPU code.
+ *     named in it, and a launch of "crux_<dtype>_<op>" runs that kernel's
+ *     source compiled for the host (mock_cuda_kernels.cc): this checks the
+ *     kernels' code, names and arguments, on the CPU's arithmetic.
  * MOCK_CUDA_DEVICES sets the number of devices (default 1).
  *
  * It is strict where the real driver is (each read on every call, so a
@@ -25,6 +29,7 @@
  *     bus id, distinct UUIDs, no peer access between them;
  *   - cuMemAllocAsync gives stream-ordered (pool) memory, which is not
  *     IPC-capable and whose export is refused, as the driver refuses it;
+ *     cuMemAllocManaged managed memory (IS_MANAGED), not exportable either;
  *   - MOCK_CUDA_OOM_BYTES=n: device allocations beyond n bytes in all
  *     fail with CUDA_ERROR_OUT_OF_MEMORY;
  *   - a kernel launched on a pointer not aligned to its element size
@@ -33,6 +38,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -54,6 +60,7 @@ typedef struct {
     int device;   /* -1: pinned host memory */
     int imported; /* an IPC mapping of another process's memory */
     int pool;     /* stream-ordered allocation: no legacy IPC */
+    int managed;  /* cuMemAllocManaged: the host reads it too, no IPC */
     int refs;
     unsigned long long id;
     char name[64];
@@ -327,6 +334,20 @@ CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, CUstream stream)
     return r;
 }
 
+/* Managed memory: the process's own memory, which the host reads and
+ * writes directly (late work queued on a stream is still late for it). */
+CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t bytes, unsigned flags)
+{
+    CUresult r = cuMemAlloc_v2(ptr, bytes);
+    pthread_mutex_lock(&lock);
+    map_t *m = r == CUDA_SUCCESS ? find((uintptr_t)*ptr) : NULL;
+    if (m != NULL) {
+        m->managed = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr ptr)
 {
     pthread_mutex_lock(&lock);
@@ -388,13 +409,13 @@ CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **d
                                    : m != NULL ? CU_MEMORYTYPE_HOST
                                                : 0;
             break;
-        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = 0; break;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = m != NULL && m->managed; break;
         case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = device ? m->device : -2; break;
         case CU_POINTER_ATTRIBUTE_BUFFER_ID:
             *(unsigned long long *)data[i] = m != NULL ? m->id : 0;
             break;
         case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-            *(int *)data[i] = device && !m->imported && !m->pool;
+            *(int *)data[i] = device && !m->imported && !m->pool && !m->managed;
             break;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
             *(CUdeviceptr *)data[i] = m != NULL ? m->base : 0;
@@ -423,7 +444,8 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr ptr)
     pthread_mutex_lock(&lock);
     map_t *m = find((uintptr_t)ptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported && !m->pool) {
+    if (m != NULL && m->base == (uintptr_t)ptr && m->device >= 0 && !m->imported && !m->pool &&
+        !m->managed) {
         memset(handle, 0, sizeof(*handle));
         snprintf(handle->reserved, sizeof(handle->reserved) - 1, "%s", m->name);
         handle->reserved[sizeof(handle->reserved) - 1] = (char)m->device; /* the exporter's */
@@ -521,6 +543,7 @@ static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 
 typedef struct {
     int recorded, done;
+    int wanted; /* a stream (of any process) is blocked on it */
 } event_t;
 
 typedef enum { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL } op_kind_t;
@@ -566,16 +589,42 @@ static void enqueue(stream_t *st, op_t op)
     st->tail = o;
 }
 
-/* Run the head operation of a stream; 0 when it is blocked or empty. */
+static int blocked(const op_t *o)
+{
+    return o->kind == OP_WAIT && __atomic_load_n(&o->event->recorded, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&o->event->done, __ATOMIC_ACQUIRE);
+}
+
+/* 1 when the default stream has a record of that event still to run. */
+static int records_on_legacy(const event_t *e)
+{
+    for (const op_t *o = legacy.head; o != NULL; o = o->next) {
+        if (o->kind == OP_RECORD && o->event == e) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Run the head operation of a stream; 0 when it is blocked or empty.  A
+ * stream waiting on an event the default stream is to record runs the
+ * default stream's work up to it: a library whose streams wait on the
+ * default stream sees its work done, one that does not sees it undone. */
 static int run_one(stream_t *st)
 {
     op_t *o = st->head;
-    if (o == NULL || (o->kind == OP_WAIT && o->event->recorded && !o->event->done)) {
+    while (o != NULL && st != &legacy && blocked(o) && records_on_legacy(o->event) &&
+           run_one(&legacy)) {
+    }
+    if (o == NULL || blocked(o)) {
+        if (o != NULL) {
+            __atomic_store_n(&o->event->wanted, 1, __ATOMIC_RELEASE);
+        }
         return 0;
     }
     switch (o->kind) {
     case OP_COPY: copy(o->dst, o->src, o->bytes); break;
-    case OP_RECORD: o->event->done = 1; break;
+    case OP_RECORD: __atomic_store_n(&o->event->done, 1, __ATOMIC_RELEASE); break;
     case OP_KERNEL:
         o->kernel((void *)(uintptr_t)o->dst, (const void *)(uintptr_t)o->src,
                   (const void *)(uintptr_t)o->event, o->bytes);
@@ -676,8 +725,20 @@ CUresult cuStreamDestroy_v2(CUstream stream)
     return CUDA_SUCCESS;
 }
 
+/* Synchronizations of a default stream by the host, for tests
+ * (mock_cuda_default_syncs). */
+static unsigned long default_syncs;
+
+unsigned long mock_cuda_default_syncs(void)
+{
+    return __atomic_load_n(&default_syncs, __ATOMIC_RELAXED);
+}
+
 CUresult cuStreamSynchronize(CUstream stream)
 {
+    if ((uintptr_t)stream <= 2) {
+        __atomic_add_fetch(&default_syncs, 1, __ATOMIC_RELAXED);
+    }
     if (sticky != CUDA_SUCCESS) {
         return sticky;
     }
@@ -695,18 +756,137 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags)
     return CUDA_SUCCESS;
 }
 
+/* Interprocess events live in a shared-memory file (their IPC handle is its
+ * name), so another process's streams can wait on them; the events of this
+ * process that are such files, made here or opened from a handle. */
+#define MAX_SHARED_EVENTS 1024
+static struct {
+    event_t *event;
+    int owned;
+    char name[64];
+} shared_events[MAX_SHARED_EVENTS];
+
+/* The GPU runs the default stream's work whether or not its process calls
+ * the driver: when another process's stream waits on an interprocess event
+ * of ours recorded there, a thread of ours runs the default stream's work
+ * up to it (the process that waits cannot: the work is in our memory). */
+static void *default_stream_runner(void *arg)
+{
+    for (;;) {
+        usleep(200);
+        pthread_mutex_lock(&lock);
+        for (int i = 0; i < MAX_SHARED_EVENTS; i++) {
+            event_t *e = shared_events[i].event;
+            while (e != NULL && shared_events[i].owned &&
+                   __atomic_load_n(&e->wanted, __ATOMIC_ACQUIRE) && records_on_legacy(e) &&
+                   run_one(&legacy)) {
+            }
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    return arg;
+}
+
+static void start_runner(void)
+{
+    static pid_t started; /* threads do not survive fork: one per process */
+    if (started != getpid()) {
+        pthread_t t;
+        started = getpid();
+        if (pthread_create(&t, NULL, default_stream_runner, NULL) == 0) {
+            pthread_detach(t);
+        }
+    }
+}
+
+static event_t *map_event(const char *name, int flags)
+{
+    int fd = shm_open(name, flags, 0600);
+    void *p = MAP_FAILED;
+    if (fd >= 0 && ((flags & O_CREAT) == 0 || ftruncate(fd, sizeof(event_t)) == 0)) {
+        p = mmap(NULL, sizeof(event_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    for (int i = 0; p != MAP_FAILED && i < MAX_SHARED_EVENTS; i++) {
+        if (shared_events[i].event == NULL) {
+            shared_events[i].event = p;
+            shared_events[i].owned = (flags & O_CREAT) != 0;
+            snprintf(shared_events[i].name, sizeof(shared_events[i].name), "%s", name);
+            return p;
+        }
+    }
+    return NULL;
+}
+
 CUresult cuEventCreate(CUevent *event, unsigned flags)
 {
-    *event = (CUevent)calloc(1, sizeof(event_t));
-    return CUDA_SUCCESS;
+    static unsigned seq;
+    if ((flags & CU_EVENT_INTERPROCESS) == 0) {
+        *event = (CUevent)calloc(1, sizeof(event_t));
+        return CUDA_SUCCESS;
+    }
+    if ((flags & CU_EVENT_DISABLE_TIMING) == 0) {
+        return CUDA_ERROR_INVALID_VALUE; /* as the driver requires */
+    }
+    char name[64];
+    pthread_mutex_lock(&lock);
+    snprintf(name, sizeof(name), "/crux-mock-cuda.%d.ev%u", (int)getpid(), seq++);
+    event_t *e = map_event(name, O_RDWR | O_CREAT | O_EXCL);
+    start_runner();
+    pthread_mutex_unlock(&lock);
+    *event = (CUevent)e;
+    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuIpcGetEventHandle(CUipcEventHandle *handle, CUevent event)
+{
+    CUresult r = CUDA_ERROR_INVALID_VALUE; /* not an interprocess event */
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_SHARED_EVENTS; i++) {
+        if (shared_events[i].event == (event_t *)event && shared_events[i].owned) {
+            memset(handle, 0, sizeof(*handle));
+            snprintf(handle->reserved, sizeof(handle->reserved), "%s", shared_events[i].name);
+            r = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuIpcOpenEventHandle(CUevent *event, CUipcEventHandle handle)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%.63s", handle.reserved);
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    pthread_mutex_lock(&lock);
+    event_t *e = strncmp(name, "/crux-mock-cuda.", 16) == 0 ? map_event(name, O_RDWR) : NULL;
+    pthread_mutex_unlock(&lock);
+    *event = (CUevent)e;
+    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult cuEventDestroy_v2(CUevent event)
 {
     pthread_mutex_lock(&lock);
     run_all(); /* operations may still name it */
+    int i = 0;
+    while (i < MAX_SHARED_EVENTS && shared_events[i].event != (event_t *)event) {
+        i++;
+    }
+    if (i < MAX_SHARED_EVENTS) {
+        munmap(event, sizeof(event_t));
+        if (shared_events[i].owned) {
+            shm_unlink(shared_events[i].name);
+        }
+        memset(&shared_events[i], 0, sizeof(shared_events[i]));
+    } else {
+        free(event);
+    }
     pthread_mutex_unlock(&lock);
-    free(event);
     return CUDA_SUCCESS;
 }
 
@@ -714,15 +894,25 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
 {
     event_t *e = (event_t *)event;
     pthread_mutex_lock(&lock);
-    e->recorded = 1;
-    e->done = 0;
+    __atomic_store_n(&e->done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->wanted, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
     enqueue(of(stream), (op_t){ .kind = OP_RECORD, .event = e });
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
+/* Event queries made so far, for tests (mock_cuda_queries). */
+static unsigned long queries;
+
+unsigned long mock_cuda_queries(void)
+{
+    return __atomic_load_n(&queries, __ATOMIC_RELAXED);
+}
+
 CUresult cuEventQuery(CUevent event)
 {
+    __atomic_add_fetch(&queries, 1, __ATOMIC_RELAXED);
     if (sticky != CUDA_SUCCESS) {
         return sticky;
     }
@@ -733,7 +923,8 @@ CUresult cuEventQuery(CUevent event)
             run_one(st); /* a little work per poll: the caller keeps going meanwhile */
         }
     }
-    CUresult r = !e->recorded || e->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    CUresult r = !e->recorded || __atomic_load_n(&e->done, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS
+                                                                             : CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -748,7 +939,21 @@ typedef struct {
 typedef struct {
     crux_dtype_t dtype;
     crux_op_t op;
+    void (*kernel)(void *, const void *, const void *, size_t);
 } function_t;
+
+/* The host build of the kernel of that name in this library. */
+static void *host_kernel(const char *name)
+{
+    Dl_info info;
+    void *self =
+        dladdr((void *)cuInit, &info) != 0 ? dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    void *fn = self != NULL ? dlsym(self, name) : NULL;
+    if (self != NULL) {
+        dlclose(self);
+    }
+    return fn;
+}
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
@@ -779,10 +984,12 @@ CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
         for (int o = 0; o < CRUX_OP_COUNT; o++) {
             char want[64];
             snprintf(want, sizeof(want), "crux_%s_%s", crux_dtype_name(t), crux_op_name(o));
-            if (strcmp(want, name) == 0 && crux_reduce_lookup(t, o) != NULL) {
+            void *kernel = strcmp(want, name) == 0 ? host_kernel(name) : NULL;
+            if (kernel != NULL) {
                 function_t *f = malloc(sizeof(*f));
                 f->dtype = t;
                 f->op = o;
+                f->kernel = (void (*)(void *, const void *, const void *, size_t))kernel;
                 *fn = (CUfunction)f;
                 return CUDA_SUCCESS;
             }
@@ -815,7 +1022,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, un
     /* the operation's three pointers travel in dst, src and event */
     pthread_mutex_lock(&lock);
     enqueue(of(stream), (op_t){ .kind = OP_KERNEL,
-                                .kernel = crux_reduce_lookup(f->dtype, f->op),
+                                .kernel = f->kernel,
                                 .dst = (CUdeviceptr)(uintptr_t) * (void **)params[0],
                                 .src = (CUdeviceptr)(uintptr_t) * (void **)params[1],
                                 .event = *(event_t **)params[2],

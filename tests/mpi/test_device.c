@@ -29,7 +29,9 @@ static CUresult (*p_cuMemFree)(CUdeviceptr);
 static CUresult (*p_cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
 static CUresult (*p_cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream); /* optional */
 static CUresult (*p_cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-static bool pool_rank; /* this rank's buffers come from cuMemAllocAsync */
+static bool pool_rank;                         /* this rank's buffers come from cuMemAllocAsync */
+static unsigned long (*p_default_syncs)(void); /* the stand-in driver's count */
+static CUresult (*p_cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned); /* optional */
 
 static const char *driver_path(void)
 {
@@ -45,6 +47,8 @@ static bool load_driver(void)
     }
     *(void **)&p_cuMemAllocAsync = dlsym(lib, "cuMemAllocAsync");
     *(void **)&p_cuMemcpyAsync = dlsym(lib, "cuMemcpyAsync");
+    *(void **)&p_default_syncs = dlsym(lib, "mock_cuda_default_syncs");
+    *(void **)&p_cuMemAllocManaged = dlsym(lib, "cuMemAllocManaged");
 #define SYM(var, name) (*(void **)&(var) = dlsym(lib, name)) != NULL
     return SYM(p_cuInit, "cuInit") && SYM(p_cuDeviceGetCount, "cuDeviceGetCount") &&
            SYM(p_cuDeviceGet, "cuDeviceGet") &&
@@ -166,8 +170,10 @@ static bool misaligned_allreduce(int rank, int size)
 }
 
 /* The input written by a copy still queued on the default stream when
- * MPI_Allreduce is called: crux must wait for it, not read the old bytes. */
-static bool after_default_stream(int rank, int size)
+ * MPI_Allreduce is called: crux must wait for it, not read the old bytes,
+ * and wait on the GPU (its streams wait on an event recorded there), not
+ * by synchronizing the default stream from the host. */
+static bool after_default_stream(int rank, int size, bool *host_waited)
 {
     const size_t count = 1000003, bytes = count * sizeof(float);
     float *host = malloc(bytes), *back = malloc(bytes);
@@ -178,10 +184,12 @@ static bool after_default_stream(int rank, int size)
     for (size_t i = 0; i < count; i++) {
         host[i] = (float)(rank + 1);
     }
+    unsigned long syncs = p_default_syncs != NULL ? p_default_syncs() : 0;
     bool ok =
         p_cuMemcpyAsync((CUdeviceptr)(uintptr_t)d_in, (CUdeviceptr)(uintptr_t)host, bytes,
                         CU_STREAM_LEGACY) == CUDA_SUCCESS &&
         MPI_Allreduce(d_in, d_out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
+    *host_waited = p_default_syncs != NULL && p_default_syncs() != syncs;
     copy(back, d_out, bytes);
     for (size_t i = 0; ok && i < count; i++) {
         ok = back[i] == (float)(size * (size + 1) / 2);
@@ -190,6 +198,35 @@ static bool after_default_stream(int rank, int size)
     p_cuMemFree((CUdeviceptr)(uintptr_t)d_out);
     free(host);
     free(back);
+    return ok;
+}
+
+/* Managed memory takes the host path, which reads it in place: the input
+ * written by a copy still queued on the default stream is waited for. */
+static bool managed_allreduce(int rank, int size)
+{
+    const size_t count = 100003, bytes = count * sizeof(float);
+    CUdeviceptr in = 0, out = 0;
+    float *host = malloc(bytes);
+    if (p_cuMemAllocManaged == NULL || p_cuMemcpyAsync == NULL || host == NULL ||
+        p_cuMemAllocManaged(&in, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS ||
+        p_cuMemAllocManaged(&out, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS) {
+        free(host);
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        host[i] = (float)(rank + 1);
+    }
+    bool ok = p_cuMemcpyAsync(in, (CUdeviceptr)(uintptr_t)host, bytes, CU_STREAM_LEGACY) ==
+                  CUDA_SUCCESS &&
+              MPI_Allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)out, (int)count, MPI_FLOAT,
+                            MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
+    for (size_t i = 0; ok && i < count; i++) {
+        ok = ((const float *)(uintptr_t)out)[i] == (float)(size * (size + 1) / 2);
+    }
+    p_cuMemFree(in);
+    p_cuMemFree(out);
+    free(host);
     return ok;
 }
 
@@ -259,8 +296,12 @@ int main(int argc, char **argv)
     }
     tap_check(misaligned_allreduce(rank, size),
               "misaligned device floats are staged, and the device still works after");
-    tap_check(after_default_stream(rank, size),
+    bool host_waited = false;
+    tap_check(after_default_stream(rank, size, &host_waited),
               "the input still being written on the default stream is waited for");
+    tap_check(!host_waited, "the default stream is waited for on the GPU, not by the host");
+    tap_check(managed_allreduce(rank, size),
+              "managed memory goes the host path, after the default stream's work");
     one_member_cannot(rank, size);
     MPI_Op_free(&user_sum);
     MPI_Finalize();

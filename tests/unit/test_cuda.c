@@ -141,6 +141,70 @@ static int t_kernels(void)
     return 0;
 }
 
+/* NaN inputs with payloads and signs, NaN with numbers and with infinities:
+ * each floating-point kernel gives the CPU kernel's bits, and a NaN result is
+ * the type's one quiet NaN (whatever the GPU's own NaN is). */
+static int t_kernels_nan(void)
+{
+    static const uint32_t f32[] = { 0x7fc00001u, 0xffc12345u, 0x7f800001u, 0x3f800000u,
+                                    0x7f800000u, 0xff800000u, 0x7fa00000u, 0xc0000000u };
+    static const uint64_t f64[] = { 0x7ff8000000000001u, 0xfff8000000001234u, 0x7ff0000000000001u,
+                                    0x3ff0000000000000u, 0x7ff0000000000000u, 0xfff0000000000000u,
+                                    0x7ff4000000000000u, 0xc000000000000000u };
+    static const uint16_t f16[] = { 0x7e01u, 0xfe23u, 0x7c01u, 0x3c00u,
+                                    0x7c00u, 0xfc00u, 0x7d00u, 0xc000u };
+    static const uint16_t bf16[] = { 0x7fc1u, 0xffc3u, 0x7f81u, 0x3f80u,
+                                     0x7f80u, 0xff80u, 0x7fa0u, 0xc000u };
+    static const struct {
+        crux_dtype_t t;
+        const void *v;
+        uint64_t canon, inf;
+    } types[] = { { CRUX_DT_FLOAT, f32, 0x7fc00000u, 0x7f800000u },
+                  { CRUX_DT_DOUBLE, f64, 0x7ff8000000000000u, 0x7ff0000000000000u },
+                  { CRUX_DT_FLOAT16, f16, 0x7e00u, 0x7c00u },
+                  { CRUX_DT_BFLOAT16, bf16, 0x7fc0u, 0x7f80u } };
+    enum { N = 8 };
+    for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        size_t esize = crux_dtype_size(types[k].t), bytes = N * N * esize;
+        unsigned char *a = malloc(bytes), *b = malloc(bytes), *want = malloc(bytes),
+                      *got = malloc(bytes);
+        for (int i = 0; i < N * N; i++) { /* every ordered pair of the values */
+            memcpy(a + i * esize, (const unsigned char *)types[k].v + (i / N) * esize, esize);
+            memcpy(b + i * esize, (const unsigned char *)types[k].v + (i % N) * esize, esize);
+        }
+        for (int o = CRUX_OP_SUM; o <= CRUX_OP_MIN; o++) {
+            void *da, *db;
+            crux_reduce_lookup(types[k].t, (crux_op_t)o)(want, a, b, N * N);
+            if (crux_dev_alloc(0, bytes, &da) != CRUX_OK ||
+                crux_dev_alloc(0, bytes, &db) != CRUX_OK ||
+                crux_dev_copy(da, a, bytes) != CRUX_OK || crux_dev_copy(db, b, bytes) != CRUX_OK ||
+                crux_dev_reduce(da, da, db, N * N, types[k].t, (crux_op_t)o) != CRUX_OK ||
+                crux_dev_copy(got, da, bytes) != CRUX_OK)
+                FAIL(1);
+            for (int i = 0; i < N * N; i++) {
+                uint64_t w = 0, g = 0;
+                memcpy(&w, want + i * esize, esize);
+                memcpy(&g, got + i * esize, esize);
+                uint64_t sign = 1ull << (esize * 8 - 1);
+                int nan = (w & ~sign) > types[k].inf;
+                if (g != w || (nan && w != types[k].canon)) {
+                    fprintf(stderr, "# %s %s: element %d: device %#llx, CPU %#llx\n",
+                            crux_dtype_name(types[k].t), crux_op_name(o), i, (unsigned long long)g,
+                            (unsigned long long)w);
+                    FAIL(2);
+                }
+            }
+            crux_dev_free(0, da);
+            crux_dev_free(0, db);
+        }
+        free(a);
+        free(b);
+        free(want);
+        free(got);
+    }
+    return 0;
+}
+
 static int t_staging(void)
 {
     const size_t bytes = (8u << 20) + 5;
@@ -574,6 +638,57 @@ static int t_calibration(void)
 /* A push is one driver call: each device's primary context is retained
  * once, not on every push (counted by the stand-in driver; nothing to
  * count on a real one). */
+/* Chunks on one stream finish in order: a poll tests the oldest chunk of the
+ * stream and stops at the first unfinished one, so over the host-staged
+ * channel (one final stream) a transfer makes at most one event query per
+ * chunk and one per poll; testing every chunk in flight made up to four per
+ * poll. */
+static int t_polls_in_order(void)
+{
+    const size_t bytes = 16u << 20;
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    unsigned long (*queries)(void) = NULL;
+    if (lib != NULL) {
+        *(void **)&queries = dlsym(lib, "mock_cuda_queries");
+    }
+    if (queries == NULL) {
+        return 0; /* a real driver: nothing counts its queries */
+    }
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(1);
+    void *src = device_pattern(0, bytes, 5), *dst = device_pattern(0, bytes, 0xff);
+    crux_tl_xfer_params_t params = { .chunk = 64u << 10, .channels = 1u << 1 }; /* cuda-host */
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    if (src == NULL || dst == NULL || crux_tl_recv(pair, dst, bytes, &params, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK)
+        FAIL(2);
+    unsigned long before = queries(), polls = 0;
+    while (!crux_tl_xfer_done(x) || !crux_tl_xfer_done(y)) {
+        crux_tl_engine_progress(e);
+        polls++;
+    }
+    unsigned long made = queries() - before, chunks = bytes / params.chunk;
+    int rc = 0;
+    if (crux_tl_xfer_status(y) != CRUX_OK || !device_holds(dst, bytes, 5)) {
+        rc = 3;
+    } else if (made > chunks + polls) {
+        fprintf(stderr, "# %lu event queries for %lu chunks in %lu polls\n", made, chunks, polls);
+        rc = 4;
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(0, src);
+    crux_dev_free(0, dst);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
 static int t_contexts_cached(void)
 {
     const char *path = getenv("CRUX_CUDA_LIBRARY");
@@ -624,6 +739,7 @@ static const struct {
 } tests[] = {
     { "device pointers are detected", t_detection, 1 },
     { "every device kernel matches the CPU kernel bit for bit", t_kernels, 1 },
+    { "NaN results are the same quiet NaN on the device and the CPU", t_kernels_nan, 1 },
     { "staging through pinned host memory", t_staging, 1 },
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
@@ -634,6 +750,7 @@ static const struct {
     { "device allreduce, 2 to 4 processes", t_device_allreduce, 1 },
     { "CUDA calibration is measured and cached", t_calibration, 1 },
     { "a primary context is retained once per device", t_contexts_cached, 1 },
+    { "a poll tests only the oldest chunk of each stream", t_polls_in_order, 1 },
     { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
