@@ -154,6 +154,18 @@ void arb_copy_stable(const arb_table_t *t, arb_table_t *out)
     }
 }
 
+/* Why open(PATH, ...|O_NOFOLLOW) failed, said in ERR; errno is its error. */
+static crux_status_t open_failed(const char *path, char *err, size_t errlen)
+{
+    int e = errno;
+    if (e == ELOOP || e == EMLINK) {
+        crux_errf(err, errlen, "%s: a symbolic link: refused", path);
+        return CRUX_ERR_INVALID;
+    }
+    crux_errf(err, errlen, "%s: %s", path, strerror(e));
+    return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
+}
+
 /* Read-only: crux-sched status looks without writing a byte, so it neither
  * creates, sizes nor initialises a table, nor takes its lock (which would
  * need write access); it reads stable copies instead. */
@@ -161,15 +173,8 @@ static crux_status_t open_read_only(const char *path, crux_arb_t **out, char *er
 {
     char why[160];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ELOOP || e == EMLINK) {
-            crux_errf(err, errlen, "%s: a symbolic link: refused", path);
-            return CRUX_ERR_INVALID;
-        }
-        crux_errf(err, errlen, "%s: %s", path, strerror(e));
-        return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
-    }
+    if (fd < 0)
+        return open_failed(path, err, errlen);
     struct stat sb;
     crux_status_t st = CRUX_ERR_IO;
     arb_table_t *t = MAP_FAILED, *copy = NULL;
@@ -243,15 +248,8 @@ crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char 
     }
     if (fd < 0 && ((flags & CRUX_ARB_NO_CREATE) || errno == EEXIST))
         fd = open(path, base);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ELOOP || e == EMLINK) {
-            crux_errf(err, errlen, "%s: a symbolic link: refused", path);
-            return CRUX_ERR_INVALID;
-        }
-        crux_errf(err, errlen, "%s: %s", path, strerror(e));
-        return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
-    }
+    if (fd < 0)
+        return open_failed(path, err, errlen);
     struct stat sb;
     crux_status_t st = CRUX_ERR_IO;
     arb_table_t *t = MAP_FAILED;
