@@ -82,28 +82,28 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
      * exp(mu + sigma^2 / 2) (before the bounds cut the tails) */
     double mean_s = g->load * g->span_s * sh.total / (g->jobs * mean_gpus);
     double mu = log(mean_s) - g->sigma * g->sigma / 2;
-    sim_rng_t rng = { g->seed };
+    crux_rng_t rng = { g->seed };
     double *arrival = malloc((size_t)g->jobs * sizeof(double));
     if (arrival == NULL)
         return CRUX_ERR_NO_MEMORY;
     for (int i = 0; i < g->jobs; i++)
-        arrival[i] = round_to(sim_rng_uniform(&rng) * g->span_s, 1e-3);
+        arrival[i] = round_to(crux_rng_uniform(&rng) * g->span_s, 1e-3);
     qsort(arrival, (size_t)g->jobs, sizeof(double), sched_double_asc);
     crux_status_t st = CRUX_OK;
     for (int i = 0; i < g->jobs && st == CRUX_OK; i++) {
         const crux_sched_model_t *md;
         int gpus;
         do { /* a model, then one of its counts that fits */
-            double u = sim_rng_uniform(&rng) * share, acc = 0;
+            double u = crux_rng_uniform(&rng) * share, acc = 0;
             int m = 0;
             while (m < nmodels - 1 && u >= (acc += models[m].share))
                 m++;
             md = &models[m];
-            gpus = md->gpus[sim_rng_below(&rng, (uint64_t)md->ngpus)];
+            gpus = md->gpus[crux_rng_below(&rng, (uint64_t)md->ngpus)];
         } while (!count_ok(&sh, gpus));
-        double compute = round_to(md->compute_s * (0.8 + 0.4 * sim_rng_uniform(&rng)), 1e-4);
+        double compute = round_to(md->compute_s * (0.8 + 0.4 * crux_rng_uniform(&rng)), 1e-4);
         /* Box-Muller for the log-normal duration */
-        double u1 = 1.0 - sim_rng_uniform(&rng), u2 = sim_rng_uniform(&rng);
+        double u1 = 1.0 - crux_rng_uniform(&rng), u2 = crux_rng_uniform(&rng);
         double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
         double dur = exp(mu + g->sigma * z);
         dur = dur < g->min_s ? g->min_s : dur > g->max_s ? g->max_s : dur;

@@ -157,7 +157,7 @@ static int place_small(sim_alloc_t *a, crux_sim_placement_t how, int gpus, crux_
     if (best < 0)
         return 0;
     if (how == CRUX_SIM_PLACE_RANDOM) {
-        uint64_t k = sim_rng_below(&a->rng, (uint64_t)fits);
+        uint64_t k = crux_rng_below(&a->rng, (uint64_t)fits);
         for (int h = 0; h < a->nhosts; h++)
             if (__builtin_popcountll(a->free[h]) >= gpus && k-- == 0) {
                 best = h;
@@ -283,7 +283,7 @@ static int place_random(sim_alloc_t *a, int nh, int idle_hosts, crux_sched_place
         if (idle(a, h))
             pool[k++] = h;
     for (int i = 0; i < nh; i++) { /* partial Fisher-Yates */
-        int r = i + (int)sim_rng_below(&a->rng, (uint64_t)(k - i));
+        int r = i + (int)crux_rng_below(&a->rng, (uint64_t)(k - i));
         int t = pool[i];
         pool[i] = pool[r];
         pool[r] = t;

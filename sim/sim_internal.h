@@ -15,15 +15,8 @@
 #include <stdint.h>
 
 #include "common/crux_err.h"
+#include "common/crux_rng.h"
 #include "sim/crux_sim.h"
-
-/* ---- random numbers (splitmix64: small, seeded, the same everywhere) */
-typedef struct {
-    uint64_t s;
-} sim_rng_t;
-uint64_t sim_rng_next(sim_rng_t *r);
-double sim_rng_uniform(sim_rng_t *r);             /* [0, 1) */
-uint64_t sim_rng_below(sim_rng_t *r, uint64_t n); /* [0, n), n > 0 */
 
 /* ---- workload storage */
 typedef struct {
@@ -50,7 +43,7 @@ typedef struct {
     uint64_t *full;               /* all GPUs of each host */
     int *tor_idle;                /* hosts of each ToR with every GPU free */
     int total_gpus;
-    sim_rng_t rng;
+    crux_rng_t rng;
 } sim_alloc_t;
 crux_status_t sim_alloc_init(sim_alloc_t *a, const crux_sched_cluster_t *c, uint64_t seed);
 void sim_alloc_free(sim_alloc_t *a);

@@ -98,13 +98,13 @@ typedef struct {
     double *fprev, *fcur;
     int *arg; /* arg[k * (n+1) + i] */
     mono_t m;
-    sched_rng_t rng;
+    crux_rng_t rng;
 } ctx_t;
 
-static void shuffle(sched_rng_t *r, int *a, int n)
+static void shuffle(crux_rng_t *r, int *a, int n)
 {
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)sched_rng_below(r, (uint64_t)i + 1);
+        int j = (int)crux_rng_below(r, (uint64_t)i + 1);
         int t = a[i];
         a[i] = a[j];
         a[j] = t;
@@ -224,7 +224,7 @@ crux_status_t sched_dag_compress(const sched_dag_t *g, int levels, int orders, u
     if (!uf || !comp_off || !comp || !fill || !best || !x.order || !x.pos || !x.indeg || !x.queue ||
         !x.fprev || !x.fcur || !x.arg || !x.m.parent || !x.m.prev || !x.m.next || !x.m.d)
         goto out;
-    sched_rng_seed(&x.rng, seed);
+    crux_rng_seed(&x.rng, seed);
 
     /* weakly connected components: each gets all the levels */
     for (int v = 0; v < n; v++)

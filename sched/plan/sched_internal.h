@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "common/crux_err.h"
+#include "common/crux_rng.h"
 #include "sched/crux_sched.h"
 
 /* A link end is a NIC (global NIC id >= 0) or a switch: SCHED_SW(s) < 0. */
@@ -92,15 +93,6 @@ int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src
 int sched_path_best(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic, int dst_nic,
                     const double *load, double rate, int *links, int max, uint64_t *index,
                     uint64_t *count);
-
-/* rng.c: splitmix64-seeded xoshiro256** */
-typedef struct {
-    uint64_t s[4];
-} sched_rng_t;
-void sched_rng_seed(sched_rng_t *r, uint64_t seed);
-uint64_t sched_rng_next(sched_rng_t *r);
-uint64_t sched_rng_below(sched_rng_t *r, uint64_t n); /* uniform in [0, n) */
-uint64_t sched_hash64(uint64_t x);
 
 /* compress.c: Algorithm 1 on a DAG given as CSR (in- and out-edges). */
 typedef struct {

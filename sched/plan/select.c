@@ -82,10 +82,10 @@ static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
 {
     const crux_sched_cluster_t *c = p->c;
     sched_scratch_t s;
-    sched_rng_t rng;
+    crux_rng_t rng;
     if (sched_scratch_init(&s, c) != 0)
         return CRUX_ERR_NO_MEMORY;
-    sched_rng_seed(&rng, seed);
+    crux_rng_seed(&rng, seed);
     memset(p->load, 0, (size_t)c->nlinks * sizeof(double));
     p->npath = 0;
     crux_status_t st = CRUX_OK;
@@ -107,8 +107,8 @@ static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
                     break;
                 }
                 fl->index = mode == CRUX_SCHED_PATHS_ECMP
-                                ? sched_hash64(h ^ (uint64_t)(f - j->flow_off)) % fl->count
-                                : sched_rng_below(&rng, fl->count);
+                                ? crux_hash64(h ^ (uint64_t)(f - j->flow_off)) % fl->count
+                                : crux_rng_below(&rng, fl->count);
                 hops = sched_path_unrank(c, &s, fl->src, fl->dst, fl->index, links, SCHED_MAX_HOPS);
             }
             if (hops < 0) {

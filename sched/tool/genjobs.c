@@ -32,7 +32,7 @@ typedef struct {
     int *order;     /* hosts in ToR order */
     uint64_t *free; /* free GPU mask per host */
     int cursor, rounds, packed;
-    sched_rng_t rng;
+    crux_rng_t rng;
 } alloc_t;
 
 static const alloc_t *sort_alloc;
@@ -56,7 +56,7 @@ static void reset(alloc_t *a)
  * free GPUs; -1 after a full pass. */
 static int next_host(alloc_t *a, int need)
 {
-    int start = a->packed ? a->cursor : (int)sched_rng_below(&a->rng, (uint64_t)a->nhosts);
+    int start = a->packed ? a->cursor : (int)crux_rng_below(&a->rng, (uint64_t)a->nhosts);
     for (int k = 0; k < a->nhosts; k++) {
         int pos = (start + k) % a->nhosts, h = a->order[pos];
         if (__builtin_popcountll(a->free[h]) >= need) {
@@ -93,11 +93,6 @@ static int place(alloc_t *a, int gpus, crux_sched_place_t *out)
         a->rounds++;
     }
     return -1;
-}
-
-static double uniform(sched_rng_t *r)
-{
-    return (double)(sched_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 int tool_gen_jobs(int argc, char **argv)
@@ -170,18 +165,18 @@ int tool_gen_jobs(int argc, char **argv)
     sort_alloc = &a;
     qsort(a.order, (size_t)c->nhosts, sizeof(int), by_tor);
     reset(&a);
-    sched_rng_seed(&a.rng, seed);
+    crux_rng_seed(&a.rng, seed);
     fprintf(f,
             "{\n  \"generator\": {\"cluster\": \"%s\", \"count\": %d, \"seed\": %llu, "
             "\"placement\": \"%s\"},\n  \"jobs\": [\n",
             cluster, count, (unsigned long long)seed, packed ? "packed" : "random");
     for (int i = 0; i < count && rc == TOOL_OK; i++) {
-        double u = uniform(&a.rng), acc = 0;
+        double u = crux_rng_uniform(&a.rng), acc = 0;
         int m = 0;
         while (m < nmodels - 1 && u >= (acc += models[m].share))
             m++;
         const crux_sched_model_t *md = &models[m];
-        int gpus = md->gpus[sched_rng_below(&a.rng, (uint64_t)md->ngpus)];
+        int gpus = md->gpus[crux_rng_below(&a.rng, (uint64_t)md->ngpus)];
         if (gpus > a.gpus_per_host * c->nhosts)
             gpus = a.gpus_per_host * c->nhosts;
         int nh = place(&a, gpus, pl);
@@ -190,7 +185,7 @@ int tool_gen_jobs(int argc, char **argv)
             rc = TOOL_INPUT;
             break;
         }
-        double compute = md->compute_s * (0.8 + 0.4 * uniform(&a.rng));
+        double compute = md->compute_s * (0.8 + 0.4 * crux_rng_uniform(&a.rng));
         fprintf(f,
                 "    {\"id\": \"job-%05d\", \"model\": \"%s\", \"compute_s\": %.4f, "
                 "\"overlap\": %.2f, \"allreduce_bytes\": %.0f, \"placement\": [",
