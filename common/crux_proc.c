@@ -68,3 +68,14 @@ uint64_t crux_proc_start_time(pid_t pid)
     }
     return p != NULL ? strtoull(p, NULL, 10) : 0;
 }
+
+int crux_proc_alive_since(pid_t pid, uint64_t start_time)
+{
+    if (start_time == 0) {
+        return crux_proc_alive(pid);
+    }
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    return crux_proc_start_time(pid) == start_time;
+}

@@ -15,4 +15,9 @@ int crux_proc_alive(pid_t pid);
  * the process is gone, a zombie, or /proc cannot be read. */
 uint64_t crux_proc_start_time(pid_t pid);
 
+/* 1 when 'pid' lives and is the process that started at 'start_time' (as
+ * crux_proc_start_time gave it), 0 when it is gone or the pid was reused;
+ * a start time of 0 (unknown when recorded) leaves it to crux_proc_alive. */
+int crux_proc_alive_since(pid_t pid, uint64_t start_time);
+
 #endif

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +30,7 @@ static uint64_t mono_ns(void)
 
 static int entry_alive(const arb_entry_t *e)
 {
-    if (kill(e->pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    if (e->start_time == 0) /* /proc was unreadable: trust kill() alone */
-        return 1;
-    return crux_proc_start_time(e->pid) == e->start_time;
+    return crux_proc_alive_since(e->pid, e->start_time);
 }
 
 int arb_lock(arb_table_t *t)
