@@ -594,16 +594,20 @@ typedef struct stream {
 
 static stream_t *streams;
 
-/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): one
- * queue, whose work runs only when the caller synchronizes (a synchronous
- * call, or a synchronize of a stream or event), never on another stream's
- * poll, so a library that reads a buffer the application is still writing
- * on the default stream gets the old bytes. */
-static stream_t legacy;
+/* The default streams: the legacy one (NULL, CU_STREAM_LEGACY) and the
+ * per-thread one (CU_STREAM_PER_THREAD; one queue per process here), whose
+ * work runs only when the caller synchronizes (a synchronous call, or a
+ * synchronize of that stream), never on another stream's poll, so a library
+ * that reads a buffer the application is still writing on a default stream
+ * gets the old bytes, and one that synchronizes the other default stream
+ * too. */
+static stream_t legacy, per_thread;
 
 static stream_t *of(CUstream stream)
 {
-    return (uintptr_t)stream <= 2 ? &legacy : (stream_t *)stream;
+    return (uintptr_t)stream == (uintptr_t)CU_STREAM_PER_THREAD ? &per_thread
+           : (uintptr_t)stream <= 2                             ? &legacy
+                                                                : (stream_t *)stream;
 }
 
 static void enqueue(stream_t *st, op_t op)
@@ -625,15 +629,18 @@ static int blocked(const op_t *o)
            !__atomic_load_n(&o->event->done, __ATOMIC_ACQUIRE);
 }
 
-/* 1 when the default stream has a record of that event still to run. */
-static int records_on_legacy(const event_t *e)
+/* The default stream with a record of that event still to run, or NULL. */
+static stream_t *recorder(const event_t *e)
 {
-    for (const op_t *o = legacy.head; o != NULL; o = o->next) {
-        if (o->kind == OP_RECORD && o->event == e) {
-            return 1;
+    stream_t *defaults[] = { &legacy, &per_thread };
+    for (int i = 0; i < 2; i++) {
+        for (const op_t *o = defaults[i]->head; o != NULL; o = o->next) {
+            if (o->kind == OP_RECORD && o->event == e) {
+                return defaults[i];
+            }
         }
     }
-    return 0;
+    return NULL;
 }
 
 /* Run the head operation of a stream; 0 when it is blocked or empty.  A
@@ -643,8 +650,9 @@ static int records_on_legacy(const event_t *e)
 static int run_one(stream_t *st)
 {
     op_t *o = st->head;
-    while (o != NULL && st != &legacy && blocked(o) && records_on_legacy(o->event) &&
-           run_one(&legacy)) {
+    stream_t *q;
+    while (o != NULL && st != &legacy && st != &per_thread && blocked(o) &&
+           (q = recorder(o->event)) != NULL && run_one(q)) {
     }
     if (o == NULL || blocked(o)) {
         if (o != NULL) {
@@ -673,7 +681,7 @@ static void run_all(void)
 {
     for (int progress = 1; progress;) {
         progress = 0;
-        while (run_one(&legacy)) {
+        while (run_one(&legacy) || run_one(&per_thread)) {
             progress = 1;
         }
         for (stream_t *st = streams; st != NULL; st = st->next) {
@@ -807,7 +815,17 @@ CUresult cuStreamSynchronize(CUstream stream)
         return sticky;
     }
     pthread_mutex_lock(&lock);
-    run_all();
+    if ((uintptr_t)stream <= 2) {
+        /* that default stream's work, not the other's */
+        stream_t *q = of(stream);
+        while (run_one(q)) {
+        }
+        if (q->head != NULL) {
+            run_all(); /* it waits on an event of another stream */
+        }
+    } else {
+        run_all();
+    }
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -841,9 +859,10 @@ static void *default_stream_runner(void *arg)
         pthread_mutex_lock(&lock);
         for (int i = 0; i < MAX_SHARED_EVENTS; i++) {
             event_t *e = shared_events[i].event;
+            stream_t *q;
             while (e != NULL && shared_events[i].owned &&
-                   __atomic_load_n(&e->wanted, __ATOMIC_ACQUIRE) && records_on_legacy(e) &&
-                   run_one(&legacy)) {
+                   __atomic_load_n(&e->wanted, __ATOMIC_ACQUIRE) && (q = recorder(e)) != NULL &&
+                   run_one(q)) {
             }
         }
         pthread_mutex_unlock(&lock);
