@@ -79,6 +79,7 @@ crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)
         return CRUX_OK;
     }
     g->topo_applied = 1;
+    crux_status_t first = CRUX_OK; /* a pair refused keeps its nominal paths, the others go on */
     int gpus = crux_topo_count(topo, CRUX_TOPO_DEV_GPU);
     for (int a = 0; a < gpus; a++) {
         char src[CRUX_CUDA_NAME_SIZE], dst[CRUX_CUDA_NAME_SIZE];
@@ -93,12 +94,10 @@ crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)
                 continue;
             }
             crux_status_t st = crux_tl_engine_gpu_paths(g->engine, src, dst, paths, n);
-            if (st != CRUX_OK) {
-                return st;
-            }
+            first = first == CRUX_OK ? st : first;
         }
     }
-    return CRUX_OK;
+    return first;
 }
 #else
 crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)

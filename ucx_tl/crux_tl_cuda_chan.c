@@ -469,7 +469,8 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_name
             (paths[i].kind == CRUX_TL_CHAN_CUDA_PEER &&
              (paths[i].nrelays < 1 || paths[i].nrelays > 2 ||
               memchr(paths[i].relay[0], '\0', CRUX_CUDA_NAME_SIZE) == NULL ||
-              memchr(paths[i].relay[1], '\0', CRUX_CUDA_NAME_SIZE) == NULL)) ||
+              (paths[i].nrelays == 2 &&
+               memchr(paths[i].relay[1], '\0', CRUX_CUDA_NAME_SIZE) == NULL))) ||
             (paths[i].kind != CRUX_TL_CHAN_CUDA_PEER && paths[i].kind != CRUX_TL_CHAN_CUDA_IPC &&
              paths[i].kind != CRUX_TL_CHAN_CUDA_HOST)) {
             return CRUX_ERR_INVALID;

@@ -1009,11 +1009,11 @@ static int topo_body(fork_group_member_t *m, void *arg)
 static int t_topo_figures(void)
 {
     int mig = 0;
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* the topology names the stand-in's GPUs, not a real machine's */
+    }
     if (fork_group_run(1, topo_body, &mig) != 0) {
         return 1;
-    }
-    if (mock_sym("mock_cuda_copies") == NULL) {
-        return 0;
     }
     setenv("MOCK_CUDA_MIG", "1", 1); /* the stand-in's: one PCI bus id for both */
     mig = 1;
