@@ -59,6 +59,8 @@ const char *crux_tl_engine_calib_path(const crux_tl_engine_t *e)
 
 /* --- the cache file ------------------------------------------------------------ */
 
+_Static_assert(CRUX_TL_SIGNATURE_SIZE == 192, "cache_read's %191s");
+
 typedef struct {
     char signature[CRUX_TL_SIGNATURE_SIZE];
     double bandwidth, latency, chunk_cost;
