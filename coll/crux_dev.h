@@ -156,9 +156,12 @@ crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *group, const crux_coll_i
                                       unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                       crux_dtype_t dtype, crux_op_t op);
 
-/* Nominal GPU paths from the node's topology: for every ordered pair of GPUs
- * in 'topo', its multipath set (crux_topo_multipath) becomes the engine's
- * CUDA channels between the two devices.  Call before device transfers. */
+/* GPU paths from the node's topology: for every ordered pair of GPUs in
+ * 'topo' that the driver shows, its multipath set (crux_topo_multipath)
+ * becomes the engine's CUDA channels between the two devices, their
+ * bandwidths the channels' figures until calibrated.  Call before device
+ * transfers; 'topo' must outlive the group.  Without the driver yet, the
+ * paths are given at the group's first device call. */
 struct crux_topo;
 crux_status_t crux_dev_group_use_topo(crux_dev_group_t *group, const struct crux_topo *topo);
 

@@ -22,42 +22,23 @@
 #include "coll/crux_oob.h"
 
 #ifdef CRUX_HAVE_CUDA
-/* The device's identity: its UUID (MIG instances have their own), else its
- * PCI bus id on drivers before 11.4. */
+_Static_assert(CRUX_DEV_ID_SIZE == CRUX_CUDA_NAME_SIZE, "a device's name fits its card");
+
+/* The device's identity: its name (crux_cuda_name: its UUID, a MIG
+ * instance's own; the PCI bus id only on drivers before 11.4). */
 static int device_id(int device, uint8_t id[CRUX_DEV_ID_SIZE])
 {
-    const crux_cuda_api_t *cu = crux_cuda();
-    CUdevice dev;
     memset(id, 0, CRUX_DEV_ID_SIZE);
-    if (cu == NULL || cu->DeviceGet(&dev, device) != CUDA_SUCCESS) {
-        return -1;
-    }
-    if (cu->DeviceGetUuid != NULL) {
-        CUuuid uuid;
-        if (cu->DeviceGetUuid(&uuid, dev) != CUDA_SUCCESS) {
-            return -1;
-        }
-        memcpy(id, uuid.bytes,
-               sizeof(uuid.bytes) < CRUX_DEV_ID_SIZE ? sizeof(uuid.bytes) : CRUX_DEV_ID_SIZE);
-        return 0;
-    }
-    return crux_cuda_pci(device, (char *)id, CRUX_DEV_ID_SIZE);
+    return crux_cuda_name(device, (char *)id);
 }
 
 /* The ordinal here of the device with that identity, -1 if not visible. */
 static int device_here(const uint8_t id[CRUX_DEV_ID_SIZE])
 {
-    int count = 0;
-    if (crux_cuda() == NULL || crux_cuda()->DeviceGetCount(&count) != CUDA_SUCCESS) {
-        return -1;
+    if (memchr(id, '\0', CRUX_DEV_ID_SIZE) == NULL) {
+        return -1; /* a peer's card: text bounded before use */
     }
-    for (int d = 0; d < count; d++) {
-        uint8_t other[CRUX_DEV_ID_SIZE];
-        if (device_id(d, other) == 0 && memcmp(other, id, CRUX_DEV_ID_SIZE) == 0) {
-            return d;
-        }
-    }
-    return -1;
+    return crux_cuda_device_named((const char *)id);
 }
 
 /* 1 when our device can map the memory of every member's device. */
@@ -93,6 +74,9 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
 {
     crux_dev_group_t *g = c->g;
     crux_dev_card_t me = { .status = mine };
+    /* the topology's GPU paths, once the driver is there; without them (no
+     * memory) the direct copies carry the bytes */
+    (void)crux_dev_topo_apply(g);
     if (mine == CRUX_OK && device_id(c->device, me.id) != 0) {
         me.status = CRUX_ERR_UNSUPPORTED;
     }

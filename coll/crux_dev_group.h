@@ -4,7 +4,7 @@
 
 #include "coll/crux_dev_internal.h"
 
-#define CRUX_DEV_ID_SIZE 16 /* a device's UUID (or PCI bus id) */
+#define CRUX_DEV_ID_SIZE 48 /* a device's name: "GPU-" and its UUID (crux_cuda_name) */
 
 /* The events a device call's copies wait on (crux_dev_order.c): one on the
  * legacy, one on the per-thread default stream; IPC handles of 64 bytes. */
@@ -63,6 +63,10 @@ struct crux_dev_group {
     int whole;        /* lanes, and whole calls are on */
     uint64_t caller;  /* crux_dev_group_set_caller's word, mixed into lane tags */
     void *call_mem;   /* a call's arrays (crux_dev_allreduce.c) */
+    /* the node's topology (crux_dev_group_use_topo), and whether its GPU
+     * paths went to the engine (they need the driver) */
+    const struct crux_topo *topo;
+    int topo_applied;
     size_t call_mem_size;
 };
 
@@ -82,6 +86,10 @@ crux_status_t crux_dev_order_open(crux_dev_group_t *group, int device,
 /* Make the engine's CUDA channels wait on every member's events. */
 crux_status_t crux_dev_order_apply(crux_dev_group_t *group);
 void crux_dev_order_release(crux_dev_group_t *group);
+
+/* Give the topology's GPU paths to the engine, once, when the driver is
+ * there (crux_dev_topo.c); CRUX_OK without a topology or a driver. */
+crux_status_t crux_dev_topo_apply(crux_dev_group_t *group);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
 crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);

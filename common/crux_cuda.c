@@ -248,20 +248,70 @@ int crux_cuda_pci(int device, char *pci, size_t len)
     return 0;
 }
 
-int crux_cuda_device_of(const char *pci)
+/* Device names, looked up once: the set of devices of a process does not
+ * change once the driver is initialised. */
+static char names[MAX_CONTEXTS][CRUX_CUDA_NAME_SIZE];
+static int names_known = -1; /* devices named; -1: not yet looked */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int look_up_name(const crux_cuda_api_t *cu, int device, char *name)
 {
-    const crux_cuda_api_t *cu = crux_cuda();
     CUdevice dev;
-    int count = 0;
-    if (cu == NULL || cu->DeviceGetByPCIBusId(&dev, pci) != CUDA_SUCCESS ||
-        cu->DeviceGetCount(&count) != CUDA_SUCCESS) {
+    CUuuid u;
+    if (cu->DeviceGet(&dev, device) != CUDA_SUCCESS) {
         return -1;
     }
-    /* a CUdevice is its ordinal in practice; check rather than assume */
-    for (int i = 0; i < count; i++) {
-        CUdevice d;
-        if (cu->DeviceGet(&d, i) == CUDA_SUCCESS && d == dev) {
-            return i;
+    if (cu->DeviceGetUuid == NULL) {
+        return crux_cuda_pci(device, name, CRUX_CUDA_NAME_SIZE);
+    }
+    if (cu->DeviceGetUuid(&u, dev) != CUDA_SUCCESS) {
+        return -1;
+    }
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    snprintf(name, CRUX_CUDA_NAME_SIZE,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    return 0;
+}
+
+/* The number of devices named (0 without a driver). */
+static int named_devices(void)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    int known = __atomic_load_n(&names_known, __ATOMIC_ACQUIRE);
+    if (known >= 0 || cu == NULL) {
+        return known < 0 ? 0 : known;
+    }
+    pthread_mutex_lock(&names_lock);
+    int count = 0;
+    if (names_known < 0 && cu->DeviceGetCount(&count) == CUDA_SUCCESS) {
+        int n = 0;
+        while (n < count && n < MAX_CONTEXTS && look_up_name(cu, n, names[n]) == 0) {
+            n++;
+        }
+        __atomic_store_n(&names_known, n, __ATOMIC_RELEASE);
+    }
+    known = names_known < 0 ? 0 : names_known;
+    pthread_mutex_unlock(&names_lock);
+    return known;
+}
+
+int crux_cuda_name(int device, char name[CRUX_CUDA_NAME_SIZE])
+{
+    if (device < 0 || device >= named_devices()) {
+        return -1;
+    }
+    memcpy(name, names[device], CRUX_CUDA_NAME_SIZE);
+    return 0;
+}
+
+int crux_cuda_device_named(const char *name)
+{
+    int n = named_devices();
+    for (int d = 0; d < n; d++) {
+        if (strncmp(names[d], name, CRUX_CUDA_NAME_SIZE) == 0) {
+            return d;
         }
     }
     return -1;

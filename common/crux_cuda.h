@@ -83,8 +83,17 @@ void crux_cuda_host_free(void *ptr);
 
 /* The PCI bus id of a device, "dddd:bb:dd.f" in lower case; 0 on success. */
 int crux_cuda_pci(int device, char *pci, size_t len);
-/* The ordinal of the device with that PCI bus id here, -1 if not visible. */
-int crux_cuda_device_of(const char *pci);
+
+/* A device's name, the same in every process of the node (ordinals differ
+ * between processes): "GPU-" and its UUID as NVML writes it
+ * ("GPU-6f1b2c3d-..."), the MIG instance's own UUID for a MIG instance
+ * (cuDeviceGetUuid_v2); its PCI bus id on drivers before 11.4, which cannot
+ * tell MIG instances apart.  Not a PCI bus id otherwise: MIG instances of
+ * one GPU share that.  0 on success; names are looked up once per device. */
+#define CRUX_CUDA_NAME_SIZE 48
+int crux_cuda_name(int device, char name[CRUX_CUDA_NAME_SIZE]);
+/* The ordinal of the device of that name here, -1 if not visible. */
+int crux_cuda_device_named(const char *name);
 
 crux_status_t crux_cuda_status(CUresult result);
 #endif

@@ -246,6 +246,12 @@ int coll_crux_stage_out(const coll_crux_staged_t *staged, void *rbuf);
 /* the multipath engine's group of a communicator, built on first use; NULL
  * when it cannot be had (coll_crux_group.c) */
 struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+/* This machine's topology, loaded once (coll_crux_hier.c); NULL when it
+ * cannot be. */
+struct crux_topo;
+const struct crux_topo *coll_crux_topo(void);
+/* Give a device group the topology's GPU paths (coll_crux_device.c). */
+void coll_crux_device_topo(struct crux_dev_group *group);
 /* An engine group over 'oob' with the component's settings (collective). */
 crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob,
                                             struct crux_dev_group **group);

@@ -51,6 +51,19 @@ int coll_crux_host_ready(const void *sbuf, const void *rbuf)
     return st == CRUX_OK ? OMPI_SUCCESS : OMPI_ERROR;
 }
 
+/* The topology's figures for the CUDA channels: without them a device pair
+ * has only its direct copy (the host-staged path's nominal 12 GB/s took a
+ * third of every transfer, even over NVSwitch).  The topology is loaded once
+ * per process, by hier too; the paths go to the engine when the driver is
+ * there (crux_dev_group_use_topo). */
+void coll_crux_device_topo(crux_dev_group_t *group)
+{
+    const struct crux_topo *topo = coll_crux_topo();
+    if (topo != NULL && crux_dev_group_use_topo(group, topo) != CRUX_OK) {
+        CRUX_VERBOSE(1, "the topology's GPU paths were refused: direct copies only");
+    }
+}
+
 bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop)
 {
     return crux_dev_reduce_supported(cdtype, cop);

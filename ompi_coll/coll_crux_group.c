@@ -124,7 +124,11 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
     config.stream_min_bytes = host.stream_min_bytes;
     config.engine.far_latency = host.far_latency;
     config.local_procs = host.local_procs;
-    return crux_dev_group_create(oob, &config, group);
+    crux_status_t st = crux_dev_group_create(oob, &config, group);
+    if (st == CRUX_OK) {
+        coll_crux_device_topo(*group);
+    }
+    return st;
 }
 
 crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *m, crux_dev_group_t **group)

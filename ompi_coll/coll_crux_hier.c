@@ -31,7 +31,7 @@
 #include "ompi_coll/coll_crux.h"
 #include "coll/crux_dev.h"
 
-/* The host groups of this machine, loaded once per process. */
+/* The machine's topology, loaded once per process: host groups, GPU paths. */
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static crux_topo_t *topo;
 static bool topo_tried;
@@ -62,8 +62,8 @@ static void binding(char *list, size_t size)
     }
 }
 
-/* The package this process is bound in, or 0 when that is not one package. */
-static int package_of_process(void)
+/* This machine's topology, loaded on first use (NULL when it cannot be). */
+const crux_topo_t *coll_crux_topo(void)
 {
     pthread_mutex_lock(&topo_lock);
     if (!topo_tried) {
@@ -77,10 +77,17 @@ static int package_of_process(void)
         }
         topo_tried = true;
     }
+    pthread_mutex_unlock(&topo_lock);
+    return topo;
+}
+
+/* The package this process is bound in, or 0 when that is not one package. */
+static int package_of_process(void)
+{
+    const crux_topo_t *t = coll_crux_topo();
     char cpus[1024];
     binding(cpus, sizeof(cpus));
-    int group = topo != NULL ? crux_topo_host_group_of_cpus(topo, cpus) : -1;
-    pthread_mutex_unlock(&topo_lock);
+    int group = t != NULL ? crux_topo_host_group_of_cpus(t, cpus) : -1;
     return group < 0 ? 0 : group;
 }
 

@@ -564,19 +564,21 @@ const char *crux_tl_engine_calib_path(const crux_tl_engine_t *engine);
 /* GPU paths between two devices, e.g. from topo's multipath set: a direct
  * path (kind CUDA_IPC: NVLink, NVSwitch, PCIe peer to peer), a path through
  * relay GPUs (CUDA_PEER) or through host memory (CUDA_HOST), each with its
- * nominal bandwidth.  Devices are named by PCI bus id ("0000:3b:00.0"), as
- * ordinals differ between processes.  Without a call, a device pair uses a
- * direct and a host-staged path with nominal figures. */
+ * nominal bandwidth.  Devices are named by UUID ("GPU-6f1b2c3d-...", a MIG
+ * instance's own; crux_cuda_name), as ordinals differ between processes and
+ * MIG instances of one GPU share a PCI bus id.  Without a call, a device
+ * pair uses a direct and a host-staged path with nominal figures. */
+#define CRUX_TL_DEVICE_NAME_SIZE 48
 typedef struct {
     crux_tl_chan_kind_t kind;
-    double bandwidth;  /* bytes per second */
-    unsigned nrelays;  /* CUDA_PEER: 1 or 2 */
-    char relay[2][16]; /* CUDA_PEER: PCI bus ids of the relay GPUs, in order */
+    double bandwidth;                        /* bytes per second */
+    unsigned nrelays;                        /* CUDA_PEER: 1 or 2 */
+    char relay[2][CRUX_TL_DEVICE_NAME_SIZE]; /* CUDA_PEER: the relay GPUs' names, in order */
 } crux_tl_gpu_path_t;
 
 #define CRUX_TL_MAX_GPU_PATHS 8
-crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *engine, const char *src_pci,
-                                       const char *dst_pci, const crux_tl_gpu_path_t *paths,
+crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *engine, const char *src_name,
+                                       const char *dst_name, const crux_tl_gpu_path_t *paths,
                                        unsigned npaths);
 
 #endif

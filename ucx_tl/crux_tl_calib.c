@@ -59,8 +59,10 @@ const char *crux_tl_engine_calib_path(const crux_tl_engine_t *e)
 
 /* --- the cache file ------------------------------------------------------------ */
 
+_Static_assert(CRUX_TL_SIGNATURE_SIZE == 192, "cache_read's %191s");
+
 typedef struct {
-    char signature[96];
+    char signature[CRUX_TL_SIGNATURE_SIZE];
     double bandwidth, latency, chunk_cost;
 } cache_line_t;
 
@@ -77,14 +79,14 @@ static unsigned cache_read(const char *path, cache_line_t *lines, unsigned max)
         }
         return 0;
     }
-    char text[256];
+    char text[CRUX_TL_SIGNATURE_SIZE + 128];
     unsigned n = 0;
     int header = fgets(text, sizeof(text), f) != NULL &&
                  strncmp(text, CACHE_HEADER, strlen(CACHE_HEADER)) == 0;
     while (header && n < max && fgets(text, sizeof(text), f) != NULL) {
         cache_line_t *l = &lines[n];
         if (text[0] != '#' &&
-            sscanf(text, "%95s %lf %lf %lf", l->signature, &l->bandwidth, &l->latency,
+            sscanf(text, "%191s %lf %lf %lf", l->signature, &l->bandwidth, &l->latency,
                    &l->chunk_cost) == 4 &&
             l->bandwidth > 0 && isfinite(l->bandwidth) && l->latency >= 0 && isfinite(l->latency) &&
             l->chunk_cost >= 0 && isfinite(l->chunk_cost)) { /* 1e405 is inf: fuzz_calib */

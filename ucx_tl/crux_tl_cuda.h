@@ -24,16 +24,20 @@ typedef struct crux_tl_import {
     uint64_t base; /* 0: replaced (the peer reused the range), unmapped once idle */
     CUipcMemHandle handle;
     CUdeviceptr mapped;
-    int device;    /* whose context opened it: part of the key */
-    size_t bytes;  /* the whole allocation mapped */
+    int device;   /* whose context opened it: part of the key */
+    size_t bytes; /* the whole allocation mapped */
+    /* the same allocation mapped in the context of the exporter's own
+     * device, where staged channels run their first hop (0: not yet) */
+    int home; /* the exporter's device here, -1: not visible */
+    CUdeviceptr at_home;
     unsigned busy; /* transfers using it */
     uint64_t used; /* the cache's clock at the last use */
 } crux_tl_import_t;
 
-/* The paths and channels between two devices, by PCI bus id. */
+/* The paths and channels between two devices, by name (crux_cuda_name). */
 typedef struct crux_tl_dpair {
     struct crux_tl_dpair *next;
-    char src[16], dst[16];
+    char src[CRUX_CUDA_NAME_SIZE], dst[CRUX_CUDA_NAME_SIZE];
     unsigned npaths;
     crux_tl_gpu_path_t path[CRUX_TL_MAX_GPU_PATHS];
     crux_tl_chan_t *chan[CRUX_TL_MAX_GPU_PATHS]; /* NULL until used */
@@ -56,6 +60,12 @@ struct crux_tl_cuda_state {
 
 /* The engine's CUDA state, created on first use; NULL without memory. */
 crux_tl_cuda_state_t *crux_tl_cuda_state(crux_tl_engine_t *engine);
+
+/* Where 'ptr', a peer's buffer mapped in the context of 'device', is mapped
+ * in the context of its own device 'home' (opened there on first use, kept
+ * with the import); 'ptr' itself when it is no import (our own memory). */
+crux_status_t crux_tl_cuda_at_home(crux_tl_cuda_state_t *state, CUdeviceptr ptr, int device,
+                                   int home, CUdeviceptr *out);
 #endif
 
 #endif

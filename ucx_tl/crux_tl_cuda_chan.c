@@ -1,4 +1,4 @@
-/* CUDA channels.  The receiver moves every device byte: from the sender's
+/* CUDA channels.  The receiver drives every device byte: from the sender's
  * buffer (mapped by IPC) straight into its own (direct), or through staging
  * slots in one or two relay GPUs or in pinned host memory, one copy per hop.
  * Each hop has its own stream; a chunk's copy on hop h waits for its copy on
@@ -6,9 +6,15 @@
  * two or more slots, the staging is double buffered).  A direct channel
  * spreads its chunks over two streams so that copy engines can overlap them.
  *
- * All of a channel's calls are made in the primary context of the
- * receiving device, where the IPC mappings are opened; relay buffers are
- * allocated on their GPU and reached through peer access. */
+ * Each hop runs in the primary context of the GPU that holds its source,
+ * which pushes the bytes out over its own links: the direct copy in the
+ * receiving device's (the sender's buffer mapped there); the first hop of a
+ * staged channel in the sending device's (the sender's buffer mapped in
+ * that context too), so a stripe through host memory crosses the sender's
+ * link once and the receiver's once, not the receiver's twice; each relay
+ * hop in its relay GPU's.  A staged channel needs the sender's GPU visible
+ * in this process (it is not built otherwise), and peer access from each
+ * hop's GPU to the next one's (a refusal is no channel). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +27,14 @@
 #define MAX_HOPS       3
 #define DIRECT_STREAMS 2
 
+_Static_assert(CRUX_CUDA_NAME_SIZE == CRUX_TL_DEVICE_NAME_SIZE, "one device name size");
+
 typedef struct {
     crux_tl_chan_t chan;
-    int device; /* receiving device: the context of every call */
+    int device; /* receiving device */
     unsigned hops;
     unsigned nstreams;
+    int hop_device[MAX_HOPS]; /* whose context runs each hop (its stream's, its events') */
     CUstream stream[MAX_HOPS];
     CUevent event[MAX_HOPS][SLOTS];
     CUdeviceptr stage[MAX_HOPS - 1]; /* device staging areas ... */
@@ -42,33 +51,60 @@ static CUdeviceptr slot_ptr(const cuda_chan_t *c, unsigned hop, unsigned slot)
     return c->host_stage != NULL ? (CUdeviceptr)(uintptr_t)c->host_stage + at : c->stage[hop] + at;
 }
 
+static CUstream hop_stream(const cuda_chan_t *c, unsigned hop, unsigned slot)
+{
+    return c->stream[c->hops == 1 ? slot % c->nstreams : hop];
+}
+
+/* New events to come after (the application's work): every stream of the
+ * channel waits on them, on the GPU, before its next copy. */
+static CUresult wait_order(cuda_chan_t *c)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < c->nstreams && r == CUDA_SUCCESS; i++) {
+        int device = c->hop_device[c->hops == 1 ? 0 : i];
+        if (crux_cuda_push(device) != CRUX_OK) {
+            return CUDA_ERROR_INVALID_CONTEXT;
+        }
+        for (unsigned k = 0; k < c->state->norder && r == CUDA_SUCCESS; k++) {
+            r = cu->StreamWaitEvent(c->stream[i], (CUevent)c->state->order[k], 0);
+        }
+        crux_cuda_pop();
+    }
+    if (r == CUDA_SUCCESS) {
+        c->order_gen = c->state->order_gen;
+    }
+    return r;
+}
+
 static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
 {
     cuda_chan_t *c = (cuda_chan_t *)chan;
     const crux_cuda_api_t *cu = crux_cuda();
-    if (c->nfree == 0 || crux_cuda_push(c->device) != CRUX_OK) {
+    if (c->nfree == 0) {
         return CRUX_ERR_NO_RESOURCE;
     }
-    CUresult r = CUDA_SUCCESS;
-    if (c->order_gen != c->state->order_gen) {
-        /* new events to come after (the application's work): every stream
-         * of the channel waits on them, on the GPU, before its next copy */
-        for (unsigned i = 0; i < c->nstreams && r == CUDA_SUCCESS; i++) {
-            for (unsigned k = 0; k < c->state->norder && r == CUDA_SUCCESS; k++) {
-                r = cu->StreamWaitEvent(c->stream[i], (CUevent)c->state->order[k], 0);
-            }
+    CUresult r = c->order_gen != c->state->order_gen ? wait_order(c) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) {
+        return crux_cuda_status(r);
+    }
+    CUdeviceptr from = (CUdeviceptr)(uintptr_t)chunk->src;
+    if (c->hop_device[0] != c->device) {
+        /* the first hop reads the sender's buffer in its own device's context */
+        crux_status_t st = crux_tl_cuda_at_home(c->state, from, c->device, c->hop_device[0], &from);
+        if (st != CRUX_OK) {
+            return st;
         }
-        if (r != CUDA_SUCCESS) {
-            crux_cuda_pop();
-            return crux_cuda_status(r);
-        }
-        c->order_gen = c->state->order_gen;
     }
     unsigned s = c->free_slot[--c->nfree];
-    CUdeviceptr from = (CUdeviceptr)(uintptr_t)chunk->src;
     for (unsigned h = 0; h < c->hops && r == CUDA_SUCCESS; h++) {
-        CUstream stream = c->stream[c->hops == 1 ? s % c->nstreams : h];
+        CUstream stream = hop_stream(c, h, s);
         CUdeviceptr to = h + 1 == c->hops ? (CUdeviceptr)(uintptr_t)chunk->dst : slot_ptr(c, h, s);
+        if (crux_cuda_push(c->hop_device[h]) != CRUX_OK) {
+            r = CUDA_ERROR_INVALID_CONTEXT;
+            break;
+        }
         if (h > 0) {
             r = cu->StreamWaitEvent(stream, c->event[h - 1][s], 0);
         }
@@ -78,9 +114,9 @@ static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
         if (r == CUDA_SUCCESS) {
             r = cu->EventRecord(c->event[h][s], stream);
         }
+        crux_cuda_pop();
         from = to;
     }
-    crux_cuda_pop();
     if (r != CUDA_SUCCESS) {
         c->free_slot[c->nfree++] = s;
         return crux_cuda_status(r);
@@ -93,7 +129,7 @@ static crux_status_t cuda_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
 static int cuda_test(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk)
 {
     cuda_chan_t *c = (cuda_chan_t *)chan;
-    if (crux_cuda_push(c->device) != CRUX_OK) {
+    if (crux_cuda_push(c->hop_device[c->hops - 1]) != CRUX_OK) {
         chunk->status = CRUX_ERR_IO;
     } else {
         CUresult r = crux_cuda()->EventQuery(c->event[c->hops - 1][chunk->slot]);
@@ -111,21 +147,24 @@ static void cuda_destroy(crux_tl_chan_t *chan)
 {
     cuda_chan_t *c = (cuda_chan_t *)chan;
     const crux_cuda_api_t *cu = crux_cuda();
-    if (crux_cuda_push(c->device) == CRUX_OK) {
-        for (unsigned i = 0; i < MAX_HOPS; i++) {
-            if (c->stream[i] != NULL) {
-                cu->StreamSynchronize(c->stream[i]);
-                cu->StreamDestroy(c->stream[i]);
-            }
-            for (unsigned s = 0; s < SLOTS; s++) {
-                if (c->event[i][s] != NULL) {
-                    cu->EventDestroy(c->event[i][s]);
-                }
+    for (unsigned i = 0; i < MAX_HOPS; i++) {
+        int device = c->hop_device[c->hops == 1 ? 0 : i];
+        if ((c->stream[i] == NULL && c->event[i][0] == NULL) || crux_cuda_push(device) != CRUX_OK) {
+            continue;
+        }
+        if (c->stream[i] != NULL) {
+            cu->StreamSynchronize(c->stream[i]);
+            cu->StreamDestroy(c->stream[i]);
+        }
+        for (unsigned s = 0; s < SLOTS; s++) {
+            if (c->event[i][s] != NULL) {
+                cu->EventDestroy(c->event[i][s]);
             }
         }
-        if (c->host_stage != NULL) {
-            cu->MemFreeHost(c->host_stage);
-        }
+        crux_cuda_pop();
+    }
+    if (c->host_stage != NULL && crux_cuda_push(c->device) == CRUX_OK) {
+        cu->MemFreeHost(c->host_stage);
         crux_cuda_pop();
     }
     for (unsigned h = 0; h + 1 < MAX_HOPS; h++) {
@@ -153,12 +192,35 @@ static void nominal(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
     a->resources = 0; /* the paths of a device pair are disjoint (topo) */
 }
 
+/* Let the context of 'from' write to the memory of 'to'; already enabled is
+ * fine.  Refused (no P2P between the two, 217): no such channel, the pair's
+ * other paths carry the bytes. */
+static crux_status_t peer_access(int from, int to)
+{
+    CUcontext to_ctx;
+    if (from == to) {
+        return CRUX_OK;
+    }
+    crux_status_t st = crux_cuda_push(to);
+    if (st != CRUX_OK) {
+        return st;
+    }
+    crux_cuda()->CtxPopCurrent(&to_ctx);
+    if ((st = crux_cuda_push(from)) == CRUX_OK) {
+        CUresult r = crux_cuda()->CtxEnablePeerAccess(to_ctx, 0);
+        crux_cuda_pop();
+        st = r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CRUX_OK : crux_cuda_status(r);
+    }
+    return st;
+}
+
 static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
 {
     const crux_cuda_api_t *cu = crux_cuda();
     size_t bytes = (size_t)SLOTS * c->chan.attr.max_chunk;
     if (p->kind == CRUX_TL_CHAN_CUDA_HOST) {
-        /* pinned memory belongs to a context: the driver refuses it without one */
+        /* pinned memory belongs to a context: the driver refuses it without
+         * one; portable, so that the sender's context reaches it too */
         crux_status_t st = crux_cuda_push(c->device);
         if (st == CRUX_OK) {
             st =
@@ -168,31 +230,47 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
         return st;
     }
     for (unsigned h = 0; h + 1 < c->hops; h++) {
-        int relay = crux_cuda_device_of(p->relay[h]);
-        if (relay < 0 || crux_cuda_push(relay) != CRUX_OK) {
-            return CRUX_ERR_NO_RESOURCE; /* the relay is not visible to this process */
-        }
-        CUcontext relay_ctx;
-        CUresult r = cu->MemAlloc(&c->stage[h], bytes);
-        cu->CtxPopCurrent(&relay_ctx);
-        if (r != CUDA_SUCCESS) {
-            return crux_cuda_status(r);
-        }
-        c->stage_device[h] = relay;
-        /* Let the receiving device's context reach the relay's memory;
-         * already enabled is fine.  Refused (no P2P between the two, 217):
-         * no such channel, the pair's other paths carry the bytes. */
-        crux_status_t st = crux_cuda_push(c->device);
-        if (st == CRUX_OK) {
-            r = cu->CtxEnablePeerAccess(relay_ctx, 0);
-            crux_cuda_pop();
-            st = r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? CRUX_OK : crux_cuda_status(r);
-        }
+        int relay = c->hop_device[h + 1];
+        crux_status_t st = crux_cuda_push(relay);
         if (st != CRUX_OK) {
             return st;
         }
+        st = crux_cuda_status(cu->MemAlloc(&c->stage[h], bytes));
+        crux_cuda_pop();
+        if (st != CRUX_OK) {
+            return st;
+        }
+        c->stage_device[h] = relay;
+        /* hop h writes the relay's memory from the context of its source */
+        if ((st = peer_access(c->hop_device[h], relay)) != CRUX_OK) {
+            return st;
+        }
     }
-    return CRUX_OK;
+    /* and the last relay writes the receiver's buffer */
+    return peer_access(c->hop_device[c->hops - 1], c->device);
+}
+
+/* Each hop's device: the sender's for the first hop of a staged channel,
+ * the relay's for a relay hop, the receiver's for the direct copy and the
+ * host stage's second hop; -1 when one is not visible here. */
+static int hop_devices(cuda_chan_t *c, const crux_tl_dpair_t *dp, const crux_tl_gpu_path_t *p)
+{
+    c->hop_device[0] = c->hops == 1 ? c->device : crux_cuda_device_named(dp->src);
+    for (unsigned h = 1; h < c->hops; h++) {
+        char relay[CRUX_CUDA_NAME_SIZE];
+        if (p->kind == CRUX_TL_CHAN_CUDA_PEER) {
+            memcpy(relay, p->relay[h - 1], sizeof(relay));
+            relay[sizeof(relay) - 1] = '\0';
+        }
+        c->hop_device[h] =
+            p->kind == CRUX_TL_CHAN_CUDA_PEER ? crux_cuda_device_named(relay) : c->device;
+    }
+    for (unsigned h = 0; h < c->hops; h++) {
+        if (c->hop_device[h] < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *dp,
@@ -214,15 +292,15 @@ static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *
      * each final stream only, not every chunk in flight */
     c->chan.ordered_queues = c->hops == 1 ? DIRECT_STREAMS : 1;
     char name[48];
-    snprintf(name, sizeof(name), "%s%s%s", crux_tl_chan_kind_name(p->kind),
+    snprintf(name, sizeof(name), "%s%s%.12s", crux_tl_chan_kind_name(p->kind),
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? ":" : "",
              p->kind == CRUX_TL_CHAN_CUDA_PEER ? p->relay[0] : "");
     crux_tl_chan_init(&c->chan, &cuda_ops, p->kind, name);
     /* "kind:src>relay...>dst": the cache key of the path's figures */
-    char via[40] = "";
+    char via[2 * CRUX_CUDA_NAME_SIZE + 2] = "";
     for (unsigned r = 0; p->kind == CRUX_TL_CHAN_CUDA_PEER && r < p->nrelays; r++) {
         size_t at = strlen(via);
-        snprintf(via + at, sizeof(via) - at, "%s>", p->relay[r]);
+        snprintf(via + at, sizeof(via) - at, "%.*s>", CRUX_CUDA_NAME_SIZE - 1, p->relay[r]);
     }
     snprintf(c->chan.signature, sizeof(c->chan.signature), "%s:%s>%s%s",
              crux_tl_chan_kind_name(p->kind), dp->src, via, dp->dst);
@@ -235,15 +313,16 @@ static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *
     for (unsigned s = 0; s < SLOTS; s++) {
         c->free_slot[c->nfree++] = s;
     }
-    crux_status_t st = make_staging(c, p);
-    if (st == CRUX_OK && (st = crux_cuda_push(device)) == CRUX_OK) {
-        for (unsigned i = 0; i < c->nstreams && st == CRUX_OK; i++) {
-            st = crux_cuda_status(cu->StreamCreate(&c->stream[i], CU_STREAM_NON_BLOCKING));
+    crux_status_t st = hop_devices(c, dp, p) == 0 ? make_staging(c, p) : CRUX_ERR_NO_RESOURCE;
+    for (unsigned i = 0; i < c->nstreams && st == CRUX_OK; i++) {
+        int on = c->hop_device[c->hops == 1 ? 0 : i];
+        if ((st = crux_cuda_push(on)) != CRUX_OK) {
+            break;
         }
-        for (unsigned h = 0; h < c->hops && st == CRUX_OK; h++) {
-            for (unsigned s = 0; s < SLOTS && st == CRUX_OK; s++) {
-                st = crux_cuda_status(cu->EventCreate(&c->event[h][s], CU_EVENT_DISABLE_TIMING));
-            }
+        st = crux_cuda_status(cu->StreamCreate(&c->stream[i], CU_STREAM_NON_BLOCKING));
+        /* a hop's events are recorded on its stream: the same context */
+        for (unsigned s = 0; s < SLOTS && st == CRUX_OK && i < c->hops; s++) {
+            st = crux_cuda_status(cu->EventCreate(&c->event[i][s], CU_EVENT_DISABLE_TIMING));
         }
         crux_cuda_pop();
     }
@@ -288,7 +367,7 @@ static crux_tl_dpair_t *dpair_find(crux_tl_engine_t *e, const char *src, const c
 
 static int dpair_ready(crux_tl_engine_t *e, crux_tl_dpair_t *dp)
 {
-    int device = crux_cuda_device_of(dp->dst), ready = 0;
+    int device = crux_cuda_device_named(dp->dst), ready = 0;
     for (unsigned i = 0; i < dp->npaths && device >= 0; i++) {
         if (dp->chan[i] == NULL &&
             (dp->chan[i] = make_channel(e, dp, &dp->path[i], device)) != NULL) {
@@ -299,14 +378,16 @@ static int dpair_ready(crux_tl_engine_t *e, crux_tl_dpair_t *dp)
     return ready;
 }
 
-unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_pci, int dst_device,
+unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
                                unsigned *index)
 {
-    char dst[16];
-    if (crux_cuda_pci(dst_device, dst, sizeof(dst)) != 0) {
+    char dst[CRUX_CUDA_NAME_SIZE], src[CRUX_CUDA_NAME_SIZE];
+    if (crux_cuda_name(dst_device, dst) != 0) {
         return 0;
     }
-    crux_tl_dpair_t *dp = dpair_find(pair->engine, src_pci, dst, 1);
+    memcpy(src, src_name, sizeof(src)); /* the peer's text: bounded before use */
+    src[sizeof(src) - 1] = '\0';
+    crux_tl_dpair_t *dp = dpair_find(pair->engine, src, dst, 1);
     if (dp == NULL || dpair_ready(pair->engine, dp) == 0) {
         return 0;
     }
@@ -375,17 +456,21 @@ void crux_tl_cuda_destroy(crux_tl_engine_t *e)
     e->cuda = NULL;
 }
 
-crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
-                                       const char *dst_pci, const crux_tl_gpu_path_t *paths,
+crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_name,
+                                       const char *dst_name, const crux_tl_gpu_path_t *paths,
                                        unsigned npaths)
 {
-    if (npaths == 0 || npaths > CRUX_TL_MAX_GPU_PATHS) {
+    if (npaths == 0 || strlen(src_name) >= CRUX_CUDA_NAME_SIZE ||
+        strlen(dst_name) >= CRUX_CUDA_NAME_SIZE || npaths > CRUX_TL_MAX_GPU_PATHS) {
         return CRUX_ERR_INVALID;
     }
     for (unsigned i = 0; i < npaths; i++) {
         if (!(paths[i].bandwidth > 0) ||
             (paths[i].kind == CRUX_TL_CHAN_CUDA_PEER &&
-             (paths[i].nrelays < 1 || paths[i].nrelays > 2)) ||
+             (paths[i].nrelays < 1 || paths[i].nrelays > 2 ||
+              memchr(paths[i].relay[0], '\0', CRUX_CUDA_NAME_SIZE) == NULL ||
+              (paths[i].nrelays == 2 &&
+               memchr(paths[i].relay[1], '\0', CRUX_CUDA_NAME_SIZE) == NULL))) ||
             (paths[i].kind != CRUX_TL_CHAN_CUDA_PEER && paths[i].kind != CRUX_TL_CHAN_CUDA_IPC &&
              paths[i].kind != CRUX_TL_CHAN_CUDA_HOST)) {
             return CRUX_ERR_INVALID;
@@ -394,7 +479,7 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
     if (crux_cuda() == NULL) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    crux_tl_dpair_t *dp = dpair_find(e, src_pci, dst_pci, 1);
+    crux_tl_dpair_t *dp = dpair_find(e, src_name, dst_name, 1);
     if (dp == NULL) {
         return CRUX_ERR_NO_MEMORY;
     }
@@ -478,9 +563,9 @@ crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *e, int src_dev, in
                                             int force)
 {
     const size_t bytes = 16u << 20;
-    char src[16], dst[16];
-    if (crux_cuda() == NULL || crux_cuda_pci(src_dev, src, sizeof(src)) != 0 ||
-        crux_cuda_pci(dst_dev, dst, sizeof(dst)) != 0) {
+    char src[CRUX_CUDA_NAME_SIZE], dst[CRUX_CUDA_NAME_SIZE];
+    if (crux_cuda() == NULL || crux_cuda_name(src_dev, src) != 0 ||
+        crux_cuda_name(dst_dev, dst) != 0) {
         return CRUX_ERR_UNSUPPORTED;
     }
     crux_tl_dpair_t *dp = dpair_find(e, src, dst, 1);
@@ -513,7 +598,7 @@ crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *e, int src_dev, in
 
 #else /* no CUDA toolkit at build time */
 
-unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_pci, int dst_device,
+unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
                                unsigned *index)
 {
     return 0;
@@ -533,8 +618,8 @@ void crux_tl_cuda_destroy(crux_tl_engine_t *e)
 {
 }
 
-crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_pci,
-                                       const char *dst_pci, const crux_tl_gpu_path_t *paths,
+crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_name,
+                                       const char *dst_name, const crux_tl_gpu_path_t *paths,
                                        unsigned npaths)
 {
     return CRUX_ERR_UNSUPPORTED;

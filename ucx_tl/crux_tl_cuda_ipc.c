@@ -34,7 +34,7 @@ crux_status_t crux_tl_cuda_export(crux_tl_engine_t *e, const void *ptr, crux_tl_
                                     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR };
     void *data[] = { &id, &ipc_capable, &base };
     if (cu->PointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
-        !ipc_capable || crux_cuda_pci(wire->device, wire->pci, sizeof(wire->pci)) != 0) {
+        !ipc_capable || crux_cuda_name(wire->device, wire->device_name) != 0) {
         return CRUX_ERR_UNSUPPORTED; /* e.g. stream-ordered (pool) or VMM memory */
     }
     crux_tl_export_t *x = cs->exports;
@@ -69,6 +69,10 @@ static void unmap(crux_tl_cuda_state_t *cs, crux_tl_import_t **link)
     crux_tl_import_t *m = *link;
     if (crux_cuda_push(m->device) == CRUX_OK) {
         crux_cuda()->IpcCloseMemHandle(m->mapped);
+        crux_cuda_pop();
+    }
+    if (m->at_home != 0 && crux_cuda_push(m->home) == CRUX_OK) {
+        crux_cuda()->IpcCloseMemHandle(m->at_home);
         crux_cuda_pop();
     }
     cs->import_bytes -= m->bytes;
@@ -119,6 +123,10 @@ static crux_status_t map(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, i
     m->pid = pair->peer_pid;
     m->base = wire->alloc_base;
     m->device = device;
+    char name[CRUX_CUDA_NAME_SIZE];
+    memcpy(name, wire->device_name, sizeof(name));
+    name[sizeof(name) - 1] = '\0'; /* the peer's text: bounded before use */
+    m->home = crux_cuda_device_named(name);
     *m_p = m;
     return CRUX_OK;
 }
@@ -166,6 +174,35 @@ crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t
     evict(cs, limit > 0 ? limit : CRUX_TL_IPC_CACHE_DEFAULT);
     *import_p = m;
     *ptr_p = (void *)(uintptr_t)(m->mapped + (wire->addr - wire->alloc_base));
+    return CRUX_OK;
+}
+
+crux_status_t crux_tl_cuda_at_home(crux_tl_cuda_state_t *cs, CUdeviceptr ptr, int device, int home,
+                                   CUdeviceptr *out)
+{
+    crux_tl_import_t *m = cs->imports;
+    while (m != NULL && !(m->device == device && ptr >= m->mapped && ptr - m->mapped < m->bytes)) {
+        m = m->next;
+    }
+    *out = ptr;
+    if (m == NULL || home == device) {
+        return CRUX_OK; /* our own buffer, or already there */
+    }
+    if (m->home != home) {
+        return CRUX_ERR_INVALID; /* not the channel's source device */
+    }
+    if (m->at_home == 0) {
+        crux_status_t st = crux_cuda_push(home);
+        if (st == CRUX_OK) {
+            st = crux_cuda_status(crux_cuda()->IpcOpenMemHandle(&m->at_home, m->handle, 0));
+            crux_cuda_pop();
+        }
+        if (st != CRUX_OK) {
+            m->at_home = 0;
+            return st;
+        }
+    }
+    *out = m->at_home + (ptr - m->mapped);
     return CRUX_OK;
 }
 

@@ -193,7 +193,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         if (st != CRUX_OK) {
             return st;
         }
-        all = crux_tl_cuda_channels(pair, sbuf->pci, x->mem.device, candidates);
+        all = crux_tl_cuda_channels(pair, sbuf->device_name, x->mem.device, candidates);
     } else {
         return CRUX_ERR_UNSUPPORTED; /* mixed host and device, or no IPC handle */
     }

@@ -34,12 +34,14 @@
 #include "common/crux_reach.h"
 #include "ucx_tl/crux_tl_internal.h"
 
-#define CRUX_TL_RING           64  /* transfers in flight per pair and direction */
-#define CRUX_TL_MAX_SLOTS      32  /* shm staging slots per direction */
-#define CRUX_TL_MAX_CHANS      32  /* channels in a pair's table */
-#define CRUX_TL_GRANULE        64  /* stripes start on cache lines */
-#define CRUX_TL_SHARED_KEY_MAX 128 /* bytes of a shared buffer's segment key */
-#define CRUX_TL_SHARED_MAPS    4   /* peer shared buffers a pair keeps mapped */
+#define CRUX_TL_RING      64 /* transfers in flight per pair and direction */
+#define CRUX_TL_MAX_SLOTS 32 /* shm staging slots per direction */
+#define CRUX_TL_MAX_CHANS 32 /* channels in a pair's table */
+#define CRUX_TL_GRANULE   64 /* stripes start on cache lines */
+/* a channel's calibration key: its kind and up to four device names */
+#define CRUX_TL_SIGNATURE_SIZE 192
+#define CRUX_TL_SHARED_KEY_MAX 128                   /* bytes of a shared buffer's segment key */
+#define CRUX_TL_SHARED_MAPS    4                     /* peer shared buffers a pair keeps mapped */
 #define CRUX_TL_AREA_MAGIC     0x6372757870616972ull /* "cruxpair" */
 #define CRUX_TL_CARD_MAGIC     0x6372757863617264ull /* "cruxcard" */
 
@@ -54,7 +56,7 @@ typedef struct {
     uint64_t shared_id;     /* host memory in a shared buffer: its number (0: private) ... */
     uint64_t shared_offset; /* ... and where in it addr lies (its key is below) */
     /* read only when needed */
-    char pci[16];                               /* device's PCI bus id */
+    char device_name[CRUX_TL_DEVICE_NAME_SIZE]; /* the device's name (UUID) */
     uint64_t alloc_base;                        /* device memory: base of its allocation, and ... */
     uint8_t ipc[64];                            /* ... that allocation's CUDA IPC handle */
     uint8_t shared_key[CRUX_TL_SHARED_KEY_MAX]; /* the shared buffer's segment key */
@@ -204,8 +206,8 @@ typedef struct {
 struct crux_tl_chan {
     const crux_tl_chan_ops_t *ops;
     crux_tl_chan_attr_t attr;
-    crux_tl_pair_t *pair; /* host channels; NULL for engine-wide CUDA channels */
-    char signature[96];   /* calibration cache key; "" never cached */
+    crux_tl_pair_t *pair;                   /* host channels; NULL for engine-wide CUDA channels */
+    char signature[CRUX_TL_SIGNATURE_SIZE]; /* calibration cache key; "" never cached */
     unsigned inflight;
     unsigned moved;               /* chunks that made headway in the last poll */
     crux_tl_chunk_t *head, *tail; /* in flight, in issue order */
@@ -439,7 +441,7 @@ void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *engine);
  * by every pair of the engine */
 /* The CUDA channels from the sender's device to ours, added to the pair's
  * table; their indices go to index[], their count is returned. */
-unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_pci, int dst_device,
+unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
                                unsigned *index);
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *engine);
 void crux_tl_cuda_destroy(crux_tl_engine_t *engine);

@@ -34,7 +34,13 @@
  *     fail with CUDA_ERROR_OUT_OF_MEMORY;
  *   - a kernel launched on a pointer not aligned to its element size
  *     faults: CUDA_ERROR_MISALIGNED_ADDRESS, sticky (every later call of
- *     the process fails with it, as a real context is lost). */
+ *     the process fails with it, as a real context is lost);
+ *   - a stream belongs to the context it was created in: a copy or an
+ *     event record on it from another context is CUDA_ERROR_INVALID_HANDLE;
+ *     peer access enabled twice is CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED.
+ * Counters for tests: asynchronous copies by issuing context and by the
+ * devices of their source and destination (mock_cuda_copies), peer access
+ * enabled (mock_cuda_peer_enabled), retains, event queries, imports. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dirent.h>
@@ -58,6 +64,7 @@ typedef struct {
     uintptr_t base;
     size_t size;
     int device;   /* -1: pinned host memory */
+    int home;     /* the device whose memory it is (an import: the exporter's) */
     int imported; /* an IPC mapping of another process's memory */
     int pool;     /* stream-ordered allocation: no legacy IPC */
     int managed;  /* cuMemAllocManaged: the host reads it too, no IPC */
@@ -131,8 +138,12 @@ static map_t *add(uintptr_t base, size_t size, int device, const char *name)
 {
     for (int i = 0; i < MAX_MAPS; i++) {
         if (maps[i].base == 0) {
-            maps[i] =
-                (map_t){ .base = base, .size = size, .device = device, .refs = 1, .id = next_id++ };
+            maps[i] = (map_t){ .base = base,
+                               .size = size,
+                               .device = device,
+                               .home = device,
+                               .refs = 1,
+                               .id = next_id++ };
             snprintf(maps[i].name, sizeof(maps[i].name), "%s", name);
             return &maps[i];
         }
@@ -264,13 +275,30 @@ static int current(void)
     return depth > 0 ? (int)((uintptr_t)stack[depth - 1] - 0x1000) : -1;
 }
 
+/* Peer access enabled, [from][to], for tests (mock_cuda_peer_enabled). */
+static int enabled[64][64];
+
 CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
 {
-    if (current() < 0) {
+    int from = current(), to = (int)((uintptr_t)peer - 0x1000);
+    if (from < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    return peers(current(), (int)((uintptr_t)peer - 0x1000)) ? CUDA_SUCCESS
-                                                             : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    if (to < 0 || to >= devices() || to >= 64 || to == from) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!peers(from, to)) {
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    }
+    if (__atomic_exchange_n(&enabled[from][to], 1, __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED; /* as the driver answers */
+    }
+    return CUDA_SUCCESS;
+}
+
+int mock_cuda_peer_enabled(int from, int to)
+{
+    return from >= 0 && from < 64 && to >= 0 && to < 64 && enabled[from][to];
 }
 
 /* --- memory ------------------------------------------------------------------------ */
@@ -487,6 +515,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned
                    : NULL;
     if (m != NULL) {
         m->imported = 1;
+        m->home = handle.reserved[sizeof(handle.reserved) - 1];
         *ptr = m->base;
         r = CUDA_SUCCESS;
     }
@@ -560,20 +589,25 @@ typedef struct op {
 typedef struct stream {
     struct stream *next;
     op_t *head, *tail;
+    int device; /* the context it was created in: work on it is issued there */
 } stream_t;
 
 static stream_t *streams;
 
-/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): one
- * queue, whose work runs only when the caller synchronizes (a synchronous
- * call, or a synchronize of a stream or event), never on another stream's
- * poll, so a library that reads a buffer the application is still writing
- * on the default stream gets the old bytes. */
-static stream_t legacy;
+/* The default streams: the legacy one (NULL, CU_STREAM_LEGACY) and the
+ * per-thread one (CU_STREAM_PER_THREAD; one queue per process here), whose
+ * work runs only when the caller synchronizes (a synchronous call, or a
+ * synchronize of that stream), never on another stream's poll, so a library
+ * that reads a buffer the application is still writing on a default stream
+ * gets the old bytes, and one that synchronizes the other default stream
+ * too. */
+static stream_t legacy, per_thread;
 
 static stream_t *of(CUstream stream)
 {
-    return (uintptr_t)stream <= 2 ? &legacy : (stream_t *)stream;
+    return (uintptr_t)stream == (uintptr_t)CU_STREAM_PER_THREAD ? &per_thread
+           : (uintptr_t)stream <= 2                             ? &legacy
+                                                                : (stream_t *)stream;
 }
 
 static void enqueue(stream_t *st, op_t op)
@@ -595,15 +629,18 @@ static int blocked(const op_t *o)
            !__atomic_load_n(&o->event->done, __ATOMIC_ACQUIRE);
 }
 
-/* 1 when the default stream has a record of that event still to run. */
-static int records_on_legacy(const event_t *e)
+/* The default stream with a record of that event still to run, or NULL. */
+static stream_t *recorder(const event_t *e)
 {
-    for (const op_t *o = legacy.head; o != NULL; o = o->next) {
-        if (o->kind == OP_RECORD && o->event == e) {
-            return 1;
+    stream_t *defaults[] = { &legacy, &per_thread };
+    for (int i = 0; i < 2; i++) {
+        for (const op_t *o = defaults[i]->head; o != NULL; o = o->next) {
+            if (o->kind == OP_RECORD && o->event == e) {
+                return defaults[i];
+            }
         }
     }
-    return 0;
+    return NULL;
 }
 
 /* Run the head operation of a stream; 0 when it is blocked or empty.  A
@@ -613,8 +650,9 @@ static int records_on_legacy(const event_t *e)
 static int run_one(stream_t *st)
 {
     op_t *o = st->head;
-    while (o != NULL && st != &legacy && blocked(o) && records_on_legacy(o->event) &&
-           run_one(&legacy)) {
+    stream_t *q;
+    while (o != NULL && st != &legacy && st != &per_thread && blocked(o) &&
+           (q = recorder(o->event)) != NULL && run_one(q)) {
     }
     if (o == NULL || blocked(o)) {
         if (o != NULL) {
@@ -643,7 +681,7 @@ static void run_all(void)
 {
     for (int progress = 1; progress;) {
         progress = 0;
-        while (run_one(&legacy)) {
+        while (run_one(&legacy) || run_one(&per_thread)) {
             progress = 1;
         }
         for (stream_t *st = streams; st != NULL; st = st->next) {
@@ -666,6 +704,34 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
     return r;
 }
 
+/* Asynchronous copies issued so far, by the device of the context that
+ * issued them and the devices whose memory they read and write (-1: pinned
+ * host memory, -2: memory the driver does not know), for tests
+ * (mock_cuda_copies): which GPU's copy engine each hop used. */
+#define LOG_DEVICES 8
+static unsigned long copies[LOG_DEVICES][LOG_DEVICES + 2][LOG_DEVICES + 2];
+
+static int home_of(const map_t *m)
+{
+    return m == NULL ? -2 : m->device < 0 ? -1 : m->home;
+}
+
+unsigned long mock_cuda_copies(int context, int from, int to)
+{
+    if (context < 0 || context >= LOG_DEVICES || from < -2 || from >= LOG_DEVICES || to < -2 ||
+        to >= LOG_DEVICES) {
+        return 0;
+    }
+    return __atomic_load_n(&copies[context][from + 2][to + 2], __ATOMIC_RELAXED);
+}
+
+/* A stream of another context than the current one is refused, as the
+ * driver refuses it. */
+static int foreign(CUstream stream)
+{
+    return (uintptr_t)stream > 2 && ((stream_t *)stream)->device != current();
+}
+
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
     if (sticky != CUDA_SUCCESS) {
@@ -679,8 +745,13 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream 
     CUresult r = (d != NULL && (uintptr_t)dst + bytes > d->base + d->size) ||
                          (s != NULL && (uintptr_t)src + bytes > s->base + s->size)
                      ? CUDA_ERROR_INVALID_VALUE
-                     : CUDA_SUCCESS;
+                 : foreign(stream) ? CUDA_ERROR_INVALID_HANDLE
+                                   : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS) {
+        int from = home_of(s), to = home_of(d);
+        if (current() < LOG_DEVICES && from < LOG_DEVICES && to < LOG_DEVICES) {
+            __atomic_add_fetch(&copies[current()][from + 2][to + 2], 1, __ATOMIC_RELAXED);
+        }
         enqueue(of(stream), (op_t){ .kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes });
     }
     pthread_mutex_unlock(&lock);
@@ -703,6 +774,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned flags)
     }
     pthread_mutex_lock(&lock);
     stream_t *st = calloc(1, sizeof(*st));
+    st->device = current();
     st->next = streams;
     streams = st;
     *stream = (CUstream)st;
@@ -743,7 +815,17 @@ CUresult cuStreamSynchronize(CUstream stream)
         return sticky;
     }
     pthread_mutex_lock(&lock);
-    run_all();
+    if ((uintptr_t)stream <= 2) {
+        /* that default stream's work, not the other's */
+        stream_t *q = of(stream);
+        while (run_one(q)) {
+        }
+        if (q->head != NULL) {
+            run_all(); /* it waits on an event of another stream */
+        }
+    } else {
+        run_all();
+    }
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -777,9 +859,10 @@ static void *default_stream_runner(void *arg)
         pthread_mutex_lock(&lock);
         for (int i = 0; i < MAX_SHARED_EVENTS; i++) {
             event_t *e = shared_events[i].event;
+            stream_t *q;
             while (e != NULL && shared_events[i].owned &&
-                   __atomic_load_n(&e->wanted, __ATOMIC_ACQUIRE) && records_on_legacy(e) &&
-                   run_one(&legacy)) {
+                   __atomic_load_n(&e->wanted, __ATOMIC_ACQUIRE) && (q = recorder(e)) != NULL &&
+                   run_one(q)) {
             }
         }
         pthread_mutex_unlock(&lock);
@@ -893,6 +976,9 @@ CUresult cuEventDestroy_v2(CUevent event)
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
     event_t *e = (event_t *)event;
+    if (foreign(stream)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
     pthread_mutex_lock(&lock);
     __atomic_store_n(&e->done, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&e->wanted, 0, __ATOMIC_RELEASE);

@@ -173,7 +173,7 @@ static bool misaligned_allreduce(int rank, int size)
  * MPI_Allreduce is called: crux must wait for it, not read the old bytes,
  * and wait on the GPU (its streams wait on an event recorded there), not
  * by synchronizing the default stream from the host. */
-static bool after_default_stream(int rank, int size, bool *host_waited)
+static bool after_default_stream(CUstream stream, int rank, int size, bool *host_waited)
 {
     const size_t count = 1000003, bytes = count * sizeof(float);
     float *host = malloc(bytes), *back = malloc(bytes);
@@ -187,7 +187,7 @@ static bool after_default_stream(int rank, int size, bool *host_waited)
     unsigned long syncs = p_default_syncs != NULL ? p_default_syncs() : 0;
     bool ok =
         p_cuMemcpyAsync((CUdeviceptr)(uintptr_t)d_in, (CUdeviceptr)(uintptr_t)host, bytes,
-                        CU_STREAM_LEGACY) == CUDA_SUCCESS &&
+                        stream) == CUDA_SUCCESS &&
         MPI_Allreduce(d_in, d_out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
     *host_waited = p_default_syncs != NULL && p_default_syncs() != syncs;
     copy(back, d_out, bytes);
@@ -202,8 +202,10 @@ static bool after_default_stream(int rank, int size, bool *host_waited)
 }
 
 /* Managed memory takes the host path, which reads it in place: the input
- * written by a copy still queued on the default stream is waited for. */
-static bool managed_allreduce(int rank, int size)
+ * written by a copy still queued on a default stream is waited for (the
+ * stand-in runs each default stream's work only when that one is waited
+ * for). */
+static bool managed_allreduce(CUstream stream, int rank, int size)
 {
     const size_t count = 100003, bytes = count * sizeof(float);
     CUdeviceptr in = 0, out = 0;
@@ -217,8 +219,7 @@ static bool managed_allreduce(int rank, int size)
     for (size_t i = 0; i < count; i++) {
         host[i] = (float)(rank + 1);
     }
-    bool ok = p_cuMemcpyAsync(in, (CUdeviceptr)(uintptr_t)host, bytes, CU_STREAM_LEGACY) ==
-                  CUDA_SUCCESS &&
+    bool ok = p_cuMemcpyAsync(in, (CUdeviceptr)(uintptr_t)host, bytes, stream) == CUDA_SUCCESS &&
               MPI_Allreduce((void *)(uintptr_t)in, (void *)(uintptr_t)out, (int)count, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS;
     for (size_t i = 0; ok && i < count; i++) {
@@ -296,12 +297,21 @@ int main(int argc, char **argv)
     }
     tap_check(misaligned_allreduce(rank, size),
               "misaligned device floats are staged, and the device still works after");
-    bool host_waited = false;
-    tap_check(after_default_stream(rank, size, &host_waited),
-              "the input still being written on the default stream is waited for");
-    tap_check(!host_waited, "the default stream is waited for on the GPU, not by the host");
-    tap_check(managed_allreduce(rank, size),
-              "managed memory goes the host path, after the default stream's work");
+    static const struct {
+        CUstream stream;
+        const char *name;
+    } defaults[] = { { CU_STREAM_LEGACY, "legacy" }, { CU_STREAM_PER_THREAD, "per-thread" } };
+    for (int k = 0; k < 2; k++) {
+        bool host_waited = false;
+        tap_check(after_default_stream(defaults[k].stream, rank, size, &host_waited),
+                  "the input still being written on the %s default stream is waited for",
+                  defaults[k].name);
+        tap_check(!host_waited, "the %s default stream is waited for on the GPU, not by the host",
+                  defaults[k].name);
+        tap_check(managed_allreduce(defaults[k].stream, rank, size),
+                  "managed memory goes the host path, after the %s default stream's work",
+                  defaults[k].name);
+    }
     one_member_cannot(rank, size);
     MPI_Op_free(&user_sum);
     MPI_Finalize();

@@ -9,6 +9,7 @@
  * initialises CUDA itself (CUDA state does not survive fork), and the parent
  * never touches CUDA. */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "common/crux_cuda.h"
 #include "coll/crux_dev_internal.h"
+#include "topo/crux_topo.h"
 #include "tests/unit/fork_group.h"
 
 #define FAIL(code)                                                \
@@ -359,7 +361,7 @@ static int t_engine_kinds(void)
 static int t_engine_relay(void)
 {
 #ifdef CRUX_HAVE_CUDA
-    char gpu0[16], gpu1[16];
+    char gpu0[CRUX_CUDA_NAME_SIZE], gpu1[CRUX_CUDA_NAME_SIZE];
     crux_tl_context_t *ctx;
     crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
     crux_tl_gpu_path_t paths[3] = {
@@ -368,8 +370,7 @@ static int t_engine_relay(void)
         { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
     };
     crux_tl_pair_t *pair;
-    if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
-        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0)
+    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0)
         FAIL(1);
     memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
     if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
@@ -401,7 +402,7 @@ static int t_relay_without_peer_access(void)
 {
 #ifdef CRUX_HAVE_CUDA
     const size_t bytes = 64u << 20;
-    char gpu0[16], gpu1[16];
+    char gpu0[CRUX_CUDA_NAME_SIZE], gpu1[CRUX_CUDA_NAME_SIZE];
     crux_tl_context_t *ctx;
     setenv("MOCK_CUDA_NO_P2P", "0-1", 1); /* the stand-in's; a real driver decides itself */
     crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
@@ -412,8 +413,7 @@ static int t_relay_without_peer_access(void)
     };
     crux_tl_pair_t *pair;
     int can = 1;
-    if (e == NULL || crux_cuda_pci(0, gpu0, sizeof(gpu0)) != 0 ||
-        crux_cuda_pci(1, gpu1, sizeof(gpu1)) != 0 ||
+    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0 ||
         crux_cuda()->DeviceCanAccessPeer(&can, 0, 1) != CUDA_SUCCESS)
         FAIL(1);
     if (can) {
@@ -716,6 +716,352 @@ static int t_contexts_cached(void)
     return 0;
 }
 
+/* A function of the stand-in driver (counters, for tests), NULL on a real one. */
+static void *mock_sym(const char *name)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    return lib != NULL ? dlsym(lib, name) : NULL;
+}
+
+/* One transfer within this process from a buffer on device 'from' to one on
+ * device 'to', over the channels in 'channels' (0: the plan's); the share
+ * of its bytes each channel kind carried goes to share[kind]. */
+static int cross_transfer(crux_tl_engine_t *e, int from, int to, size_t bytes, uint32_t channels,
+                          double share[CRUX_TL_CHAN_KIND_COUNT])
+{
+    crux_tl_pair_t *pair;
+    crux_tl_xfer_params_t params = { .channels = channels };
+    void *src = device_pattern(from, bytes, 11), *dst = device_pattern(to, bytes, 0xff);
+    crux_tl_xfer_t *x = NULL, *y = NULL;
+    crux_tl_chan_attr_t attrs[CRUX_TL_MAX_PATHS];
+    int rc = 0;
+    if (src == NULL || dst == NULL || crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK) {
+        return 1;
+    }
+    if (crux_tl_recv(pair, dst, bytes, &params, &y) != CRUX_OK ||
+        crux_tl_send(pair, src, bytes, NULL, &x) != CRUX_OK || crux_tl_xfer_wait(y) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || !device_holds(dst, bytes, 11)) {
+        rc = 2;
+    } else {
+        const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(y);
+        unsigned n = crux_tl_pair_channels(pair, attrs, CRUX_TL_MAX_PATHS);
+        for (int k = 0; k < CRUX_TL_CHAN_KIND_COUNT; k++) {
+            share[k] = 0;
+        }
+        for (unsigned i = 0; i < st->nstripes; i++) {
+            if (st->stripe[i].channel < n) {
+                share[attrs[st->stripe[i].channel].kind] += (double)st->stripe[i].bytes / bytes;
+            }
+        }
+    }
+    crux_tl_xfer_release(x);
+    crux_tl_xfer_release(y);
+    crux_dev_free(from, src);
+    crux_dev_free(to, dst);
+    crux_tl_pair_disconnect(pair);
+    return rc;
+}
+
+/* Staging through host memory runs its first hop (device to host) in the
+ * sending GPU's context, so the bytes cross its link, and its second in the
+ * receiving GPU's: both hops on the receiver's streams made its link carry
+ * the stripe twice.  The stand-in counts the copies by context. */
+static int t_host_hops(void)
+{
+    unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
+    double share[CRUX_TL_CHAN_KIND_COUNT];
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine_kinds(&ctx, "", 2, CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST));
+    if (e == NULL || cross_transfer(e, 0, 1, 16u << 20, 0, share) != 0 ||
+        share[CRUX_TL_CHAN_CUDA_HOST] != 1.0)
+        FAIL(1);
+    int rc = 0;
+    if (copies != NULL &&
+        (copies(0, 0, -1) == 0 || copies(1, -1, 1) == 0 || copies(1, 0, -1) != 0)) {
+        fprintf(stderr,
+                "# device to host by GPU 0 %lu, by GPU 1 %lu; host to device by GPU 1 %lu\n",
+                copies(0, 0, -1), copies(1, 0, -1), copies(1, -1, 1));
+        rc = 2;
+    }
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+/* The same between processes: the receiver maps the sender's buffer in the
+ * sending GPU's context too, and runs the first hop there. */
+static int host_hops_body(fork_group_member_t *m, void *arg)
+{
+    unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine_kinds(&ctx, "", 2, CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST));
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    crux_tl_pair_t *pair;
+    const size_t bytes = 8u << 20;
+    if (e == NULL || crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    void *buf = device_pattern(m->rank, bytes, m->rank == 0 ? 21 : 0xff);
+    crux_tl_xfer_t *x = NULL;
+    crux_status_t st = buf == NULL    ? CRUX_ERR_NO_MEMORY
+                       : m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                                      : crux_tl_recv(pair, buf, bytes, NULL, &x);
+    int rc = 0;
+    if (st != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK ||
+        (m->rank == 1 && !device_holds(buf, bytes, 21))) {
+        rc = 11;
+    } else if (m->rank == 1 && copies != NULL &&
+               (copies(0, 0, -1) == 0 || copies(1, 0, -1) != 0 || copies(1, -1, 1) == 0)) {
+        fprintf(stderr, "# receiver: device to host by GPU 0 %lu, by GPU 1 %lu\n", copies(0, 0, -1),
+                copies(1, 0, -1));
+        rc = 12;
+    }
+    crux_tl_xfer_release(x);
+    fork_group_barrier(m);
+    crux_dev_free(m->rank, buf);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_host_hops_two_processes(void)
+{
+    return fork_group_run(2, host_hops_body, NULL);
+}
+
+/* A relay path from GPU 0 to GPU 2 through GPU 1: the first hop runs in
+ * GPU 0's context (it pushes to the relay), the relay hop in GPU 1's, and
+ * none in the receiver's; with no peer access from the relay to the
+ * receiver the channel is not built.  Three devices: the stand-in's (a real
+ * machine with fewer has nothing to check). */
+static int t_relay_hops(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
+    if (copies != NULL) {
+        setenv("MOCK_CUDA_DEVICES", "3", 1); /* read on every call; names are looked up later */
+    }
+    if (crux_dev_count() < 3) {
+        return copies != NULL ? 1 : 0;
+    }
+    char gpu[3][CRUX_CUDA_NAME_SIZE];
+    for (int d = 0; d < 3; d++) {
+        if (crux_cuda_name(d, gpu[d]) != 0)
+            FAIL(1);
+    }
+    crux_tl_gpu_path_t paths[2] = {
+        { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 100e9 },
+        { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 50e9, .nrelays = 1 },
+    };
+    memcpy(paths[1].relay[0], gpu[1], sizeof(gpu[1]));
+    double share[CRUX_TL_CHAN_KIND_COUNT];
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    if (e == NULL || crux_tl_engine_gpu_paths(e, gpu[0], gpu[2], paths, 2) != CRUX_OK ||
+        cross_transfer(e, 0, 2, 16u << 20, 1u << 1, share) != 0 ||
+        share[CRUX_TL_CHAN_CUDA_PEER] != 1.0)
+        FAIL(2);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    if (copies != NULL && (copies(0, 0, 1) == 0 || copies(1, 1, 2) == 0 || copies(2, 0, 1) != 0 ||
+                           copies(2, 1, 2) != 0)) {
+        fprintf(stderr, "# 0>1 by GPU 0 %lu, by GPU 2 %lu; 1>2 by GPU 1 %lu, by GPU 2 %lu\n",
+                copies(0, 0, 1), copies(2, 0, 1), copies(1, 1, 2), copies(2, 1, 2));
+        return 3;
+    }
+    if (copies == NULL) {
+        return 0; /* a real driver decides peer access itself */
+    }
+    setenv("MOCK_CUDA_NO_P2P", "1-2", 1);
+    crux_tl_chan_attr_t attrs[4];
+    crux_tl_pair_t *pair;
+    e = cuda_engine(&ctx, "", 2);
+    if (e == NULL || crux_tl_engine_gpu_paths(e, gpu[0], gpu[2], paths, 2) != CRUX_OK ||
+        cross_transfer(e, 0, 2, 16u << 20, 0, share) != 0 ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(4);
+    for (unsigned i = 0, n = crux_tl_pair_channels(pair, attrs, 4); i < n; i++) {
+        if (attrs[i].kind == CRUX_TL_CHAN_CUDA_PEER) {
+            fprintf(stderr, "# a relay channel without peer access from the relay\n");
+            return 5;
+        }
+    }
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return 0;
+#else
+    return 1; /* a build without CUDA sees no GPU: never run */
+#endif
+}
+
+/* Two GPUs joined by NVLink, at the stand-in's PCI bus ids. */
+static const char two_gpus_xml[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+    "<topology version=\"2.0\">\n"
+    " <object type=\"Machine\" os_index=\"0\" cpuset=\"0x00000003\" complete_cpuset=\"0x00000003\" "
+    "allowed_cpuset=\"0x00000003\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" "
+    "allowed_nodeset=\"0x00000001\" gp_index=\"1\">\n"
+    "  <object type=\"Package\" os_index=\"0\" cpuset=\"0x00000003\" "
+    "complete_cpuset=\"0x00000003\" "
+    "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\">\n"
+    "   <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000003\" "
+    "complete_cpuset=\"0x00000003\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" "
+    "gp_index=\"3\" local_memory=\"1073741824\"/>\n"
+    "   <object type=\"Core\" os_index=\"0\" cpuset=\"0x00000003\" complete_cpuset=\"0x00000003\" "
+    "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"4\">\n"
+    "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
+    "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"5\"/>\n"
+    "    <object type=\"PU\" os_index=\"1\" cpuset=\"0x00000002\" complete_cpuset=\"0x00000002\" "
+    "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"6\"/>\n"
+    "   </object>\n"
+    "   <object type=\"Bridge\" gp_index=\"7\" bridge_type=\"0-1\" depth=\"0\" "
+    "bridge_pci=\"0000:[00-11]\">\n"
+    "    <object type=\"Bridge\" gp_index=\"8\" bridge_type=\"1-1\" depth=\"1\" "
+    "bridge_pci=\"0000:[01-11]\" pci_busid=\"0000:00:01.0\" "
+    "pci_type=\"0604 [8086:0001] [0000:0000] 00\" pci_link_speed=\"15.753846\">\n"
+    "     <object type=\"PCIDev\" gp_index=\"9\" pci_busid=\"0000:10:00.0\" "
+    "pci_type=\"0302 [10de:20b0] [10de:134f] a1\" pci_link_speed=\"15.753846\">\n"
+    "      <object type=\"OSDev\" gp_index=\"10\" name=\"cuda0\" subtype=\"CUDA\" "
+    "osdev_type=\"5\">\n"
+    "       <info name=\"GPUModel\" value=\"NVIDIA A100-SXM4-40GB\"/>\n"
+    "      </object>\n"
+    "     </object>\n"
+    "     <object type=\"PCIDev\" gp_index=\"11\" pci_busid=\"0000:11:00.0\" "
+    "pci_type=\"0302 [10de:20b0] [10de:134f] a1\" pci_link_speed=\"15.753846\">\n"
+    "      <object type=\"OSDev\" gp_index=\"12\" name=\"cuda1\" subtype=\"CUDA\" "
+    "osdev_type=\"5\">\n"
+    "       <info name=\"GPUModel\" value=\"NVIDIA A100-SXM4-40GB\"/>\n"
+    "      </object>\n"
+    "     </object>\n"
+    "    </object>\n"
+    "   </object>\n"
+    "  </object>\n"
+    " </object>\n"
+    " <distances2hetero nbobjs=\"2\" kind=\"25\" name=\"NVLinkBandwidth\">\n"
+    "  <indexes length=\"19\">PCIDev:9 PCIDev:11 </indexes>\n"
+    "  <u64values length=\"28\">1000000 50000 50000 1000000 </u64values>\n"
+    " </distances2hetero>\n"
+    "</topology>\n";
+
+static crux_topo_t *two_gpus_topo(void)
+{
+    crux_topo_options_t opts;
+    crux_topo_t *topo = NULL;
+    char err[256];
+    crux_topo_options_init(&opts);
+    opts.xml_text = two_gpus_xml;
+    opts.xml_len = sizeof(two_gpus_xml) - 1;
+    if (crux_topo_load(&opts, &topo, err, sizeof(err)) != CRUX_OK) {
+        fprintf(stderr, "# %s\n", err);
+        return NULL;
+    }
+    return topo;
+}
+
+/* A device group given the topology stripes a transfer between its two
+ * GPUs as the topology's figures say: the direct NVLink path and staging
+ * through host memory in proportion to their bandwidths (without them, the
+ * direct copy carries it all).  Under MIG the two devices share the PCI bus
+ * id the topology names them by: no figures, the direct copy alone. */
+static int topo_body(fork_group_member_t *m, void *arg)
+{
+    crux_topo_t *topo = two_gpus_topo();
+    const crux_topo_pathset_t *set = topo != NULL ? crux_topo_multipath(topo, 0, 1) : NULL;
+    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    cfg.calibrate = 0;
+    cfg.engine.calib_path = "";
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_dev_group_t *g;
+    if (set == NULL || crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK ||
+        crux_dev_group_use_topo(g, topo) != CRUX_OK) {
+        return 10;
+    }
+    double want[CRUX_TL_CHAN_KIND_COUNT] = { 0 }, total = 0, share[CRUX_TL_CHAN_KIND_COUNT];
+    for (int i = 0; i < set->npaths; i++) {
+        int kind = set->paths[i].kind == CRUX_TOPO_PATH_HOST ? CRUX_TL_CHAN_CUDA_HOST
+                                                             : CRUX_TL_CHAN_CUDA_IPC;
+        want[kind] += set->paths[i].gbps;
+        total += set->paths[i].gbps;
+    }
+    int mig = *(int *)arg, rc = 0;
+    if (cross_transfer(crux_dev_group_engine(g), 0, 1, 64u << 20, 0, share) != 0) {
+        rc = 11;
+    }
+    for (int k = 0; rc == 0 && k < CRUX_TL_CHAN_KIND_COUNT; k++) {
+        double expect = mig ? k == CRUX_TL_CHAN_CUDA_IPC : want[k] / total;
+        if (fabs(share[k] - expect) > 0.05) {
+            fprintf(stderr, "# %s: %.3f of the bytes, %.3f expected\n",
+                    crux_tl_chan_kind_name((crux_tl_chan_kind_t)k), share[k], expect);
+            rc = 12;
+        }
+    }
+    crux_dev_group_destroy(g);
+    crux_topo_free(topo);
+    return rc;
+}
+
+static int t_topo_figures(void)
+{
+    int mig = 0;
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* the topology names the stand-in's GPUs, not a real machine's */
+    }
+    if (fork_group_run(1, topo_body, &mig) != 0) {
+        return 1;
+    }
+    setenv("MOCK_CUDA_MIG", "1", 1); /* the stand-in's: one PCI bus id for both */
+    mig = 1;
+    return fork_group_run(1, topo_body, &mig) != 0 ? 2 : 0;
+}
+
+/* Two MIG instances of one GPU share a PCI bus id: named by their UUIDs,
+ * they are two devices with a pair of channels of their own (by PCI bus id
+ * they were one device, with a direct copy at 300 GB/s). */
+static int t_mig_names(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* a real machine decides whether it has MIG */
+    }
+    setenv("MOCK_CUDA_MIG", "1", 1);
+    char a[CRUX_CUDA_NAME_SIZE], b[CRUX_CUDA_NAME_SIZE], pa[16], pb[16];
+    if (crux_cuda_name(0, a) != 0 || crux_cuda_name(1, b) != 0 || crux_cuda_pci(0, pa, 16) != 0 ||
+        crux_cuda_pci(1, pb, 16) != 0)
+        FAIL(1);
+    if (strcmp(pa, pb) != 0 || strcmp(a, b) == 0 || crux_cuda_device_named(b) != 1 ||
+        strncmp(a, "GPU-", 4) != 0 || strlen(a) != 40)
+        FAIL(2);
+    double share[CRUX_TL_CHAN_KIND_COUNT];
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_pair_t *pair;
+    crux_tl_chan_attr_t attrs[4];
+    if (e == NULL || cross_transfer(e, 0, 1, 1u << 20, 0, share) != 0 ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(3);
+    unsigned n = crux_tl_pair_channels(pair, attrs, 4);
+    int rc = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (attrs[i].kind == CRUX_TL_CHAN_CUDA_IPC && attrs[i].bandwidth >= 300e9) {
+            fprintf(stderr, "# two MIG instances taken for one device\n");
+            rc = 4;
+        }
+    }
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+#else
+    return 1;
+#endif
+}
+
 /* Runs without a GPU too. */
 static int t_no_driver(void)
 {
@@ -752,6 +1098,14 @@ static const struct {
     { "a primary context is retained once per device", t_contexts_cached, 1 },
     { "a poll tests only the oldest chunk of each stream", t_polls_in_order, 1 },
     { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
+    { "cuda-host: device to host in the sender's GPU context, host to device in the receiver's",
+      t_host_hops, 2 },
+    { "cuda-host between processes: the first hop in the sender's GPU context",
+      t_host_hops_two_processes, 2 },
+    { "cuda-peer: each hop in its source GPU's context, peer access refused is no channel",
+      t_relay_hops, 2 },
+    { "a group given the topology stripes by its figures (MIG: none apply)", t_topo_figures, 2 },
+    { "MIG instances are told apart by UUID in the engine", t_mig_names, 2 },
     { "without a driver, all memory is host memory", t_no_driver, 0 },
 };
 
