@@ -242,7 +242,9 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
             mine.room = 1;
         }
         pthread_mutex_unlock(&lock);
-        destroy(kind, gone);
+        if (gone != NULL) {
+            destroy(kind, gone);
+        }
         room = 1;
         CRUX_VERBOSE(2,
                      "communicator %s: the least recently used %s group over its processes "

@@ -165,6 +165,7 @@ static void turns(int count, int rounds, double bound, int skew)
         permutation(i, size, order);
         MPI_Comm_split(MPI_COMM_WORLD, 0, order[rank], &comms[i]);
     }
+    double start = MPI_Wtime();
     for (int round = 0; exact && round < rounds; round++) {
         for (int i = 0; exact && i < count; i++) {
             if (skew && rank == 0 && i == count - 1 && comms[0] != MPI_COMM_NULL) {
@@ -186,8 +187,9 @@ static void turns(int count, int rounds, double bound, int skew)
     tap_check(most >= 0 && most <= bound,
               "shared memory in use after every round at most %.0f MiB (most: %.1f)", bound, most);
     if (rank == 0) {
-        printf("# %d processes, %d communicators in turns: /dev/shm in use at most %.1f MiB\n",
-               size, count, most);
+        printf("# %d processes, %d communicators in turns: /dev/shm in use at most %.1f MiB, "
+               "%d rounds in %.2f s\n",
+               size, count, most, rounds, MPI_Wtime() - start);
     }
     for (int i = 0; comms != NULL && i < count; i++) {
         if (comms[i] != MPI_COMM_NULL) {
