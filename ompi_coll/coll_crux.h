@@ -88,11 +88,11 @@ typedef enum {
 
 /* How a communicator's ranks split into groups (coll_crux_hier.c). */
 typedef struct {
-    crux_group_state_t state;        /* READY: usable for the hierarchical algorithm */
     ompi_communicator_t *local_comm; /* the ranks of this rank's group */
     ompi_communicator_t *cross_comm; /* local rank i of every group */
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
     struct crux_dev_group *lanes;    /* ... or, when every group has them, the engine's lanes */
+    struct coll_crux_shared *share;  /* the reference that holds group or lanes */
     bool cross_local;                /* the cross communicator is on this node */
     crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
     int groups;
@@ -116,9 +116,13 @@ typedef struct {
     bool building;                  /* making subcommunicators: fall back */
     crux_group_state_t group_state; /* the flat group, over all ranks */
     crux_coll_group_t *group;
-    crux_layout_t layout;
+    struct coll_crux_shared *group_share; /* the reference that holds it */
+    crux_group_state_t layout_state;      /* the groups of the hierarchical algorithm */
+    crux_layout_t *layout;
+    struct coll_crux_shared *layout_share;
     crux_group_state_t dev_state; /* the device-buffer engine group */
     struct crux_dev_group *dev_group;
+    struct coll_crux_shared *dev_share;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
     uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
@@ -162,28 +166,64 @@ crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
 
 /* Groups shared by the communicators over the same processes in the same
- * order, counted (coll_crux_share.c): acquire is collective over the
- * module's communicator and takes the group the members agree on, or
- * builds one; release drops the module's reference.  At most
- * CRUX_SHARED_MAX groups of each kind live in a process
- * (docs/design/resources.md). */
-typedef enum { COLL_CRUX_HOST, COLL_CRUX_ENGINE, COLL_CRUX_KINDS } coll_crux_kind_t;
+ * order, counted (coll_crux_share.c).  A kind of group is the
+ * shared-memory group, the engine group, or the layout of the
+ * hierarchical algorithm (its subcommunicators and what they hold).
+ * Acquire is collective over 'comm' (its members exchange through 'oob'):
+ * it takes the group the members agree on, or builds one with 'build'
+ * (collective too), and returns a reference.  At most CRUX_SHARED_MAX
+ * groups of each kind live in a process; past it, the least recently used
+ * group over the same processes is released when every member proposes
+ * the same one (docs/design/resources.md).  A pinned reference (a
+ * layout's groups) keeps its group from being released so. */
+typedef enum {
+    COLL_CRUX_HOST,
+    COLL_CRUX_ENGINE,
+    COLL_CRUX_LAYOUT,
+    COLL_CRUX_KINDS
+} coll_crux_kind_t;
 #define CRUX_SHARED_MAX 16
-crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *module, coll_crux_kind_t kind,
-                                      void **group);
-void coll_crux_share_release(coll_crux_kind_t kind, void *group);
+typedef struct coll_crux_shared coll_crux_shared_t;
+typedef struct {
+    ompi_communicator_t *comm;
+    const crux_coll_oob_t *oob; /* an allgather over comm that never enters crux */
+    coll_crux_kind_t kind;
+    bool pin;
+    /* builds a group over comm, collectively, exchanging through oob */
+    crux_status_t (*build)(void *arg, const crux_coll_oob_t *oob, void **group);
+    void *arg;
+} coll_crux_share_request_t;
+crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *request,
+                                      coll_crux_shared_t **share);
+/* The group of a reference, its use noted (the least recently used goes
+ * first); NULL when it was released to make room: drop the reference and
+ * acquire again, in the same call on every member. */
+void *coll_crux_share_use(coll_crux_shared_t *share);
+void coll_crux_share_release(coll_crux_shared_t *share, bool pin);
 /* mark the module's groups' next calls as its communicator's (its
  * context id): calls of communicators sharing a group that cross fail */
 void coll_crux_set_caller(mca_coll_crux_module_t *module);
-/* a new group over the module's communicator (collective) */
-crux_status_t coll_crux_host_group_build(mca_coll_crux_module_t *module, crux_coll_group_t **group);
-crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *module,
-                                           struct crux_dev_group **group);
+/* the builders of the kinds of group, for coll_crux_share_request_t (the
+ * layout's arg: the module of the communicator it splits) */
+crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob, void **layout);
+/* The module's group of 'kind', *share its reference: kept while it holds,
+ * else (not tried yet, or released to make room since) acquired, in the
+ * same call on every member; NULL once it could not be had (*status says
+ * why the first time). */
+void *coll_crux_module_group(mca_coll_crux_module_t *module, coll_crux_kind_t kind,
+                             crux_group_state_t *state, coll_crux_shared_t **share,
+                             crux_status_t *status);
 
-/* the communicator's groups, built on first use; NULL when the hierarchical
- * algorithm does not apply (one group, groups of one, or uneven groups) */
+/* the communicator's groups, built on first use or shared with the
+ * communicators over the same processes in the same order; NULL when the
+ * hierarchical algorithm does not apply (one group, groups of one, or
+ * uneven groups) or crux's limit of layouts is reached */
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
 void coll_crux_layout_free(crux_layout_t *layout);
+/* a module's references, dropped (its groups may be released meanwhile) */
+void coll_crux_module_release(mca_coll_crux_module_t *module);
 
 /* the job (coll_crux_job.c): enter before crux moves an Allreduce's data,
  * exit after; between them this process holds the host's arbitration at

@@ -80,7 +80,7 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
     case CRUX_ALG_HIER:
     case CRUX_ALG_HIER_SEQUENTIAL:
         status = coll_crux_allreduce_hier(
-            &m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
+            m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
             alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth : 0);
         break;
     case CRUX_ALG_ENGINE:

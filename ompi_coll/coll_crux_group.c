@@ -3,8 +3,10 @@
  * it (all ranks reach that point in the same call), shared with the other
  * communicators over the same processes (coll_crux_share.c) or built with
  * the previously selected allgather as the out-of-band exchange, so
- * building it never recurses into crux.  If one cannot be had the
- * communicator does without it for good, and verbosity 1 says why once. */
+ * building it never recurses into crux.  A group released to make room is
+ * acquired again at the communicator's next call that needs it.  If one
+ * cannot be had the communicator does without it for good, and verbosity 1
+ * says why once. */
 #include <pthread.h>
 
 #include "ompi_config.h"
@@ -81,33 +83,54 @@ static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
     return oob;
 }
 
-crux_status_t coll_crux_host_group_build(mca_coll_crux_module_t *m, crux_coll_group_t **group)
+crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    crux_coll_oob_t oob = module_oob(m);
     crux_coll_config_t config = coll_crux_config();
-    return coll_crux_group_create(&oob, &config, group);
+    return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
+}
+
+void *coll_crux_module_group(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
+                             crux_group_state_t *state, coll_crux_shared_t **share,
+                             crux_status_t *status)
+{
+    *status = CRUX_OK;
+    void *group = NULL;
+    if (*state == CRUX_GROUP_READY && (group = coll_crux_share_use(*share)) == NULL) {
+        coll_crux_share_release(*share, false);
+        *share = NULL;
+        *state = CRUX_GROUP_UNTRIED;
+    }
+    if (*state != CRUX_GROUP_UNTRIED) {
+        return group;
+    }
+    crux_coll_oob_t oob = module_oob(m);
+    coll_crux_share_request_t request = {
+        .comm = m->comm,
+        .oob = &oob,
+        .kind = kind,
+        .build = kind == COLL_CRUX_HOST     ? coll_crux_host_group_build
+                 : kind == COLL_CRUX_ENGINE ? coll_crux_engine_group_build
+                                            : coll_crux_layout_build,
+        .arg = m,
+    };
+    *status = coll_crux_share_acquire(&request, share);
+    *state = *status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
+    return *status == CRUX_OK ? coll_crux_share_use(*share) : NULL;
 }
 
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
 {
-    if (m->group_state != CRUX_GROUP_UNTRIED) {
-        return m->group;
-    }
-    void *group = NULL;
-    crux_status_t status = coll_crux_share_acquire(m, COLL_CRUX_HOST, &group);
+    bool first = m->group_state == CRUX_GROUP_UNTRIED;
+    crux_status_t status;
+    m->group = coll_crux_module_group(m, COLL_CRUX_HOST, &m->group_state, &m->group_share, &status);
     if (status != CRUX_OK) {
-        m->group = NULL;
-        m->group_state = CRUX_GROUP_FAILED;
         CRUX_VERBOSE(1,
                      "no shared memory for communicator %s (%s; /dev/shm full, no "
                      "shared-memory transport, or crux's limit of groups per process?): "
                      "falling back to the previous module",
                      m->comm->c_name, crux_status_string(status));
-        return NULL;
-    }
-    m->group = group;
-    m->group_state = CRUX_GROUP_READY;
-    if (mca_coll_crux_component.use_cma && !crux_coll_group_has_cma(m->group)) {
+    } else if (first && m->group != NULL && mca_coll_crux_component.use_cma &&
+               !crux_coll_group_has_cma(m->group)) {
         CRUX_VERBOSE(1,
                      "single-copy (cma) access does not work between the processes of "
                      "communicator %s (ptrace permission?): staging through shared memory",
@@ -131,39 +154,58 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
     return st;
 }
 
-crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *m, crux_dev_group_t **group)
+crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    crux_coll_oob_t oob = module_oob(m);
-    return coll_crux_engine_group_create(&oob, group);
+    return coll_crux_engine_group_create(oob, (crux_dev_group_t **)group);
 }
 
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
-    if (m->dev_state == CRUX_GROUP_UNTRIED) {
-        void *group = NULL;
-        crux_status_t status = coll_crux_share_acquire(m, COLL_CRUX_ENGINE, &group);
-        m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
-        m->dev_group = status == CRUX_OK ? group : NULL;
-        if (status != CRUX_OK) {
-            CRUX_VERBOSE(1,
-                         "communicator %s: no multipath engine (%s): host buffers take "
-                         "the staged algorithm, device buffers are staged through host "
-                         "memory",
-                         m->comm->c_name, crux_status_string(status));
-        }
+    crux_status_t status;
+    m->dev_group =
+        coll_crux_module_group(m, COLL_CRUX_ENGINE, &m->dev_state, &m->dev_share, &status);
+    if (status != CRUX_OK) {
+        CRUX_VERBOSE(1,
+                     "communicator %s: no multipath engine (%s): host buffers take "
+                     "the staged algorithm, device buffers are staged through host "
+                     "memory",
+                     m->comm->c_name, crux_status_string(status));
     }
     return m->dev_group;
 }
 
+/* Only through the references: a group the call does not use may have
+ * been released to make room since the module last looked. */
 void coll_crux_set_caller(mca_coll_crux_module_t *m)
 {
     uint64_t cid = ompi_comm_get_cid(m->comm);
-    if (m->group != NULL) {
-        crux_coll_group_set_caller(m->group, cid);
+    crux_coll_group_t *group = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
+    crux_dev_group_t *dev = m->dev_share != NULL ? coll_crux_share_use(m->dev_share) : NULL;
+    const crux_layout_t *l = m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
+    if (group != NULL) {
+        crux_coll_group_set_caller(group, cid);
     }
-    if (m->dev_group != NULL) {
-        crux_dev_group_set_caller(m->dev_group, cid);
+    if (dev != NULL) {
+        crux_dev_group_set_caller(dev, cid);
     }
+    /* a layout's groups may serve other communicators too */
+    if (l != NULL && l->group != NULL) {
+        crux_coll_group_set_caller(l->group, cid);
+    }
+    if (l != NULL && l->lanes != NULL) {
+        crux_dev_group_set_caller(l->lanes, cid);
+    }
+}
+
+void coll_crux_module_release(mca_coll_crux_module_t *m)
+{
+    coll_crux_share_release(m->group_share, false);
+    coll_crux_share_release(m->layout_share, false);
+    coll_crux_share_release(m->dev_share, false);
+    m->group_share = m->layout_share = m->dev_share = NULL;
+    m->group = NULL;
+    m->layout = NULL;
+    m->dev_group = NULL;
 }
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)

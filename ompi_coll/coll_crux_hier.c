@@ -4,10 +4,14 @@
  * Groups: with coll_crux_group_size N > 0, ranks r with the same r / N;
  * otherwise the ranks of one node (MPI_COMM_TYPE_SHARED) bound inside the
  * same CPU package (libcrux_topo's host groups; ranks not bound inside one
- * package count as one group per node).  Built once, on first use, with the
+ * package count as one group per node).  Built on first use, with the
  * previous module's collectives ("building" makes crux's own Allreduce on
  * this communicator fall back meanwhile, so the splits never recurse into
- * it), and freed with the communicator.  The hierarchical algorithm needs
+ * it).  The layout (subcommunicators, the groups within them, the channel
+ * between nodes) is shared by the communicators over the same processes in
+ * the same order, counted, and released with the last of them or to make
+ * room (coll_crux_share.c); the groups within it are shared and counted
+ * too, pinned while a layout holds them.  The hierarchical algorithm needs
  * at least two groups, of the same size, of more than one rank; otherwise
  * the layout is unusable and crux falls back for such calls.
  *
@@ -20,6 +24,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ompi_config.h"
@@ -159,70 +164,101 @@ static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
     return l->groups > 1 && l->per_group > 1;
 }
 
-const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
+/* A group within this rank's group of ranks, of 'kind', pinned (released
+ * early, it would be gone from one group and not the others). */
+static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
+                                 coll_crux_kind_t kind, void **group)
 {
-    crux_layout_t *l = &m->layout;
-    if (l->state != CRUX_GROUP_UNTRIED) {
-        return l->state == CRUX_GROUP_READY ? l : NULL;
-    }
+    coll_crux_share_request_t request = {
+        .comm = l->local_comm,
+        .oob = oob,
+        .kind = kind,
+        .pin = true,
+        .build = kind == COLL_CRUX_HOST ? coll_crux_host_group_build : coll_crux_engine_group_build,
+    };
+    crux_status_t status = coll_crux_share_acquire(&request, &l->share);
+    *group = status == CRUX_OK ? coll_crux_share_use(l->share) : NULL;
+    return *group != NULL ? CRUX_OK : status;
+}
+
+/* The layout of the module's communicator (collective over it): its
+ * subcommunicators, within the groups the engine's lanes or a shared-memory
+ * group (shared with communicators over the same processes in the same
+ * order, counted), the channel between nodes. */
+crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_unused, void **out)
+{
+    mca_coll_crux_module_t *m = module;
+    crux_layout_t *l = calloc(1, sizeof(*l)), spare = { 0 };
+    crux_layout_t *use = l != NULL ? l : &spare; /* the splits take part all the same */
     m->building = true;
-    int built = build(m, l);
-    bool ok = usable(m, l, built);
+    int built = build(m, use);
+    bool ok = usable(m, use, l != NULL ? built : OMPI_ERR_OUT_OF_RESOURCE);
     crux_coll_oob_t oob = {
         .allgather = local_allgather,
-        .arg = l->local_comm,
-        .rank = ok ? ompi_comm_rank(l->local_comm) : 0,
-        .size = l->per_group,
+        .arg = use->local_comm,
+        .rank = ok ? ompi_comm_rank(use->local_comm) : 0,
+        .size = use->per_group,
     };
     if (ok) {
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
-        crux_status_t status = coll_crux_engine_group_create(&oob, &l->lanes);
-        int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(l->lanes) };
+        void *lanes = NULL;
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, &lanes);
+        int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
-            crux_dev_group_destroy(l->lanes);
-            l->lanes = NULL;
+            coll_crux_share_release(use->share, true);
+            use->share = NULL;
+        } else {
+            use->lanes = lanes;
         }
     }
-    if (ok && l->lanes == NULL) {
-        crux_coll_config_t config = coll_crux_config();
-        crux_status_t status = coll_crux_group_create(&oob, &config, &l->group);
+    if (ok && use->lanes == NULL) {
+        void *group = NULL;
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, &group);
+        use->group = group;
         int failed[1] = { status != CRUX_OK };
         ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
         if (!ok) {
-            CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups: falling back",
-                         m->comm->c_name);
+            CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups (%s): falling back",
+                         m->comm->c_name, crux_status_string(status));
         }
     }
     if (ok) {
-        coll_crux_net_open(l, m->comm);
+        coll_crux_net_open(use, m->comm);
     }
     m->building = false;
-    l->state = ok ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
-    if (ok) {
-        CRUX_VERBOSE(2,
-                     "communicator %s: %d groups of %d ranks, %s within them, inter-group "
-                     "step %s",
-                     m->comm->c_name, l->groups, l->per_group,
-                     l->lanes != NULL ? "the engine's lanes" : "staging",
-                     l->cross_local ? "through shared memory"
-                     : l->net == NULL
-                         ? "over the PML"
-                         : (crux_net_kind(l->net) == CRUX_NET_UCX ? "over crux's ucx channel"
-                                                                  : "over crux's tcp channel"));
-    } else {
-        coll_crux_layout_free(l);
-        l->state = CRUX_GROUP_FAILED;
+    if (!ok) {
+        coll_crux_layout_free(use);
+        free(l);
+        return CRUX_ERR_UNSUPPORTED;
     }
-    return ok ? l : NULL;
+    CRUX_VERBOSE(2,
+                 "communicator %s: %d groups of %d ranks, %s within them, inter-group "
+                 "step %s",
+                 m->comm->c_name, use->groups, use->per_group,
+                 use->lanes != NULL ? "the engine's lanes" : "staging",
+                 use->cross_local ? "through shared memory"
+                 : use->net == NULL
+                     ? "over the PML"
+                     : (crux_net_kind(use->net) == CRUX_NET_UCX ? "over crux's ucx channel"
+                                                                : "over crux's tcp channel"));
+    *out = l;
+    return CRUX_OK;
+}
+
+const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
+{
+    crux_status_t status;
+    m->layout =
+        coll_crux_module_group(m, COLL_CRUX_LAYOUT, &m->layout_state, &m->layout_share, &status);
+    return m->layout;
 }
 
 void coll_crux_layout_free(crux_layout_t *l)
 {
     crux_net_destroy(l->net);
-    crux_coll_group_destroy(l->group);
-    crux_dev_group_destroy(l->lanes);
+    coll_crux_share_release(l->share, true);
     if (l->cross_comm != NULL) {
         ompi_comm_free(&l->cross_comm);
     }

@@ -1,8 +1,6 @@
 /* Per-communicator module: which collectives crux takes, and the previously
  * selected functions it falls back to (retained while saved, as coll/han
  * and coll/ucc do). */
-#include <string.h>
-
 #include "ompi_config.h"
 
 #include "ompi/group/group.h"
@@ -22,18 +20,20 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->building = false;
     m->group_state = CRUX_GROUP_UNTRIED;
     m->group = NULL;
-    memset(&m->layout, 0, sizeof(m->layout));
+    m->group_share = NULL;
+    m->layout_state = CRUX_GROUP_UNTRIED;
+    m->layout = NULL;
+    m->layout_share = NULL;
     m->dev_state = CRUX_GROUP_UNTRIED;
     m->dev_group = NULL;
+    m->dev_share = NULL;
     m->dev_stage = NULL;
     m->logged = 0;
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
-    coll_crux_share_release(COLL_CRUX_HOST, m->group);
-    coll_crux_layout_free(&m->layout);
-    coll_crux_share_release(COLL_CRUX_ENGINE, m->dev_group);
+    coll_crux_module_release(m);
     crux_dev_stage_destroy(m->dev_stage);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);

@@ -2,26 +2,38 @@
  *
  * A communicator over the same processes, in the same rank order, as one
  * that already has a group of a kind (the shared-memory group, the engine
- * group) takes that group instead of building its own: its transport,
- * segments, stage and engine.  What a communicator costs is then a
- * reference, and what a process costs grows with the sets of peers it
- * talks to, not with its communicators.  At most CRUX_SHARED_MAX groups of
- * each kind live in a process; a communicator that would need another does
- * without crux's Allreduce (its previous module's), said at verbosity 1.
+ * group, the hierarchical algorithm's layout) takes that group instead of
+ * building its own: its transport, segments, stage and engine, or its
+ * subcommunicators.  What a communicator costs is then a reference, and
+ * what a process costs grows with the sets of peers it talks to, not with
+ * its communicators.  At most CRUX_SHARED_MAX groups of each kind live in
+ * a process.
  *
  * Whether to share is agreed: every member proposes the newest group of
  * the kind it holds over these processes in this order, and all take it
  * only if all proposed the same one (a member may have dropped a group the
  * others still hold; then a new one is built, which all proposed alike).
  *
+ * At the limit, a group over the same set of processes (in any order) that
+ * has been used least recently is released, if every member proposes that
+ * same one: all of its members are then in this call, and all release it
+ * here; the communicators that held it find it gone at their next call
+ * (coll_crux_share_use), which every member makes at the same point of its
+ * sequence of calls, and acquire again.  Members that propose different
+ * groups, or none, release nothing and the communicator does without
+ * crux's Allreduce (its previous module's), said at verbosity 1.  A group
+ * in use by an enclosing call is never over this call's set of processes
+ * (a layout's groups are pinned; its cross communicator's set is another).
+ *
  * The calls of the communicators sharing a group go through it one after
  * the other, in each process's order; MPI has every process call the
  * blocking collectives of communicators over the same processes in one
  * order (else they may deadlock).  A process whose threads call
- * collectives at once (MPI_THREAD_MULTIPLE) proposes nothing: there the
- * calls of two communicators could enter a group in different orders on
- * different processes, so each communicator builds its own, within the
- * same limit. */
+ * collectives at once (MPI_THREAD_MULTIPLE) proposes nothing and releases
+ * nothing early: there the calls of two communicators could enter a group
+ * in different orders on different processes, and a group may be in use in
+ * another thread, so each communicator builds its own, within the same
+ * limit. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,30 +47,40 @@
 #include "ompi_coll/coll_crux.h"
 #include "coll/crux_dev.h"
 
-typedef struct shared {
-    struct shared *next; /* newest first */
+struct coll_crux_shared {
+    struct coll_crux_shared *next; /* newest first */
     coll_crux_kind_t kind;
     uint64_t id; /* the same on every member: member 0's pid and count */
     int refs;
+    int pins;      /* references that keep it from being released early */
+    bool released; /* to make room: 'group' is gone, the references remain */
+    uint64_t used; /* this process's count of uses at the last one */
     int size;
-    uint64_t *names; /* the members' process names, in rank order */
+    uint64_t *names;  /* the members' process names, in rank order */
+    uint64_t *sorted; /* the same, sorted: the set of members */
     void *group;
-} shared_t;
+};
 
 /* What each member sends: its proposal, a fresh id should a group be
- * built (member 0's is taken), and whether it has room for one more. */
+ * built (member 0's is taken), whether it has room for one more, and the
+ * group it would release to make room. */
 typedef struct {
     uint64_t proposal; /* 0: none */
     uint64_t fresh;
+    uint64_t victim; /* 0: none */
     int32_t room;
     int32_t pad;
 } offer_t;
 
+static const char *const kind_names[COLL_CRUX_KINDS] = { "shared-memory", "engine",
+                                                         "hierarchical" };
+
 /* Never held across an exchange with the other processes. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static shared_t *groups;
+static coll_crux_shared_t *groups;
 static unsigned live[COLL_CRUX_KINDS]; /* groups, and slots reserved to build one */
 static uint32_t built;
+static uint64_t uses;
 
 static uint64_t name_of(ompi_communicator_t *comm, int rank)
 {
@@ -70,25 +92,39 @@ static uint64_t name_of(ompi_communicator_t *comm, int rank)
     return name;
 }
 
+static int compare(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int broken(coll_crux_kind_t kind, void *group)
 {
-    return kind == COLL_CRUX_HOST ? crux_coll_group_broken(group) : crux_dev_group_broken(group);
+    switch (kind) {
+    case COLL_CRUX_HOST: return crux_coll_group_broken(group);
+    case COLL_CRUX_ENGINE: return crux_dev_group_broken(group);
+    default: {
+        const crux_layout_t *l = group;
+        return (l->group != NULL && crux_coll_group_broken(l->group)) ||
+               (l->lanes != NULL && crux_dev_group_broken(l->lanes));
+    }
+    }
 }
 
 static void destroy(coll_crux_kind_t kind, void *group)
 {
-    if (kind == COLL_CRUX_HOST) {
-        crux_coll_group_destroy(group);
-    } else {
-        crux_dev_group_destroy(group);
+    switch (kind) {
+    case COLL_CRUX_HOST: crux_coll_group_destroy(group); break;
+    case COLL_CRUX_ENGINE: crux_dev_group_destroy(group); break;
+    default: coll_crux_layout_free(group); free(group);
     }
 }
 
 /* The newest usable group of 'kind' over exactly these processes. */
-static shared_t *find(coll_crux_kind_t kind, const uint64_t *names, int size)
+static coll_crux_shared_t *find(coll_crux_kind_t kind, const uint64_t *names, int size)
 {
-    for (shared_t *s = groups; s != NULL; s = s->next) {
-        if (s->kind == kind && s->size == size &&
+    for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
+        if (s->kind == kind && !s->released && s->size == size &&
             memcmp(s->names, names, (size_t)size * sizeof(*names)) == 0 &&
             !broken(kind, s->group)) {
             return s;
@@ -97,80 +133,165 @@ static shared_t *find(coll_crux_kind_t kind, const uint64_t *names, int size)
     return NULL;
 }
 
-static int exchange(mca_coll_crux_module_t *m, const offer_t *mine, offer_t *all)
+/* The least recently used group of 'kind' over this set of processes, in
+ * any order, that may be released early. */
+static coll_crux_shared_t *idlest(coll_crux_kind_t kind, const uint64_t *sorted, int size)
 {
-    int rc = m->previous_allgather(mine, (int)sizeof(*mine), MPI_BYTE, all, (int)sizeof(*mine),
-                                   MPI_BYTE, m->comm, m->previous_allgather_module);
-    return rc == OMPI_SUCCESS ? 0 : -1;
-}
-
-static crux_status_t build(mca_coll_crux_module_t *m, coll_crux_kind_t kind, void **group)
-{
-    return kind == COLL_CRUX_HOST ? coll_crux_host_group_build(m, (crux_coll_group_t **)group)
-                                  : coll_crux_engine_group_build(m, (crux_dev_group_t **)group);
-}
-
-crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
-                                      void **group_p)
-{
-    int size = ompi_comm_size(m->comm);
-    uint64_t *names = malloc((size_t)size * sizeof(*names));
-    offer_t mine = { 0 }, *all = malloc((size_t)size * sizeof(*all)), dummy;
-    shared_t *fresh = calloc(1, sizeof(*fresh));
-    for (int r = 0; names != NULL && r < size; r++) {
-        names[r] = name_of(m->comm, r);
+    coll_crux_shared_t *best = NULL;
+    for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
+        if (s->kind == kind && !s->released && s->pins == 0 && s->size == size &&
+            memcmp(s->sorted, sorted, (size_t)size * sizeof(*sorted)) == 0 &&
+            (best == NULL || s->used < best->used)) {
+            best = s;
+        }
     }
+    return best;
+}
+
+/* Release the group 'id' of 'kind' to make room (under the lock); what to
+ * destroy once the lock is dropped. */
+static void *release_early(coll_crux_kind_t kind, uint64_t id)
+{
+    for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
+        if (s->kind == kind && s->id == id && !s->released) {
+            void *group = s->group;
+            s->released = true;
+            s->group = NULL;
+            live[kind]--;
+            return group;
+        }
+    }
+    return NULL;
+}
+
+static void drop(coll_crux_shared_t *s, bool pin)
+{
     pthread_mutex_lock(&lock);
-    shared_t *s = names != NULL && !ompi_mpi_thread_multiple ? find(kind, names, size) : NULL;
+    coll_crux_shared_t **link = &groups;
+    while (*link != NULL && *link != s) {
+        link = &(*link)->next;
+    }
+    s->pins -= pin;
+    void *group = NULL;
+    if (--s->refs == 0) {
+        *link = s->next;
+        if (!s->released) {
+            live[s->kind]--;
+            group = s->group;
+        }
+    } else {
+        s = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    if (s != NULL) {
+        if (group != NULL) {
+            destroy(s->kind, group);
+        }
+        free(s->names);
+        free(s);
+    }
+}
+
+crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
+                                      coll_crux_shared_t **share_p)
+{
+    const coll_crux_kind_t kind = req->kind;
+    int size = ompi_comm_size(req->comm);
+    uint64_t *names = malloc(2 * (size_t)size * sizeof(*names));
+    offer_t mine = { 0 }, *all = malloc((size_t)size * sizeof(*all)), dummy;
+    coll_crux_shared_t *fresh = calloc(1, sizeof(*fresh));
+    for (int r = 0; names != NULL && r < size; r++) {
+        names[r] = names[size + r] = name_of(req->comm, r);
+    }
+    if (names != NULL) {
+        qsort(names + size, (size_t)size, sizeof(*names), compare);
+    }
+    bool ok = names != NULL && all != NULL && fresh != NULL, alone = ompi_mpi_thread_multiple;
+    pthread_mutex_lock(&lock);
+    coll_crux_shared_t *s = ok && !alone ? find(kind, names, size) : NULL;
     if (s != NULL) {
         s->refs++; /* kept while the others decide */
         mine.proposal = s->id;
     }
     mine.fresh = (uint64_t)getpid() << 32 | ++built;
-    mine.room = names != NULL && all != NULL && fresh != NULL && live[kind] < CRUX_SHARED_MAX;
+    mine.room = ok && live[kind] < CRUX_SHARED_MAX;
     live[kind] += (unsigned)mine.room; /* reserved until the outcome is known */
+    coll_crux_shared_t *idle = ok && !alone ? idlest(kind, names + size, size) : NULL;
+    mine.victim = idle != NULL ? idle->id : 0;
     pthread_mutex_unlock(&lock);
 
     /* every member takes part, whatever it found; all see the same offers */
     crux_status_t st =
-        exchange(m, &mine, all != NULL ? all : &dummy) == 0 && all != NULL ? CRUX_OK : CRUX_ERR_IO;
+        req->oob->allgather(&mine, all != NULL ? all : &dummy, sizeof(mine), req->oob->arg) == 0 &&
+                all != NULL
+            ? CRUX_OK
+            : CRUX_ERR_IO;
     int same = st == CRUX_OK && all[0].proposal != 0, room = st == CRUX_OK;
+    int evict = st == CRUX_OK && all[0].victim != 0;
     for (int r = 0; st == CRUX_OK && r < size; r++) {
         same &= all[r].proposal == all[0].proposal;
         room &= all[r].room;
+        evict &= all[r].victim == all[0].victim;
     }
+    if (!same && !room && evict) {
+        /* every member holds the group proposed and releases it here */
+        pthread_mutex_lock(&lock);
+        void *gone = release_early(kind, all[0].victim);
+        if (!mine.room) {
+            live[kind]++;
+            mine.room = 1;
+        }
+        pthread_mutex_unlock(&lock);
+        if (gone != NULL) {
+            destroy(kind, gone);
+        }
+        room = 1;
+        CRUX_VERBOSE(2,
+                     "communicator %s: the least recently used %s group over its processes "
+                     "released to make room (crux's limit of %d)",
+                     req->comm->c_name, kind_names[kind], CRUX_SHARED_MAX);
+    }
+    void *group = NULL;
     if (same) {
-        *group_p = s->group;
+        group = s->group;
     } else if (room) {
-        st = build(m, kind, group_p); /* collective; agreed inside */
+        st = req->build(req->arg, req->oob, &group); /* collective; agreed inside */
     } else if (st == CRUX_OK) {
         st = CRUX_ERR_NO_RESOURCE; /* a member is at its limit */
         CRUX_VERBOSE(1,
                      "communicator %s: a process holds %d %s groups already (crux's limit, "
                      "docs/design/resources.md)",
-                     m->comm->c_name, CRUX_SHARED_MAX,
-                     kind == COLL_CRUX_HOST ? "shared-memory" : "engine");
+                     req->comm->c_name, CRUX_SHARED_MAX, kind_names[kind]);
     }
     pthread_mutex_lock(&lock);
     live[kind] -= (unsigned)mine.room;
-    if (!same && room && st == CRUX_OK) {
-        *fresh = (shared_t){
+    if (same) {
+        s->pins += req->pin;
+        s->used = ++uses;
+        *share_p = s;
+        s = NULL; /* the reference kept above is the caller's */
+    } else if (room && st == CRUX_OK) {
+        *fresh = (coll_crux_shared_t){
             .next = groups,
             .kind = kind,
             .id = all[0].fresh,
             .refs = 1,
+            .pins = req->pin,
+            .used = ++uses,
             .size = size,
             .names = names,
-            .group = *group_p,
+            .sorted = names + size,
+            .group = group,
         };
         groups = fresh;
         live[kind]++;
+        *share_p = fresh;
         names = NULL;
         fresh = NULL;
     }
     pthread_mutex_unlock(&lock);
-    if (s != NULL && !same) {
-        coll_crux_share_release(kind, s->group); /* the reference kept above */
+    if (s != NULL) {
+        drop(s, false); /* the reference kept above */
     }
     free(fresh);
     free(names);
@@ -178,27 +299,18 @@ crux_status_t coll_crux_share_acquire(mca_coll_crux_module_t *m, coll_crux_kind_
     return st;
 }
 
-void coll_crux_share_release(coll_crux_kind_t kind, void *group)
+void *coll_crux_share_use(coll_crux_shared_t *s)
 {
-    if (group == NULL) {
-        return;
-    }
     pthread_mutex_lock(&lock);
-    shared_t **link = &groups;
-    while (*link != NULL && (*link)->group != group) {
-        link = &(*link)->next;
-    }
-    shared_t *s = *link;
-    if (s != NULL && --s->refs == 0) {
-        *link = s->next;
-        live[kind]--;
-    } else {
-        s = NULL;
-    }
+    s->used = ++uses;
+    void *group = s->released ? NULL : s->group;
     pthread_mutex_unlock(&lock);
+    return group;
+}
+
+void coll_crux_share_release(coll_crux_shared_t *s, bool pin)
+{
     if (s != NULL) {
-        destroy(kind, s->group);
-        free(s->names);
-        free(s);
+        drop(s, pin);
     }
 }

@@ -17,6 +17,18 @@
  * shares nothing there: past its limit of groups, communicators get the
  * previous module's Allreduce), the calls still from one thread.
  *
+ * 'turns COUNT ROUNDS SHM_BOUND_MIB': COUNT communicators, each over all
+ * ranks in another order (the COUNT first permutations of the ranks), so
+ * none can share what another set up; then ROUNDS rounds in which each in
+ * turn runs a 1 MiB Allreduce, checked exactly.  With more of them than
+ * crux's limit of groups, crux releases the least recently used group to
+ * make room; the shared memory in use, measured after every round, must
+ * stay under SHM_BOUND_MIB.  'skew': rank 0 frees the first communicator
+ * before the last one's turn, the others after it (erroneous, as
+ * MPI_Comm_free is collective, but Open MPI frees at once): the members
+ * then disagree on which group to release, and the last communicator
+ * must still get an exact result, and nothing may hang.
+ *
  * 'cross': two duplicates of MPI_COMM_WORLD (sharing crux's group) each
  * run a correct Allreduce, then rank 0 calls Allreduce on the first and
  * then the second while the others call them the other way round
@@ -124,8 +136,80 @@ static void cross(void)
     free(buf);
 }
 
+/* The ranks 0..n-1 in the order of permutation 'index' (its factorial
+ * digits), so rank r's key is order[r]. */
+static void permutation(int index, int n, int *order)
+{
+    int left[64];
+    for (int i = 0; i < n; i++) {
+        left[i] = i;
+    }
+    for (int i = n; i > 0; i--) {
+        int pick = index % i;
+        index /= i;
+        order[n - i] = left[pick];
+        memmove(&left[pick], &left[pick + 1], (size_t)(i - pick - 1) * sizeof(*left));
+    }
+}
+
+static void turns(int count, int rounds, double bound, int skew)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm *comms = calloc((size_t)count, sizeof(*comms));
+    int *buf = malloc(COUNT_INTS * sizeof(int)), order[64];
+    int exact = comms != NULL && buf != NULL && size <= 64, wrong_at = -1;
+    double most = 0;
+    for (int i = 0; exact && i < count; i++) {
+        permutation(i, size, order);
+        MPI_Comm_split(MPI_COMM_WORLD, 0, order[rank], &comms[i]);
+    }
+    double start = MPI_Wtime();
+    for (int round = 0; exact && round < rounds; round++) {
+        for (int i = 0; exact && i < count; i++) {
+            if (skew && rank == 0 && i == count - 1 && comms[0] != MPI_COMM_NULL) {
+                MPI_Comm_free(&comms[0]);
+            }
+            if (comms[i] != MPI_COMM_NULL && !check_comm(comms[i], i, round, buf)) {
+                exact = 0;
+                wrong_at = round * count + i;
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double used = shm_used_mib();
+        most = used > most || used < 0 ? used : most;
+    }
+    tap_check(exact,
+              "%d communicators in %d orders of the ranks, %d rounds in turns, each "
+              "Allreduce exact (first wrong: call %d)",
+              count, count, rounds, wrong_at);
+    tap_check(most >= 0 && most <= bound,
+              "shared memory in use after every round at most %.0f MiB (most: %.1f)", bound, most);
+    if (rank == 0) {
+        printf("# %d processes, %d communicators in turns: /dev/shm in use at most %.1f MiB, "
+               "%d rounds in %.2f s\n",
+               size, count, most, rounds, MPI_Wtime() - start);
+    }
+    for (int i = 0; comms != NULL && i < count; i++) {
+        if (comms[i] != MPI_COMM_NULL) {
+            MPI_Comm_free(&comms[i]);
+        }
+    }
+    free(comms);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
+    if ((argc == 5 || argc == 6) && strcmp(argv[1], "turns") == 0) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        turns(atoi(argv[2]), atoi(argv[3]), atof(argv[4]),
+              argc == 6 && strcmp(argv[5], "skew") == 0);
+        MPI_Finalize();
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "cross") == 0) {
         MPI_Init(&argc, &argv);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
