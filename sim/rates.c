@@ -225,7 +225,8 @@ static void fill_all(sim_t *s, sim_comp_t *c, int n)
 }
 
 /* With cfg.check: the filling from job q gives every job it reaches the
- * rate it has after q's shortcut (to 1e-9 of the larger).  The rates are
+ * rate it has after q's shortcut, to 1e-9 of the larger or of the job's cap
+ * (a starved job's rate is 0 or rounding noise of its links' capacity).  The rates are
  * put back after; the filling's other arrays are scratch. */
 static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
 {
@@ -240,7 +241,8 @@ static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
     for (int i = 0; i < n; i++) {
         int v = c->set[i];
         double full = c->rate[v];
-        if (fabs(had[v] - full) > 1e-9 * fmax(fabs(had[v]), fabs(full)) && !s->failed) {
+        double scale = fmax(fmax(fabs(had[v]), fabs(full)), c->rcap[v]);
+        if (fabs(had[v] - full) > 1e-9 * scale && !s->failed) {
             crux_errf(s->err, s->errlen,
                       "job %s: rate %.17g after a shortcut at %.17g s, %.17g by the filling",
                       s->jobs[c->jobs[v]].spec->id, had[v], now, full);
