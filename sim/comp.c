@@ -33,6 +33,7 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->heap);
     free(c->slot_rem);
     free(c->slot_sum);
+    free(c->slot_used);
     free(c->rate);
     free(c->slot_mark);
     free(c->live);
@@ -110,6 +111,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->slot_bw = grab(se * sizeof(double), &bad);
     c->slot_rem = grab(se * sizeof(double), &bad);
     c->slot_sum = grab(se * sizeof(double), &bad);
+    c->slot_used = grab(se * sizeof(double), &bad);
     c->slot_mark = grab(se * sizeof(int), &bad);
     c->live = grab(se * sizeof(int), &bad);
     c->slot_full = grab(se * sizeof(int), &bad);

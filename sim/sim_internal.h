@@ -134,6 +134,9 @@ typedef struct {
     int *heap;
     /* water-filling of a set of jobs: scratch */
     double *slot_rem, *slot_sum, *rate;
+    /* what the transferring jobs use of each slot at their rates (bytes/s):
+     * set from each full filling, adjusted by the shortcuts (rates.c) */
+    double *slot_used;
     int *slot_mark, *job_mark, *set, mark;
     int *live, *slot_full, *slot_cnt, *touched;
     double *jcap;
