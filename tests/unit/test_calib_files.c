@@ -16,7 +16,7 @@
 #include "common/crux_file.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/other_user.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 static char dir[64];
 

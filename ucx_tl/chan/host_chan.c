@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 static const char *const kind_names[CRUX_TL_CHAN_KIND_COUNT] = {
     "cma-get", "cma-put", "shm", "shm-direct", "model", "cuda-ipc", "cuda-peer", "cuda-host",

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "common/crux_file.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 #define CALIB_BYTES  (4u << 20)
 #define CALIB_TINY   64u

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_cuda.h"
+#include "ucx_tl/cuda/cuda_state.h"
 
 #ifdef CRUX_HAVE_CUDA
 #define SLOTS          4

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 #define PAGE              4096u
 #define ROUND_PAGE(x)     (((x) + PAGE - 1) / PAGE * PAGE)

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_lp.h"
+#include "ucx_tl/plan/simplex.h"
 
 #define LP_MAX 32
 #define LP_EPS 1e-12

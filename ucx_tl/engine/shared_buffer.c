@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 crux_status_t crux_tl_shared_alloc(crux_tl_engine_t *e, size_t bytes, void **ptr_p)
 {

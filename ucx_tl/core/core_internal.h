@@ -32,7 +32,7 @@
 #include <sys/types.h>
 
 #include "common/crux_reach.h"
-#include "ucx_tl/crux_tl_internal.h"
+#include "ucx_tl/uct/uct_internal.h"
 
 #define CRUX_TL_RING           64  /* transfers in flight per pair and direction */
 #define CRUX_TL_MAX_SLOTS      32  /* shm staging slots per direction */

@@ -7,7 +7,7 @@
 
 #include "common/crux_copy.h"
 #include "common/crux_proc.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 #define LIVENESS_POLLS 4096u       /* idle progress calls between checks that the peer lives */
 #define ALSO_BLOCK     (16u << 10) /* a multiple of the granule, so of every element size */

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/crux_futex.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 void crux_tl_ring(crux_tl_pair_t *pair)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ucx_tl/crux_tl.h"
-#include "ucx_tl/crux_tl_lp.h"
+#include "ucx_tl/plan/simplex.h"
 
 #define KMAX         (1u << 20) /* chunks per path at most */
 #define BISECT_STEPS 40         /* of the deadline search, at most */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 enum { RES_TX, RES_RX }; /* planner resource indices of the two CPUs */
 
