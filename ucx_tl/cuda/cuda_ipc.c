@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ucx_tl/cuda/cuda_internal.h"
 #include "ucx_tl/cuda/cuda_state.h"
 
 #ifdef CRUX_HAVE_CUDA

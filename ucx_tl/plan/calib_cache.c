@@ -1,6 +1,7 @@
-/* Calibration: measure a channel's bandwidth, latency and per-chunk cost
- * with a few short transfers, and keep the figures per node in a cache file
- * so that later runs start with them.
+/* Calibration's figures: the fit of a channel's bandwidth, latency and
+ * per-chunk cost to a few timed transfers (engine/calibrate.c makes them),
+ * and the cache file that keeps them per node so that later runs start
+ * with them.
  *
  * Each channel is timed (best of three) on a tiny transfer, on a large one in
  * a few chunks and on the same in many chunks.  The planner's model gives,
@@ -18,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,34 +27,24 @@
 #include <unistd.h>
 
 #include "common/crux_file.h"
-#include "ucx_tl/core/core_internal.h"
+#include "ucx_tl/plan/plan_internal.h"
 
-#define CALIB_BYTES  (4u << 20)
-#define CALIB_TINY   64u
-#define CALIB_REPS   3
-#define CALIB_STEPS  3 /* tiny, large in few chunks, large in many */
 #define CACHE_HEADER "crux-calibration 1"
 #define CACHE_LINES  256
 
-void crux_tl_calib_path(crux_tl_engine_t *e, const char *path)
+void crux_tl_calib_default_path(char *out, size_t size, const char *path)
 {
     char host[64] = "localhost";
     gethostname(host, sizeof(host) - 1);
     host[sizeof(host) - 1] = '\0';
     const char *xdg = getenv("XDG_CACHE_HOME");
     if (path != NULL) {
-        snprintf(e->calib_path, sizeof(e->calib_path), "%s", path);
+        snprintf(out, size, "%s", path);
     } else if (xdg != NULL && xdg[0] == '/') {
-        snprintf(e->calib_path, sizeof(e->calib_path), "%s/crux/calibration-%s", xdg, host);
+        snprintf(out, size, "%s/crux/calibration-%s", xdg, host);
     } else {
-        snprintf(e->calib_path, sizeof(e->calib_path), "/tmp/crux-%u/calibration-%s",
-                 (unsigned)geteuid(), host);
+        snprintf(out, size, "/tmp/crux-%u/calibration-%s", (unsigned)geteuid(), host);
     }
-}
-
-const char *crux_tl_engine_calib_path(const crux_tl_engine_t *e)
-{
-    return e->calib_path;
 }
 
 /* --- the cache file ------------------------------------------------------------ */
@@ -95,19 +85,16 @@ static unsigned cache_read(const char *path, cache_line_t *lines, unsigned max)
     return n;
 }
 
-int crux_tl_calib_lookup(crux_tl_engine_t *e, crux_tl_chan_t *chan)
+int crux_tl_calib_read(const char *path, const char *signature, crux_tl_chan_attr_t *attr)
 {
-    if (e->calib_path[0] == '\0' || chan->signature[0] == '\0') {
-        return 0;
-    }
     cache_line_t lines[CACHE_LINES];
-    unsigned n = cache_read(e->calib_path, lines, CACHE_LINES);
+    unsigned n = cache_read(path, lines, CACHE_LINES);
     for (unsigned i = 0; i < n; i++) {
-        if (strcmp(lines[i].signature, chan->signature) == 0) {
-            chan->attr.bandwidth = lines[i].bandwidth;
-            chan->attr.latency = lines[i].latency;
-            chan->attr.chunk_cost = lines[i].chunk_cost;
-            chan->attr.calibrated = 1;
+        if (strcmp(lines[i].signature, signature) == 0) {
+            attr->bandwidth = lines[i].bandwidth;
+            attr->latency = lines[i].latency;
+            attr->chunk_cost = lines[i].chunk_cost;
+            attr->calibrated = 1;
             return 1;
         }
     }
@@ -130,14 +117,15 @@ static int make_dirs(char *path)
 }
 
 /* Best effort: a node without a writable cache directory calibrates anew. */
-void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsigned count)
+void crux_tl_calib_write(const char *path, const char *const *signatures,
+                         const crux_tl_chan_attr_t *const *attrs, unsigned count)
 {
-    if (e->calib_path[0] == '\0' || count == 0) {
+    if (path[0] == '\0' || count == 0) {
         return;
     }
     char lock_path[540], tmp_path[560];
-    snprintf(lock_path, sizeof(lock_path), "%s.lock", e->calib_path);
-    snprintf(tmp_path, sizeof(tmp_path), "%s.XXXXXX", e->calib_path);
+    snprintf(lock_path, sizeof(lock_path), "%s.lock", path);
+    snprintf(tmp_path, sizeof(tmp_path), "%s.XXXXXX", path);
     /* a directory another user made or can write is not used: calibrate
      * anew next time rather than write through their links */
     if (make_dirs(lock_path) != 0 || crux_parent_safe(lock_path, NULL, 0) != 0) {
@@ -149,21 +137,20 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
     }
     flock(lock, LOCK_EX);
     cache_line_t lines[CACHE_LINES];
-    unsigned n = cache_read(e->calib_path, lines, CACHE_LINES);
+    unsigned n = cache_read(path, lines, CACHE_LINES);
     for (unsigned c = 0; c < count; c++) {
-        const crux_tl_chan_t *chan = chans[c];
         unsigned i = 0;
-        while (i < n && strcmp(lines[i].signature, chan->signature) != 0) {
+        while (i < n && strcmp(lines[i].signature, signatures[c]) != 0) {
             i++;
         }
         if (i == n && n == CACHE_LINES) {
             continue;
         }
         n += i == n;
-        snprintf(lines[i].signature, sizeof(lines[i].signature), "%s", chan->signature);
-        lines[i].bandwidth = chan->attr.bandwidth;
-        lines[i].latency = chan->attr.latency;
-        lines[i].chunk_cost = chan->attr.chunk_cost;
+        snprintf(lines[i].signature, sizeof(lines[i].signature), "%s", signatures[c]);
+        lines[i].bandwidth = attrs[c]->bandwidth;
+        lines[i].latency = attrs[c]->latency;
+        lines[i].chunk_cost = attrs[c]->chunk_cost;
     }
     int fd = mkstemp(tmp_path); /* O_EXCL, mode 0600: never through a link */
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -177,7 +164,7 @@ void crux_tl_calib_store(crux_tl_engine_t *e, crux_tl_chan_t *const *chans, unsi
             fprintf(f, "%s %.6g %.6g %.6g\n", lines[i].signature, lines[i].bandwidth,
                     lines[i].latency, lines[i].chunk_cost);
         }
-        if (fclose(f) != 0 || rename(tmp_path, e->calib_path) != 0) {
+        if (fclose(f) != 0 || rename(tmp_path, path) != 0) {
             unlink(tmp_path);
         }
     }
@@ -228,154 +215,4 @@ void crux_tl_calib_fit(crux_tl_chan_attr_t *attr, const double *t, const double 
     attr->latency = isfinite(latency) && latency > 0 ? latency : 0.0;
     attr->chunk_cost = isfinite(cost) && cost > 0 ? cost : 0.0;
     attr->calibrated = 1;
-}
-
-/* --- pairs ------------------------------------------------------------------------ */
-
-static crux_status_t wait_word(crux_tl_pair_t *pair, const uint64_t *word, uint64_t target)
-{
-    for (unsigned polls = 1; mp_load(word) < target; polls++) {
-        if (crux_tl_engine_progress(pair->engine) == 0) {
-            sched_yield();
-        }
-        if (polls % 4096 == 0 && !crux_tl_peer_alive(pair)) {
-            return CRUX_ERR_PEER;
-        }
-    }
-    return CRUX_OK;
-}
-
-static int measurable(const crux_tl_pair_t *pair, const crux_tl_chan_t *c)
-{
-    switch (c->attr.kind) {
-    case CRUX_TL_CHAN_CMA_GET: return c->usable;
-    case CRUX_TL_CHAN_CMA_PUT: return (mp_load(&pair->theirs->caps) & CAP_CMA) != 0;
-    case CRUX_TL_CHAN_SHM: return 1;
-    default: return 0; /* model channels are exact already */
-    }
-}
-
-typedef struct {
-    crux_tl_pair_t *pair;
-    int sends, receives;
-    uint8_t *sbuf, *rbuf;
-} calib_run_t;
-
-/* One transfer of the schedule; the receiver returns its time in *t. */
-static crux_status_t one(calib_run_t *r, size_t bytes, unsigned index, size_t chunk, double *t)
-{
-    crux_tl_xfer_t *s = NULL, *v = NULL;
-    crux_tl_xfer_params_t params = { .channels = 1u << index, .chunk = chunk };
-    crux_status_t st = CRUX_OK;
-    if (r->receives) {
-        st = crux_tl_recv(r->pair, r->rbuf, bytes, &params, &v);
-    }
-    if (st == CRUX_OK && r->sends) {
-        st = crux_tl_send(r->pair, r->sbuf, bytes, NULL, &s);
-    }
-    crux_status_t ss = s != NULL ? crux_tl_xfer_wait(s) : CRUX_OK;
-    crux_status_t vs = v != NULL ? crux_tl_xfer_wait(v) : CRUX_OK;
-    if (v != NULL && vs == CRUX_OK && crux_tl_xfer_stats(v)->elapsed < *t) {
-        *t = crux_tl_xfer_stats(v)->elapsed;
-    }
-    crux_tl_xfer_release(s);
-    crux_tl_xfer_release(v);
-    return st != CRUX_OK ? st : ss != CRUX_OK ? ss : vs;
-}
-
-/* Sizes and chunk sizes of the three steps for a channel. */
-static void steps(const crux_tl_chan_attr_t *a, double *n, double *k, size_t *chunk)
-{
-    size_t big = CALIB_BYTES / 4 < a->max_chunk ? CALIB_BYTES / 4 : a->max_chunk;
-    n[0] = CALIB_TINY;
-    chunk[0] = CALIB_TINY;
-    n[1] = CALIB_BYTES;
-    chunk[1] = big;
-    n[2] = CALIB_BYTES;
-    chunk[2] = big / 8 >= CRUX_TL_GRANULE ? big / 8 : CRUX_TL_GRANULE;
-    for (int i = 0; i < CALIB_STEPS; i++) {
-        k[i] = ceil(n[i] / (double)chunk[i]);
-    }
-}
-
-crux_status_t crux_tl_pair_calibrate(crux_tl_pair_t *pair, int force)
-{
-    uint64_t round = ++pair->calib_round;
-    calib_run_t r = { .pair = pair,
-                      .sends = pair->loopback || pair->rank < pair->peer,
-                      .receives = pair->loopback || pair->rank > pair->peer };
-    crux_tl_chan_t *measured[CRUX_TL_MAX_CHANS];
-    unsigned count = 0;
-    if (r.receives) {
-        for (unsigned i = 0; i < pair->nhost; i++) {
-            crux_tl_chan_t *c = pair->chan[i];
-            if (measurable(pair, c) && (force || !c->attr.calibrated)) {
-                measured[count++] = c;
-            }
-        }
-        pair->mine->calib_count = count;
-        mp_store(&pair->mine->calib_start, round);
-    } else {
-        crux_status_t st = wait_word(pair, &pair->theirs->calib_start, round);
-        if (st != CRUX_OK) {
-            return st;
-        }
-        count = pair->theirs->calib_count;
-    }
-    r.sbuf = calloc(1, CALIB_BYTES);
-    r.rbuf = calloc(1, CALIB_BYTES);
-    crux_status_t st = r.sbuf != NULL && r.rbuf != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
-    for (unsigned c = 0; c < count && st == CRUX_OK; c++) {
-        /* the sender only needs the sizes, which do not depend on the channel */
-        const crux_tl_chan_attr_t *a = r.receives ? &measured[c]->attr : NULL;
-        crux_tl_chan_attr_t any = { .max_chunk = CALIB_BYTES };
-        double n[CALIB_STEPS], k[CALIB_STEPS], t[CALIB_STEPS];
-        size_t chunk[CALIB_STEPS];
-        steps(a != NULL ? a : &any, n, k, chunk);
-        unsigned index = 0;
-        while (r.receives && pair->chan[index] != measured[c]) {
-            index++;
-        }
-        for (int s = 0; s < CALIB_STEPS && st == CRUX_OK; s++) {
-            t[s] = INFINITY;
-            for (int rep = 0; rep < CALIB_REPS && st == CRUX_OK; rep++) {
-                st = one(&r, (size_t)n[s], index, chunk[s], &t[s]);
-            }
-        }
-        if (st == CRUX_OK && r.receives) {
-            crux_tl_calib_fit(&measured[c]->attr, t, k, n);
-        }
-    }
-    free(r.sbuf);
-    free(r.rbuf);
-    if (st != CRUX_OK) {
-        return st;
-    }
-    if (r.receives) {
-        for (unsigned i = 0; i < pair->nhost; i++) {
-            const crux_tl_chan_attr_t *a = &pair->chan[i]->attr;
-            pair->mine->calib[i] = (crux_tl_wire_calib_t){
-                .bandwidth = a->bandwidth,
-                .latency = a->latency,
-                .chunk_cost = a->chunk_cost,
-                .index = a->calibrated ? (int32_t)i : -1,
-            };
-        }
-        /* cached first, so a pair the sender opens next finds the figures */
-        crux_tl_calib_store(pair->engine, measured, count);
-        mp_store(&pair->mine->calib_done, round);
-    } else {
-        st = wait_word(pair, &pair->theirs->calib_done, round);
-        for (unsigned i = 0; st == CRUX_OK && i < pair->nhost; i++) {
-            const crux_tl_wire_calib_t *w = &pair->theirs->calib[i];
-            if (w->index == (int32_t)i && pair->chan[i]->attr.kind != CRUX_TL_CHAN_MODEL) {
-                pair->chan[i]->attr.bandwidth = w->bandwidth;
-                pair->chan[i]->attr.latency = w->latency;
-                pair->chan[i]->attr.chunk_cost = w->chunk_cost;
-                pair->chan[i]->attr.calibrated = 1;
-            }
-        }
-    }
-    crux_tl_plan_invalidate(pair);
-    return st;
 }
