@@ -1,8 +1,8 @@
 /* Internal to libcrux_tl: the engine's shared memory, "the wire".
  *
- * Every engine allocates one shared segment with a control area
- * per possible peer; area q of process P is written only by P and read by
- * its peer q (and by P itself on a loopback pair).  The i-th send of P to Q
+ * Every engine allocates one shared segment with a control area per
+ * possible peer; area q of process P is written only by P and read by its
+ * peer q (and by P itself on a loopback pair).  The i-th send of P to Q
  * matches the i-th receive of Q from P (sequence number i):
  *   1. the sender publishes its buffer in its send ring;
  *   2. the receiver, once it has posted the matching receive, plans the
