@@ -16,7 +16,7 @@
 #include "common/crux_file.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/other_user.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/plan/plan_internal.h"
 
 static char dir[64];
 
@@ -50,24 +50,30 @@ static int as_other(const char *command)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* Stores one channel's figures under path, then looks them up in a fresh
- * engine; returns what the lookup found (1) or not (0). */
+/* Stores one channel's figures under path. */
+static void store(const char *path, double bandwidth)
+{
+    const char *signature = "cma-get";
+    crux_tl_chan_attr_t attr = { .bandwidth = bandwidth, .latency = 1e-6, .chunk_cost = 1e-7 };
+    const crux_tl_chan_attr_t *attrs[] = { &attr };
+    crux_tl_calib_write(path, &signature, attrs, 1);
+}
+
+/* Looks the channel up; returns what the lookup found (1) or not (0). */
+static int lookup(const char *path, crux_tl_chan_attr_t *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    return crux_tl_calib_read(path, "cma-get", attr);
+}
+
+/* Stores one channel's figures under path, then looks them up; returns
+ * what the lookup found (1) or not (0). */
 static int store_and_lookup(const char *path, double bandwidth)
 {
-    crux_tl_engine_t *e = calloc(1, sizeof(*e));
-    crux_tl_chan_t *c = calloc(1, sizeof(*c));
-    ck_assert(e && c);
-    crux_tl_calib_path(e, path);
-    snprintf(c->signature, sizeof(c->signature), "cma-get");
-    c->attr.bandwidth = bandwidth;
-    c->attr.latency = 1e-6;
-    c->attr.chunk_cost = 1e-7;
-    crux_tl_calib_store(e, &c, 1);
-    memset(&c->attr, 0, sizeof(c->attr));
-    int found = crux_tl_calib_lookup(e, c);
-    ck_assert(!found || c->attr.bandwidth == bandwidth);
-    free(c);
-    free(e);
+    crux_tl_chan_attr_t attr;
+    store(path, bandwidth);
+    int found = lookup(path, &attr);
+    ck_assert(!found || attr.bandwidth == bandwidth);
     return found;
 }
 
@@ -104,13 +110,8 @@ START_TEST(links_and_open_dirs_refused)
     fclose(f);
     chmod(target, 0600);
     ck_assert_int_eq(symlink(target, path), 0);
-    crux_tl_engine_t *e = calloc(1, sizeof(*e));
-    crux_tl_chan_t *c = calloc(1, sizeof(*c));
-    crux_tl_calib_path(e, path);
-    snprintf(c->signature, sizeof(c->signature), "cma-get");
-    ck_assert_int_eq(crux_tl_calib_lookup(e, c), 0);
-    free(c);
-    free(e);
+    crux_tl_chan_attr_t attr;
+    ck_assert_int_eq(lookup(path, &attr), 0);
     unlink(path);
     /* a directory writable by others (the test's own, 0777 without the
      * sticky bit) is neither written nor read */
@@ -124,13 +125,7 @@ START_TEST(links_and_open_dirs_refused)
     ck_assert_int_eq(crux_dir_safe("/tmp", NULL, 0), 0); /* root's, sticky */
     /* a FIFO in the cache's place does not block the lookup */
     ck_assert_int_eq(mkfifo(path, 0600), 0);
-    e = calloc(1, sizeof(*e));
-    c = calloc(1, sizeof(*c));
-    crux_tl_calib_path(e, path);
-    snprintf(c->signature, sizeof(c->signature), "cma-get");
-    ck_assert_int_eq(crux_tl_calib_lookup(e, c), 0);
-    free(c);
-    free(e);
+    ck_assert_int_eq(lookup(path, &attr), 0);
 }
 END_TEST
 
@@ -151,17 +146,9 @@ START_TEST(foreign_directory_in_tmp)
              "printf 'crux-calibration 1\\ncma-get 1e3 1 1\\n' >%s && chmod 0666 %s",
              theirs, target, path, path, path);
     ck_assert(as_other(cmd));
-    crux_tl_engine_t *e = calloc(1, sizeof(*e));
-    crux_tl_chan_t *c = calloc(1, sizeof(*c));
-    crux_tl_calib_path(e, path);
-    snprintf(c->signature, sizeof(c->signature), "cma-get");
-    ck_assert_int_eq(crux_tl_calib_lookup(e, c), 0); /* their figures unread */
-    c->attr.bandwidth = 5e9;
-    c->attr.latency = 1e-6;
-    c->attr.chunk_cost = 1e-7;
-    crux_tl_calib_store(e, &c, 1);
-    free(c);
-    free(e);
+    crux_tl_chan_attr_t attr;
+    ck_assert_int_eq(lookup(path, &attr), 0); /* their figures unread */
+    store(path, 5e9);
     ck_assert_int_eq(access(target, F_OK), -1); /* nothing created through the link */
     char why[256];
     ck_assert_int_eq(crux_dir_safe(theirs, why, sizeof(why)), -1);

@@ -11,7 +11,7 @@
 
 #include "check_main.h"
 #include "ucx_tl/crux_tl.h"
-#include "ucx_tl/crux_tl_lp.h"
+#include "ucx_tl/plan/simplex.h"
 
 static uint64_t rng_state = 88172645463325252ull;
 
@@ -266,7 +266,7 @@ START_TEST(test_packing_lp)
     const double A[] = { 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1 };
     const double b[] = { 3, 2, 5, 4, 6 };
     double x[3];
-    ck_assert_double_eq_tol(crux_tl_lp_pack(5, 3, A, b, x), 9.0, 1e-12);
+    ck_assert_double_eq_tol(crux_tl_simplex_pack(5, 3, A, b, x), 9.0, 1e-12);
     ck_assert_double_eq_tol(x[0], 3.0, 1e-12);
     ck_assert_double_eq_tol(x[1], 1.0, 1e-12);
     ck_assert_double_eq_tol(x[2], 5.0, 1e-12);

@@ -1,6 +1,6 @@
 /* Memory types, from the CUDA driver's pointer attributes when there is one. */
 #include "common/crux_cuda.h"
-#include "ucx_tl/crux_tl.h"
+#include "ucx_tl/crux_tl_uct.h"
 
 crux_tl_mem_t crux_tl_mem_query(const void *ptr)
 {

@@ -6,7 +6,7 @@
  * receiver needs no plan to place it. */
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/engine/engine_internal.h"
 
 static crux_tl_run_t *shm_run(crux_tl_xfer_t *x)
 {

@@ -4,12 +4,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_lp.h"
+#include "ucx_tl/plan/simplex.h"
 
 #define LP_MAX 32
 #define LP_EPS 1e-12
 
-double crux_tl_lp_pack(unsigned rows, unsigned cols, const double *A, const double *b, double *x)
+double crux_tl_simplex_pack(unsigned rows, unsigned cols, const double *A, const double *b,
+                            double *x)
 {
     /* columns: cols structural, then rows slacks; last column: right-hand side */
     const unsigned width = cols + rows + 1;

@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_cuda.h"
+#include "ucx_tl/cuda/cuda_internal.h"
+#include "ucx_tl/cuda/cuda_state.h"
+#include "ucx_tl/plan/plan_internal.h"
 
 #ifdef CRUX_HAVE_CUDA
 #define SLOTS          4

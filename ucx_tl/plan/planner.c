@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ucx_tl/crux_tl.h"
-#include "ucx_tl/crux_tl_lp.h"
+#include "ucx_tl/plan/simplex.h"
 
 #define KMAX         (1u << 20) /* chunks per path at most */
 #define BISECT_STEPS 40         /* of the deadline search, at most */
@@ -211,7 +211,7 @@ static double carry(const crux_tl_plan_input_t *in, double T, const double *cap,
         }
         return total;
     }
-    total = crux_tl_lp_pack(rows, cols, A, b, y);
+    total = crux_tl_simplex_pack(rows, cols, A, b, y);
     for (unsigned j = 0; j < cols; j++) {
         x[idx[j]] = y[j];
     }

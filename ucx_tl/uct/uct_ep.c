@@ -3,7 +3,7 @@
  * operation carries a small record, recycled through the context. */
 #include <stdlib.h>
 
-#include "ucx_tl/crux_tl_internal.h"
+#include "ucx_tl/uct/uct_internal.h"
 
 crux_status_t crux_tl_ep_create(crux_tl_context_t *ctx, const void *peer_address,
                                 crux_tl_ep_t **ep_p)

@@ -5,7 +5,7 @@
 #include <ucs/async/async_fwd.h>
 #include <uct/api/uct.h>
 
-#include "ucx_tl/crux_tl.h"
+#include "ucx_tl/crux_tl_uct.h"
 
 /* One in-flight UCT operation; returned to the context's free list when done. */
 typedef struct crux_tl_op {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_internal.h"
+#include "ucx_tl/uct/uct_internal.h"
 
 typedef struct {
     uint64_t address;

@@ -3,7 +3,7 @@
 #define CRUX_TL_CUDA_H
 
 #include "common/crux_cuda.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/core/core_internal.h"
 
 #ifdef CRUX_HAVE_CUDA
 /* An allocation of ours whose IPC handle was taken, by its buffer id (unique

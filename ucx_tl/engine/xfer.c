@@ -1,16 +1,19 @@
-/* Transfers: posting, the sender's side of the protocol, issuing chunks,
- * completion and the liveness of the peer.  The receiver's matching and
- * planning are in crux_tl_match.c, the staged slots in crux_tl_shm.c. */
+/* Transfers: posting, the sender's side of the protocol, completion, the
+ * peer gone, the progress of every pair, and the caller's view of a
+ * transfer.  The receiver's matching and planning are in match.c, the
+ * staged slots in shm_slots.c, issuing chunks and landing in core/issue.c. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/crux_copy.h"
 #include "common/crux_proc.h"
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/cuda/cuda_internal.h"
+#include "ucx_tl/engine/engine_internal.h"
 
-#define LIVENESS_POLLS 4096u       /* idle progress calls between checks that the peer lives */
-#define ALSO_BLOCK     (16u << 10) /* a multiple of the granule, so of every element size */
+#define LIVENESS_POLLS    4096u /* idle progress calls between checks that the peer lives */
+#define SPIN_BEFORE_YIELD 64u
 
 static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_t bytes,
                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
@@ -71,61 +74,6 @@ crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t byt
     return st;
 }
 
-int crux_tl_may_land(const crux_tl_xfer_t *x)
-{
-    return x->reduce.after == NULL || x->reduce.after->state == XFER_DONE;
-}
-
-void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length)
-{
-    uint8_t *out = x->buffer + at;
-    if (x->reduce.fn != NULL) {
-        /* with a second place, in blocks that its copy reads from L1 */
-        size_t block = x->reduce.also != NULL ? ALSO_BLOCK : length;
-        for (size_t done = 0; done < length; done += block) {
-            size_t n = length - done < block ? length - done : block;
-            const uint8_t *local = (const uint8_t *)x->reduce.local + at + done;
-            const uint8_t *in = (const uint8_t *)src + done;
-            if (x->reduce.incoming_first) {
-                x->reduce.fn(out + done, in, local, n / x->reduce.esize);
-            } else {
-                x->reduce.fn(out + done, local, in, n / x->reduce.esize);
-            }
-            if (x->reduce.also != NULL && (x->params.stream || x->reduce.also_stream)) {
-                crux_copy_stream((uint8_t *)x->reduce.also + at + done, out + done, n);
-            } else if (x->reduce.also != NULL) {
-                memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
-            }
-        }
-    } else if (x->params.stream) {
-        crux_copy_stream(out, src, length);
-    } else {
-        memcpy(out, src, length);
-    }
-}
-
-static void fail(crux_tl_xfer_t *x, crux_status_t status)
-{
-    if (!x->failed) {
-        x->failed = 1;
-        x->status = status;
-    }
-}
-
-void crux_tl_xfer_finish_chunk(crux_tl_chunk_t *c)
-{
-    crux_tl_xfer_t *x = c->xfer;
-    crux_tl_run_t *run = &x->run[c->run];
-    run->inflight--;
-    if (c->status == CRUX_OK) {
-        run->landed += c->length;
-        run->chunks++;
-    } else {
-        fail(x, c->status);
-    }
-    crux_tl_chunk_put(x->pair->engine, c);
-}
-
 /* --- the sender ------------------------------------------------------------ */
 
 /* A small host send goes out eagerly when the pair has shm slots: one
@@ -160,7 +108,7 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     w->eager = (uint32_t)(!shared && start_eager(pair, x));
     pair->send_busy[k] = 1;
     mp_store(&w->seq, x->seq + 1);
-    /* the receiver pulls a shared buffer itself (crux_tl_match.c): no plan
+    /* the receiver pulls a shared buffer itself (match.c): no plan
      * to wait for, nothing to push; the receiver's done word completes it */
     x->state = w->eager || shared ? XFER_ACTIVE : XFER_PUBLISHED;
 }
@@ -175,7 +123,7 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     x->peer_addr = w->buf.addr;
     x->state = XFER_ACTIVE;
     if (w->status != CRUX_OK) {
-        fail(x, (crux_status_t)w->status);
+        crux_tl_xfer_fail(x, (crux_status_t)w->status);
         return 1;
     }
     int pushes = 0;
@@ -203,7 +151,7 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         run->chunk = s->chunk;
         run->depth = s->depth;
         if (s->kind == CRUX_TL_CHAN_CMA_PUT && (run->chan == NULL || !run->chan->usable)) {
-            fail(x, CRUX_ERR_INVALID); /* a plan this side cannot follow */
+            crux_tl_xfer_fail(x, CRUX_ERR_INVALID); /* a plan this side cannot follow */
         }
     }
     return 1;
@@ -346,65 +294,6 @@ static unsigned steal(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     return 1;
 }
 
-/* --- issuing ------------------------------------------------------------------ */
-
-unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
-{
-    unsigned events = 0;
-    for (unsigned i = 0; i < x->nruns && !x->failed; i++) {
-        crux_tl_run_t *run = &x->run[i];
-        crux_tl_chan_t *chan = run->chan;
-        if (chan == NULL || chan->ops->issue == NULL) {
-            continue;
-        }
-        while (run->issued < run->bytes && run->inflight < run->depth &&
-               chan->inflight < chan->attr.max_depth) {
-            crux_tl_chunk_t *c = crux_tl_chunk_get(pair->engine);
-            if (c == NULL) {
-                fail(x, CRUX_ERR_NO_MEMORY);
-                return events;
-            }
-            size_t at = run->offset + run->issued;
-            c->xfer = x;
-            c->run = i;
-            c->length =
-                run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
-            if (x->is_send) {
-                c->src = x->buffer + at;
-            } else {
-                c->dst = x->buffer + at;
-                c->src = (const uint8_t *)x->peer_mapped + at;
-            }
-            c->remote = x->peer_addr + at;
-            crux_status_t st = chan->ops->issue(chan, c);
-            if (st != CRUX_OK) {
-                crux_tl_chunk_put(pair->engine, c);
-                fail(x, st);
-                return events;
-            }
-            c->next = NULL;
-            if (chan->tail != NULL) {
-                chan->tail->next = c;
-            } else {
-                chan->head = c;
-            }
-            chan->tail = c;
-            chan->inflight++;
-            run->inflight++;
-            run->issued += c->length;
-            events++;
-        }
-    }
-    return events;
-}
-
-/* --- liveness ------------------------------------------------------------------ */
-
-int crux_tl_peer_alive(const crux_tl_pair_t *pair)
-{
-    return pair->loopback || crux_proc_alive(pair->peer_pid);
-}
-
 /* The peer is gone: everything pending on the pair fails once nothing of
  * ours is in flight any more (chunks still reference the transfers). */
 static unsigned peer_gone(crux_tl_pair_t *pair)
@@ -418,7 +307,7 @@ static unsigned peer_gone(crux_tl_pair_t *pair)
             for (unsigned i = 0; i < x->nruns; i++) {
                 inflight += (int)x->run[i].inflight;
             }
-            fail(x, CRUX_ERR_PEER);
+            crux_tl_xfer_fail(x, CRUX_ERR_PEER);
             if (!inflight) {
                 finish(pair, x, CRUX_ERR_PEER);
                 events++;
@@ -482,4 +371,61 @@ unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
         events = peer_gone(pair);
     }
     return events;
+}
+
+unsigned crux_tl_engine_progress(crux_tl_engine_t *e)
+{
+    unsigned events = 0;
+    for (crux_tl_pair_t *pair = e->pairs; pair != NULL; pair = pair->next) {
+        events += crux_tl_pair_progress(pair);
+    }
+    return events + crux_tl_cuda_progress(e);
+}
+
+/* --- the caller's view ------------------------------------------------------------ */
+
+int crux_tl_xfer_done(const crux_tl_xfer_t *x)
+{
+    return x->state == XFER_DONE;
+}
+
+crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *x)
+{
+    return x->state == XFER_DONE ? x->status : CRUX_INPROGRESS;
+}
+
+int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *x)
+{
+    return x->state == XFER_DONE || (x->is_send && x->state == XFER_ACTIVE && x->nruns == 0 &&
+                                     x->mem.type == CRUX_TL_MEM_HOST);
+}
+
+crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *x)
+{
+    unsigned idle = 0;
+    while (x->state != XFER_DONE) {
+        /* the peer may share our core: let it run when nothing moves */
+        if (crux_tl_engine_progress(x->pair->engine) > 0) {
+            idle = 0;
+        } else if (++idle > SPIN_BEFORE_YIELD) {
+            sched_yield();
+        }
+    }
+    return x->status;
+}
+
+void crux_tl_xfer_release(crux_tl_xfer_t *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    if (x->state == XFER_DONE) {
+        crux_tl_xfer_put(x->pair->engine, x);
+    } else {
+        x->released = 1; /* freed by the engine when done */
+    }
+}
+const crux_tl_xfer_stats_t *crux_tl_xfer_stats(const crux_tl_xfer_t *x)
+{
+    return &x->stats;
 }

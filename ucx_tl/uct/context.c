@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_internal.h"
+#include "ucx_tl/uct/uct_internal.h"
 
 crux_status_t crux_tl_status_from_ucs(ucs_status_t status)
 {

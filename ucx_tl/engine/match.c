@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/cuda/cuda_internal.h"
+#include "ucx_tl/engine/engine_internal.h"
 
 enum { RES_TX, RES_RX }; /* planner resource indices of the two CPUs */
 
@@ -112,11 +113,6 @@ static const crux_tl_plan_entry_t *plan_cached(crux_tl_pair_t *pair, const crux_
     e->max_paths = x->params.max_paths;
     e->generation = pair->generation;
     return e;
-}
-
-void crux_tl_plan_invalidate(crux_tl_pair_t *pair)
-{
-    pair->generation++;
 }
 
 /* A plan of the one run in x->run[0], and its stats. */

@@ -1,4 +1,4 @@
-/* Lanes: persistent transfers out of shared buffers (crux_tl.h).
+/* Lanes: persistent transfers out of shared buffers (crux_tl_multipath.h).
  *
  * The sender's post k goes to slot k % CRUX_TL_LANE_DEPTH of its lane
  * entries in the pair's control area (a cache line each: sequence, buffer
@@ -7,39 +7,11 @@
  * receiver counts the posts it consumed in its own area, one word the
  * sender reads before it reuses a slot.  The slots are ordered by the
  * sequence word alone: written after the place (release), read before it
- * (acquire).
- *
- * A process that found nothing to do for a while on an oversubscribed
- * node sleeps on its doorbell (crux_tl_engine_doze, _sleep), one futex
- * word after its control areas: every post, consume and abandon of a peer
- * looks whether it sleeps (a load of a line it seldom writes) and rings it
- * then.  Both sides' store, then look, are sequentially consistent, so
- * either the sleeper's last look finds the peer's store or the peer finds
- * it dozing. */
+ * (acquire).  Every post, consume and abandon rings the peer's doorbell
+ * if it sleeps (engine/doorbell.c). */
 #include <string.h>
 
-#include "common/crux_futex.h"
-#include "ucx_tl/crux_tl_mp.h"
-
-void crux_tl_ring(crux_tl_pair_t *pair)
-{
-    if (__atomic_load_n(&pair->bell->sleeping, __ATOMIC_SEQ_CST)) {
-        __atomic_add_fetch(&pair->bell->ring, 1, __ATOMIC_SEQ_CST);
-        crux_futex_wake(&pair->bell->ring);
-    }
-}
-
-uint32_t crux_tl_engine_doze(crux_tl_engine_t *e)
-{
-    __atomic_store_n(&e->bell->sleeping, 1, __ATOMIC_SEQ_CST);
-    return __atomic_load_n(&e->bell->ring, __ATOMIC_SEQ_CST);
-}
-
-void crux_tl_engine_sleep(crux_tl_engine_t *e, uint32_t ticket, double seconds)
-{
-    crux_futex_wait(&e->bell->ring, ticket, (long)(seconds * 1e9));
-    __atomic_store_n(&e->bell->sleeping, 0, __ATOMIC_RELAXED);
-}
+#include "ucx_tl/engine/engine_internal.h"
 
 static int abandoned(const crux_tl_pair_t *pair)
 {
@@ -170,11 +142,4 @@ void crux_tl_lane_abandon(crux_tl_pair_t *pair)
 crux_status_t crux_tl_lane_check(crux_tl_pair_t *pair)
 {
     return abandoned(pair) || !crux_tl_peer_alive(pair) ? CRUX_ERR_PEER : CRUX_OK;
-}
-
-void crux_tl_lane_unmap(crux_tl_pair_t *pair)
-{
-    crux_tl_rseg_detach(pair->lane_rseg);
-    pair->lane_rseg = NULL;
-    pair->lane_map_id = 0;
 }

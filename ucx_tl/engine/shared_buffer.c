@@ -1,13 +1,13 @@
 /* Shared buffers: host memory in segments of the shared memory domain that
  * peers map, so a send from one travels in a single copy by the receiver
- * (the shm-direct channel, crux_tl_chan_host.c).  A send names its buffer's
+ * (the shm-direct channel, chan/host_chan.c).  A send names its buffer's
  * segment in its wire entry (number, offset, key); the receiver maps the
  * segment the first time it sees the number and keeps the mapping, with a
  * few others per pair, dropping the least recently used. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_mp.h"
+#include "ucx_tl/engine/engine_internal.h"
 
 crux_status_t crux_tl_shared_alloc(crux_tl_engine_t *e, size_t bytes, void **ptr_p)
 {
@@ -60,11 +60,6 @@ void crux_tl_shared_free_all(crux_tl_engine_t *e)
     while (e->shared != NULL) {
         crux_tl_shared_free(e, e->shared->base);
     }
-}
-
-int crux_tl_pair_direct(const crux_tl_pair_t *pair)
-{
-    return crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM_DIRECT) >= 0;
 }
 
 const crux_tl_shared_t *crux_tl_shared_find(const crux_tl_engine_t *e, const void *ptr,

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx_tl/crux_tl_cuda.h"
+#include "ucx_tl/cuda/cuda_internal.h"
+#include "ucx_tl/cuda/cuda_state.h"
 
 #ifdef CRUX_HAVE_CUDA
 crux_tl_cuda_state_t *crux_tl_cuda_state(crux_tl_engine_t *e)

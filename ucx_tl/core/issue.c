@@ -1,0 +1,130 @@
+/* Issuing a transfer's runs to their channels, and what the channels call
+ * back on each chunk: whether it may land yet, landing its bytes (a copy, a
+ * streamed copy or a reduction), and retiring it. */
+#include <string.h>
+
+#include "common/crux_copy.h"
+#include "ucx_tl/core/core_internal.h"
+
+#define ALSO_BLOCK (16u << 10) /* a multiple of the granule, so of every element size */
+
+int crux_tl_may_land(const crux_tl_xfer_t *x)
+{
+    return x->reduce.after == NULL || x->reduce.after->state == XFER_DONE;
+}
+
+void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length)
+{
+    uint8_t *out = x->buffer + at;
+    if (x->reduce.fn != NULL) {
+        /* with a second place, in blocks that its copy reads from L1 */
+        size_t block = x->reduce.also != NULL ? ALSO_BLOCK : length;
+        for (size_t done = 0; done < length; done += block) {
+            size_t n = length - done < block ? length - done : block;
+            const uint8_t *local = (const uint8_t *)x->reduce.local + at + done;
+            const uint8_t *in = (const uint8_t *)src + done;
+            if (x->reduce.incoming_first) {
+                x->reduce.fn(out + done, in, local, n / x->reduce.esize);
+            } else {
+                x->reduce.fn(out + done, local, in, n / x->reduce.esize);
+            }
+            if (x->reduce.also != NULL && (x->params.stream || x->reduce.also_stream)) {
+                crux_copy_stream((uint8_t *)x->reduce.also + at + done, out + done, n);
+            } else if (x->reduce.also != NULL) {
+                memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
+            }
+        }
+    } else if (x->params.stream) {
+        crux_copy_stream(out, src, length);
+    } else {
+        memcpy(out, src, length);
+    }
+}
+
+void crux_tl_xfer_fail(crux_tl_xfer_t *x, crux_status_t status)
+{
+    if (!x->failed) {
+        x->failed = 1;
+        x->status = status;
+    }
+}
+
+static int chunk_may_land(const crux_tl_chunk_t *c)
+{
+    return crux_tl_may_land(c->xfer);
+}
+
+/* A chunk lands at its place in the transfer's buffer. */
+static void chunk_land(const crux_tl_chunk_t *c, size_t at, const void *src, size_t length)
+{
+    const crux_tl_xfer_t *x = c->xfer;
+    crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer) + at, src, length);
+}
+
+static void chunk_finish(crux_tl_chunk_t *c)
+{
+    crux_tl_xfer_t *x = c->xfer;
+    crux_tl_run_t *run = &x->run[c->run];
+    run->inflight--;
+    if (c->status == CRUX_OK) {
+        run->landed += c->length;
+        run->chunks++;
+    } else {
+        crux_tl_xfer_fail(x, c->status);
+    }
+    crux_tl_chunk_put(x->pair->engine, c);
+}
+
+static const crux_tl_chunk_owner_t chunk_owner = { chunk_may_land, chunk_land, chunk_finish };
+
+unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
+{
+    unsigned events = 0;
+    for (unsigned i = 0; i < x->nruns && !x->failed; i++) {
+        crux_tl_run_t *run = &x->run[i];
+        crux_tl_chan_t *chan = run->chan;
+        if (chan == NULL || chan->ops->issue == NULL) {
+            continue;
+        }
+        while (run->issued < run->bytes && run->inflight < run->depth &&
+               chan->inflight < chan->attr.max_depth) {
+            crux_tl_chunk_t *c = crux_tl_chunk_get(pair->engine);
+            if (c == NULL) {
+                crux_tl_xfer_fail(x, CRUX_ERR_NO_MEMORY);
+                return events;
+            }
+            size_t at = run->offset + run->issued;
+            c->owner = &chunk_owner;
+            c->xfer = x;
+            c->run = i;
+            c->grain = x->reduce.fn != NULL ? x->reduce.esize : 1;
+            c->length =
+                run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
+            if (x->is_send) {
+                c->src = x->buffer + at;
+            } else {
+                c->dst = x->buffer + at;
+                c->src = (const uint8_t *)x->peer_mapped + at;
+            }
+            c->remote = x->peer_addr + at;
+            crux_status_t st = chan->ops->issue(chan, c);
+            if (st != CRUX_OK) {
+                crux_tl_chunk_put(pair->engine, c);
+                crux_tl_xfer_fail(x, st);
+                return events;
+            }
+            c->next = NULL;
+            if (chan->tail != NULL) {
+                chan->tail->next = c;
+            } else {
+                chan->head = c;
+            }
+            chan->tail = c;
+            chan->inflight++;
+            run->inflight++;
+            run->issued += c->length;
+            events++;
+        }
+    }
+    return events;
+}

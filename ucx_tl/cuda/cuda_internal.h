@@ -1,0 +1,32 @@
+/* Internal to libcrux_tl: what the CUDA area (cuda/) gives the engine:
+ * device buffers across processes and the CUDA channels.  Without a CUDA
+ * build every call is a stub (CRUX_ERR_UNSUPPORTED, or no channel).  The
+ * CUDA state these files share is in cuda_state.h. */
+#ifndef CRUX_TL_CUDA_INTERNAL_H
+#define CRUX_TL_CUDA_INTERNAL_H
+
+#include "ucx_tl/core/core_internal.h"
+
+/* cuda_ipc.c: device buffers across processes (a CUDA build; the
+ * stubs of a build without CUDA fail with CRUX_ERR_UNSUPPORTED) */
+crux_status_t crux_tl_cuda_export(crux_tl_engine_t *engine, const void *ptr,
+                                  crux_tl_wire_buf_t *wire);
+/* Map the sender's allocation in 'device''s context (cached: bounded by
+ * the engine's ipc_cache_bytes, least recently used first, never while a
+ * transfer holds the entry): *import_p holds it until
+ * crux_tl_cuda_import_done. */
+crux_status_t crux_tl_cuda_import(crux_tl_pair_t *pair, const crux_tl_wire_buf_t *wire, int device,
+                                  void **ptr_p, void **import_p);
+void crux_tl_cuda_import_done(void *import);
+void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *engine);
+
+/* cuda_chan.c: the CUDA channels, one set per device pair, shared
+ * by every pair of the engine */
+/* The CUDA channels from the sender's device to ours, added to the pair's
+ * table; their indices go to index[], their count is returned. */
+unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
+                               unsigned *index);
+unsigned crux_tl_cuda_progress(crux_tl_engine_t *engine);
+void crux_tl_cuda_destroy(crux_tl_engine_t *engine);
+
+#endif
