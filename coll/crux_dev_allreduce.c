@@ -76,24 +76,14 @@ void crux_dev_release_scratch(crux_dev_group_t *g)
 
 /* --- where things are ---------------------------------------------------------- */
 
-static void shard(const crux_dev_call_t *c, int p, size_t *first, size_t *length)
-{
-    crux_dev_shard(c->g, c->count, p, first, length);
-}
-
 size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
 {
-    size_t first, length;
-    shard(c, p, &first, &length);
-    return first + (size_t)k * c->chunk;
+    return crux_chunk_offset(&c->cut, p, k) / c->esize;
 }
 
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
 {
-    size_t first, length;
-    shard(c, p, &first, &length);
-    size_t left = length - (size_t)k * c->chunk;
-    return left < c->chunk ? left : c->chunk;
+    return crux_chunk_bytes(&c->cut, p, k) / c->esize;
 }
 
 /* Scratch slot of chunk k: one piece per peer, then an accumulator. */
@@ -374,16 +364,14 @@ static crux_status_t setup(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
-    c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
-    size_t first, length;
-    shard(c, 0, &first, &length); /* the largest shard */
-    c->kmax = (unsigned)((length + c->chunk - 1) / c->chunk);
+    c->cut = crux_cut(c->count, c->esize, chunk, g->size);
+    c->chunk = c->cut.chunk;
+    c->kmax = crux_shard_chunks(&c->cut, 0); /* the largest shard */
     if (call_arrays(c) != CRUX_OK) {
         return CRUX_ERR_NO_MEMORY;
     }
     for (int p = 0; p < g->size; p++) {
-        shard(c, p, &first, &length);
-        c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
+        c->chunks[p] = crux_shard_chunks(&c->cut, p);
     }
     if (c->device < 0) {
         host_channels(c);

@@ -7,11 +7,13 @@
 #include <stdint.h>
 
 #include "coll/crux_dev_group.h"
+#include "coll/crux_shard.h"
 
 typedef struct {
     crux_dev_group_t *g;
     int device;          /* -1: host memory */
-    size_t esize, chunk; /* chunk: elements */
+    size_t esize, chunk; /* chunk: elements (cut.chunk) */
+    crux_cut_t cut;      /* shards and chunks (crux_shard.h) */
     crux_dtype_t dtype;
     crux_op_t op;
     crux_reduce_fn_t cpu; /* host memory */
