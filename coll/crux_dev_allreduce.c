@@ -25,7 +25,7 @@
  * the member itself, waits for the landing before it.
  *
  * Host buffers go over the engine's lanes instead when every pair has
- * shm-direct (crux_dev_lanes.c).
+ * shm-direct: the host pipeline's lanes backend (crux_pipeline_lanes.c).
  *
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
@@ -76,30 +76,14 @@ void crux_dev_release_scratch(crux_dev_group_t *g)
 
 /* --- where things are ---------------------------------------------------------- */
 
-/* Member p's shard; in a whole call, the whole buffer. */
-static void shard(const crux_dev_call_t *c, int p, size_t *first, size_t *length)
-{
-    if (c->whole) {
-        *first = 0;
-        *length = c->count;
-    } else {
-        crux_dev_shard(c->g, c->count, p, first, length);
-    }
-}
-
 size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
 {
-    size_t first, length;
-    shard(c, p, &first, &length);
-    return first + (size_t)k * c->chunk;
+    return crux_chunk_offset(&c->cut, p, k) / c->esize;
 }
 
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
 {
-    size_t first, length;
-    shard(c, p, &first, &length);
-    size_t left = length - (size_t)k * c->chunk;
-    return left < c->chunk ? left : c->chunk;
+    return crux_chunk_bytes(&c->cut, p, k) / c->esize;
 }
 
 /* Scratch slot of chunk k: one piece per peer, then an accumulator. */
@@ -339,14 +323,13 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 
 /* The call's arrays, zeroed, carved from memory the group keeps (calls
  * are many and small ones showed their allocations in profiles): chunks
- * and chunks gathered per shard, the four transfer tables, the fold's
- * steps per chunk, and which members are far. */
+ * per shard, the four transfer tables and the fold's steps per chunk. */
 static crux_status_t call_arrays(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
-    size_t counts = (2 * size + c->kmax + 1) * sizeof(unsigned);
-    size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts + size;
+    size_t counts = (size + c->kmax + 1) * sizeof(unsigned);
+    size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts;
     if (g->call_mem_size < bytes) {
         void *mem = realloc(g->call_mem, bytes);
         if (mem == NULL) {
@@ -362,9 +345,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     c->ag_send = tables + 2 * slots;
     c->ag_recv = tables + 3 * slots;
     c->chunks = (unsigned *)(tables + 4 * slots);
-    c->gathered = c->chunks + size;
-    c->folded = c->gathered + size;
-    c->far = (uint8_t *)(c->folded + c->kmax + 1);
+    c->folded = c->chunks + size;
     return CRUX_OK;
 }
 
@@ -383,25 +364,14 @@ static crux_status_t setup(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
-    c->chunk = chunk / c->esize > 0 ? chunk / c->esize : 1;
-    /* the same on every member: the group agreed on g->lanes and g->whole */
-    c->lanes = g->lanes && c->device < 0;
-    c->whole = g->whole && c->lanes && c->do_rs && c->do_ag && c->inter == NULL &&
-               c->count * c->esize <= g->config.whole_max_bytes;
-    c->do_ag = c->do_ag && !c->whole;
-    size_t first, length;
-    shard(c, 0, &first, &length); /* the largest shard */
-    c->kmax = (unsigned)((length + c->chunk - 1) / c->chunk);
+    c->cut = crux_cut(c->count, c->esize, chunk, g->size);
+    c->chunk = c->cut.chunk;
+    c->kmax = crux_shard_chunks(&c->cut, 0); /* the largest shard */
     if (call_arrays(c) != CRUX_OK) {
         return CRUX_ERR_NO_MEMORY;
     }
     for (int p = 0; p < g->size; p++) {
-        shard(c, p, &first, &length);
-        c->chunks[p] = (unsigned)((length + c->chunk - 1) / c->chunk);
-    }
-    if (c->lanes) {
-        crux_dev_lanes_setup(c);
-        return CRUX_OK;
+        c->chunks[p] = crux_shard_chunks(&c->cut, p);
     }
     if (c->device < 0) {
         host_channels(c);
@@ -434,7 +404,7 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
         .do_rs = do_rs,
         .do_ag = do_ag,
         .inter = inter,
-        .depth = depth < CRUX_DEV_MAX_DEPTH ? depth : CRUX_DEV_MAX_DEPTH,
+        .depth = depth,
     };
     c.in_place = c.src == c.dst;
     crux_status_t st = check(&c, sbuf, rbuf);
@@ -447,6 +417,9 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             return st;
         }
         return crux_dev_copy(rbuf, c.src, count * c.esize);
+    }
+    if (st == CRUX_OK && c.device < 0 && g->lanes) {
+        return crux_lanes_run(&c); /* the same on every member: the group agreed on it */
     }
     if (st == CRUX_OK) {
         st = setup(&c);
@@ -468,8 +441,8 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
             return st == CRUX_ERR_PEER ? st : CRUX_ERR_UNSUPPORTED;
         }
     }
-    if (st != CRUX_OK || c.lanes) {
-        return st != CRUX_OK ? st : crux_dev_lanes_run(&c);
+    if (st != CRUX_OK) {
+        return st;
     }
     for (int q = 0; do_rs && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {

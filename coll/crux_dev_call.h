@@ -7,41 +7,23 @@
 #include <stdint.h>
 
 #include "coll/crux_dev_group.h"
-
-#define CRUX_DEV_MAX_DEPTH 64 /* inter-group steps in flight at most */
+#include "coll/crux_shard.h"
 
 typedef struct {
     crux_dev_group_t *g;
     int device;          /* -1: host memory */
-    size_t esize, chunk; /* chunk: elements */
+    size_t esize, chunk; /* chunk: elements (cut.chunk) */
+    crux_cut_t cut;      /* shards and chunks (crux_shard.h) */
     crux_dtype_t dtype;
     crux_op_t op;
     crux_reduce_fn_t cpu; /* host memory */
     int fold;             /* host: receives reduce on landing */
     int stream;           /* host: gathered chunks bypass the cache */
     unsigned *folded;     /* fold: [chunk of our shard] steps issued */
-    /* host, over the lanes (crux_dev_lanes.c) */
-    int lanes;
-    unsigned row0;      /* the stage row of chunk 0 */
-    unsigned staged;    /* rows whose pieces are copied in and posted */
-    unsigned *gathered; /* [size] chunks of each shard copied out */
-    /* the call's shape (bytes and element size), on every post: a member
-     * whose peer's differs ends the call (mismatched arguments) */
-    uint64_t tag;
-    /* a peer reading the stage is far (crux_tl_pair_far): what it reads is
-     * written with streaming stores, [member] and for what every peer reads */
-    uint8_t *far;
-    int any_far;
-    /* a small allreduce in one exchange: every member's "shard" is the whole
-     * buffer, which it reduces from every peer's input; no gather */
-    int whole;
-    /* hierarchical: the inter-group step between a chunk's reduction and
-     * its gather, up to 'depth' chunks in it (0: the whole shard once);
-     * chunks of our shard through it, and posted for the gather */
+    /* hierarchical (host calls over the lanes only): the inter-group step,
+     * up to 'depth' chunks in it (crux_pipeline.h) */
     const crux_coll_inter_t *inter;
     unsigned depth;
-    unsigned inter_done, final;
-    void *requests[CRUX_DEV_MAX_DEPTH]; /* ring, for chunks [inter_done, reduced) */
     const uint8_t *src;
     uint8_t *dst;
     int in_place, do_rs, do_ag;
@@ -88,11 +70,9 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine);
  * (legacy CUDA IPC; not stream-ordered or VMM memory). */
 int crux_dev_exportable(const void *ptr);
 
-/* crux_dev_lanes.c: host calls over the engine's lanes */
-/* Start a call over the lanes: its first row, which peers are far. */
-void crux_dev_lanes_setup(crux_dev_call_t *c);
-/* Run it to completion: CRUX_OK, CRUX_ERR_INVALID (the members' calls
- * differ) or CRUX_ERR_PEER (a peer went away or gave up). */
-crux_status_t crux_dev_lanes_run(crux_dev_call_t *c);
+/* crux_pipeline_lanes.c: a host call over the engine's lanes (when the
+ * group has them), run to completion: CRUX_OK, CRUX_ERR_INVALID (the
+ * members' calls differ) or CRUX_ERR_PEER (a peer went away or gave up). */
+crux_status_t crux_lanes_run(const crux_dev_call_t *c);
 
 #endif

@@ -49,7 +49,7 @@ struct crux_dev_group {
     crux_dev_queue_t *queue; /* kernels, on scratch_device */
     unsigned spins;          /* idle polls before yielding the core */
     /* host buffers, when every member has shm-direct to every other: the
-     * lanes' shared stage (crux_dev_lanes.c), window rows of a place per
+     * lanes' shared stage (crux_pipeline_lanes.c), window rows of a place per
      * member, kept between calls; NULL: none */
     uint8_t *stage;
     /* the row the next call starts at: successive calls write rows the

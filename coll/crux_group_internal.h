@@ -114,6 +114,20 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
 #define CRUX_WAIT(group, peer, field, target) \
     crux_wait((group), (peer), offsetof(crux_ctrl_t, field), (target))
 
+/* Sleeping on member 'peer's word at 'offset' (a futex on its low half,
+ * which changes on every publish): crux_sleep_begin counts us among the
+ * peer's sleepers and notes the word, the caller looks once more at what it
+ * waits for, and crux_sleep_end sleeps unless that look 'moved' or the word
+ * changed since (CRUX_IDLE_SLEEP_NS at most), and uncounts us. */
+typedef struct {
+    crux_ctrl_t *ctrl;
+    const uint64_t *word;
+    uint64_t seen;
+} crux_sleep_t;
+
+void crux_sleep_begin(crux_coll_group_t *group, int peer, size_t offset, crux_sleep_t *sleep);
+void crux_sleep_end(crux_sleep_t *sleep, int moved);
+
 /* Let other processes run while polling something that is not a flag (an
  * inter-group step): yields when the node is oversubscribed. */
 void crux_yield(crux_coll_group_t *group);

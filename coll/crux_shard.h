@@ -1,5 +1,6 @@
 /* Internal to libcrux_coll: how a buffer is cut into one shard per member
- * and each shard into pipeline chunks.  Every member computes the same cut. */
+ * and each shard into pipeline chunks.  Every member computes the same cut.
+ * Every algorithm of the library cuts this way (crux_dev_shard too). */
 #ifndef CRUX_SHARD_H
 #define CRUX_SHARD_H
 
@@ -12,6 +13,7 @@ typedef struct {
     size_t esize; /* bytes per element */
     size_t chunk; /* elements per chunk */
     int members;
+    int whole; /* every member's "shard" is the whole buffer (crux_cut_whole) */
 } crux_cut_t;
 
 static inline crux_cut_t crux_cut(size_t count, size_t esize, size_t chunk_bytes, int members)
@@ -24,16 +26,31 @@ static inline crux_cut_t crux_cut(size_t count, size_t esize, size_t chunk_bytes
     return (crux_cut_t){ .count = count, .esize = esize, .chunk = chunk, .members = members };
 }
 
+/* The cut of a whole call: every member reduces the whole buffer. */
+static inline crux_cut_t crux_cut_whole(size_t count, size_t esize, size_t chunk_bytes, int members)
+{
+    crux_cut_t cut = crux_cut(count, esize, chunk_bytes, 1);
+    cut.members = members;
+    cut.whole = 1;
+    return cut;
+}
+
 /* First element and length of member p's shard: balanced, earlier shards
  * one element longer when the count does not divide. */
 static inline size_t crux_shard_first(const crux_cut_t *cut, int p)
 {
+    if (cut->whole) {
+        return 0;
+    }
     size_t base = cut->count / (size_t)cut->members, rem = cut->count % (size_t)cut->members;
     return (size_t)p * base + ((size_t)p < rem ? (size_t)p : rem);
 }
 
 static inline size_t crux_shard_length(const crux_cut_t *cut, int p)
 {
+    if (cut->whole) {
+        return cut->count;
+    }
     return cut->count / (size_t)cut->members + ((size_t)p < cut->count % (size_t)cut->members);
 }
 

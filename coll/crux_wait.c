@@ -1,22 +1,19 @@
 /* Waiting on a peer's progress word, and publishing one's own.
  *
  * Peers may share cores (oversubscribed nodes are common in tests and CI), so
- * a wait spins only when every process of the node has a core, then yields a
- * few times, then sleeps on the word with a futex until the peer publishes:
- * a sleeping waiter leaves its core to the process it waits for.  A
- * publisher wakes sleepers only when some are counted, so the common case
- * costs no system call.  Waits also watch for a peer that failed or died, so
- * a collective never hangs on a dead process. */
+ * a wait follows the wait loops' policy (common/crux_idle.h): it spins only
+ * when every process of the node has a core, then yields a few times, then
+ * sleeps on the word with a futex until the peer publishes.  A publisher
+ * wakes sleepers only when some are counted, so the common case costs no
+ * system call.  Waits also watch for a peer that failed or died, so a
+ * collective never hangs on a dead process. */
 #include <sched.h>
 #include <stddef.h>
 
 #include "coll/crux_group_internal.h"
 #include "common/crux_futex.h"
+#include "common/crux_idle.h"
 #include "common/crux_proc.h"
-
-#define CRUX_YIELDS         8u       /* yields before sleeping */
-#define CRUX_SLEEP_NS       1000000L /* a sleep ends after this long at most */
-#define CRUX_LIVENESS_POLLS 4096u    /* polls between checks that the peer lives */
 
 /* The futex is the word's low half, which changes on every publish: a
  * progress word's chunk count, or the low bits of a sequence number. */
@@ -39,14 +36,21 @@ void crux_publish(crux_coll_group_t *group, uint64_t *word, uint64_t value)
     }
 }
 
-static void sleep_on(crux_ctrl_t *peer, const uint64_t *word, uint64_t target)
+void crux_sleep_begin(crux_coll_group_t *group, int peer, size_t offset, crux_sleep_t *sleep)
 {
-    __atomic_add_fetch(&peer->sleepers, 1, __ATOMIC_SEQ_CST);
-    uint64_t seen = __atomic_load_n(word, __ATOMIC_SEQ_CST);
-    if (seen < target) {
-        crux_futex_wait(futex_word(word), (uint32_t)seen, CRUX_SLEEP_NS);
+    crux_ctrl_t *ctrl = group->ctrl[peer];
+    sleep->ctrl = ctrl;
+    sleep->word = (const uint64_t *)((const uint8_t *)ctrl + offset);
+    __atomic_add_fetch(&ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
+    sleep->seen = __atomic_load_n(sleep->word, __ATOMIC_SEQ_CST);
+}
+
+void crux_sleep_end(crux_sleep_t *sleep, int moved)
+{
+    if (!moved && __atomic_load_n(sleep->word, __ATOMIC_SEQ_CST) == sleep->seen) {
+        crux_futex_wait(futex_word(sleep->word), (uint32_t)sleep->seen, CRUX_IDLE_SLEEP_NS);
     }
-    __atomic_sub_fetch(&peer->sleepers, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&sleep->ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
 void crux_yield(crux_coll_group_t *group)
@@ -61,26 +65,21 @@ void crux_yield(crux_coll_group_t *group)
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
 {
     crux_ctrl_t *ctrl = group->ctrl[peer];
-    const uint64_t *word = (const uint64_t *)((const uint8_t *)ctrl + offset);
-    unsigned checks = 0;
-    for (unsigned polls = 1;; polls++) {
+    crux_idle_t idle = crux_idle_start(group->spin);
+    for (;;) {
         if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
         }
         if (crux_load(&ctrl->failed) >= group->seq) {
             return CRUX_ERR_PEER;
         }
-        if (polls <= group->spin) {
-            crux_cpu_relax();
-            continue;
+        if (crux_idle_poll(&idle, 1)) {
+            crux_sleep_t sleep;
+            crux_sleep_begin(group, peer, offset, &sleep);
+            crux_sleep_end(&sleep, crux_load(sleep.word) >= target);
+            crux_idle_slept(&idle);
         }
-        if (polls <= group->spin + CRUX_YIELDS) {
-            sched_yield();
-            continue;
-        }
-        sleep_on(ctrl, word, target);
-        /* a sleep lasts up to CRUX_SLEEP_NS: check liveness every few dozen */
-        if (++checks % 32 == 0 && !crux_proc_alive(group->pids[peer])) {
+        if (crux_idle_check_due(&idle) && !crux_proc_alive(group->pids[peer])) {
             return CRUX_ERR_PEER;
         }
     }

@@ -1,0 +1,19 @@
+/* The wait loops' policy (crux_idle.h). */
+#include <sched.h>
+
+#include "common/crux_futex.h"
+#include "common/crux_idle.h"
+
+int crux_idle_poll(crux_idle_t *idle, int may_sleep)
+{
+    idle->check |= ++idle->polls % CRUX_IDLE_CHECK_POLLS == 0;
+    if (idle->polls <= idle->spins) {
+        crux_cpu_relax();
+        return 0;
+    }
+    if (!may_sleep || idle->polls <= idle->spins + CRUX_IDLE_YIELDS) {
+        sched_yield();
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,56 @@
+/* The one policy of crux's wait loops: what a poll that found nothing to do
+ * does next.  It spins (a pause) while the process has a core of its own,
+ * then yields the core a few times, then asks its caller to sleep (on a
+ * futex or a doorbell, CRUX_IDLE_SLEEP_NS at most): a sleeping waiter leaves
+ * its core to the process it waits for, which matters on oversubscribed
+ * nodes.  It also says when the peers' liveness is due a check (a look at
+ * /proc costs a system call or more, so not on every poll). */
+#ifndef CRUX_IDLE_H
+#define CRUX_IDLE_H
+
+#define CRUX_IDLE_YIELDS       8u       /* idle polls that yield before sleeping */
+#define CRUX_IDLE_SLEEP_NS     1000000L /* a sleep ends after this long at most */
+#define CRUX_IDLE_CHECK_POLLS  4096u    /* idle polls between liveness checks ... */
+#define CRUX_IDLE_CHECK_SLEEPS 32u      /* ... and sleeps between them */
+
+typedef struct {
+    unsigned spins;  /* idle polls that spin before yielding (0: a peer may share our core) */
+    unsigned polls;  /* idle polls since something moved */
+    unsigned sleeps; /* sleeps since then */
+    int check;       /* liveness is due a check */
+} crux_idle_t;
+
+static inline crux_idle_t crux_idle_start(unsigned spins)
+{
+    return (crux_idle_t){ .spins = spins };
+}
+
+/* Something moved: the next idle poll starts spinning again. */
+static inline void crux_idle_reset(crux_idle_t *idle)
+{
+    idle->polls = 0;
+    idle->sleeps = 0;
+    idle->check = 0;
+}
+
+/* One poll found nothing: pause or yield the core, and return 0; or return
+ * 1 when the caller should sleep now.  With 'may_sleep' 0 (what the caller
+ * waits for moves only while it polls) it yields instead of sleeping. */
+int crux_idle_poll(crux_idle_t *idle, int may_sleep);
+
+/* The caller slept (after crux_idle_poll returned 1). */
+static inline void crux_idle_slept(crux_idle_t *idle)
+{
+    idle->check |= ++idle->sleeps % CRUX_IDLE_CHECK_SLEEPS == 0;
+}
+
+/* 1, once, when the peers' liveness is due a check: every
+ * CRUX_IDLE_CHECK_POLLS idle polls, and every CRUX_IDLE_CHECK_SLEEPS sleeps. */
+static inline int crux_idle_check_due(crux_idle_t *idle)
+{
+    int due = idle->check;
+    idle->check = 0;
+    return due;
+}
+
+#endif
