@@ -113,6 +113,13 @@ static double loss(const plan_job_t *j, double logf)
     return j->work / alone - j->work / crux_sched_period(&t);
 }
 
+/* The share of its time job j transfers, alone. */
+static double duty_of(const plan_job_t *j)
+{
+    double d = plan_has_network(j) && j->period > 0 ? j->comm_s / j->period : 0;
+    return d < DUTY_MAX ? d : DUTY_MAX;
+}
+
 /* Who can hold whom: for each job b, the jobs a that share a contended
  * link with it, each with x_ab = d_a min(1, u_a L) on the worst such link
  * (u_a: a's share of it, L: its load), the share of time a keeps b off
@@ -152,10 +159,8 @@ static crux_status_t nbr_build(const crux_sched_plan_t *p, nbr_t *g)
         !g->off || !g->nb || !g->x)
         goto out;
     for (int i = 0; i < n; i++) {
-        const plan_job_t *j = &p->jobs[i];
         mark[i] = -1;
-        double d = plan_has_network(j) && j->period > 0 ? j->comm_s / j->period : 0;
-        duty[i] = d < DUTY_MAX ? d : DUTY_MAX;
+        duty[i] = duty_of(&p->jobs[i]);
     }
     /* users of each link with their share of it at their pace alone */
     for (size_t k = 0; k < p->njl; k++)
@@ -305,14 +310,17 @@ out:
 }
 
 /* Levels are a maximum, not a target (crux_sched_plan_merge_levels).  Above
- * b, every job holds b's ring on its own hop and a ring moves only when all
- * its hops are free: the free shares multiply, prod (1 - x_ab).  On b's own
- * level the jobs split the links instead, and a ring at its slowest hop's
- * pace is slowed by about the worst of its neighbours there, not by all of
- * them: 1 - SHARE max x_ab, with SHARE the even split of a link.  On one
- * link sharing never pays in this model (b loses as much as below a and a
- * loses too: strict priority also lets two jobs interleave their
- * transfers); it pays for a ring that meets many jobs on many hops. */
+ * b, every job holds b's ring on its own hop while it transfers and a ring
+ * moves only when all its hops are free: the free shares multiply,
+ * prod (1 - x_ab).  On b's own level the jobs split the links instead, and
+ * transfers that share a link fairly fall into step (each stretches the
+ * other's until they start together; strict priority lets them interleave
+ * instead): a neighbour a on b's level halves b's rate on their link
+ * whenever b transfers, as far as a can take it, SHARE min(1, u_a L), not
+ * only while a happens to transfer.  A ring at its slowest hop's pace is
+ * slowed by the worst such neighbour, not by all.  So on one link sharing
+ * never beats strict order (the paper's Examples keep their order), and it
+ * pays for a ring held by many jobs on many hops. */
 #define SHARE 0.5
 
 static int uf_find(int *uf, int x)
@@ -326,7 +334,7 @@ static int uf_find(int *uf, int x)
 
 typedef struct {
     double held;  /* sum of log(1 - x_ab) over the jobs a above b */
-    double worst; /* max x_ab over the jobs a on b's level */
+    double worst; /* max min(1, u_a L) over the jobs a on b's level */
 } hold_t;
 
 static double hold_logf(hold_t h)
@@ -334,18 +342,20 @@ static double hold_logf(hold_t h)
     return h.held + log(1 - SHARE * h.worst);
 }
 
-/* j's hold after merging levels hi > lo of its component: a neighbour on
- * the other one of the two levels shares j's level from then on. */
+/* j's hold after merging the levels lo..hi of its component into one: a
+ * neighbour in that range on another level shares j's level from then on. */
 static hold_t merged_hold(const crux_sched_plan_t *p, const nbr_t *g, hold_t h, int j, int hi,
                           int lo)
 {
-    int mine = p->jobs[j].level, other = mine == hi ? lo : hi;
+    int mine = p->jobs[j].level;
     for (int e = g->off[j]; e < g->off[j + 1]; e++) {
-        if (p->jobs[g->nb[e]].level != other)
+        int l = p->jobs[g->nb[e]].level;
+        if (l < lo || l > hi || l == mine)
             continue;
-        if (g->x[e] > h.worst)
-            h.worst = g->x[e];
-        if (mine == lo) /* it was above j */
+        double share = g->x[e] / duty_of(&p->jobs[g->nb[e]]);
+        if (share > h.worst)
+            h.worst = share;
+        if (l > mine) /* it was above j */
             h.held -= log(1 - g->x[e]);
     }
     return h;
@@ -390,8 +400,8 @@ crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *p)
             int la = p->jobs[g.nb[e]].level, lb = p->jobs[b].level;
             if (la > lb)
                 hold[b].held += log(1 - g.x[e]);
-            else if (la == lb && g.x[e] > hold[b].worst)
-                hold[b].worst = g.x[e];
+            else if (la == lb && g.x[e] / duty_of(&p->jobs[g.nb[e]]) > hold[b].worst)
+                hold[b].worst = g.x[e] / duty_of(&p->jobs[g.nb[e]]);
         }
         lost[b] = plan_has_network(&p->jobs[b]) ? loss(&p->jobs[b], hold_logf(hold[b])) : 0;
     }
@@ -407,47 +417,52 @@ crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *p)
                     lev[nlev++] = l;
                     break;
                 }
-        /* merge the two neighbouring levels whose merge the model says
-         * gains most, while one gains */
+        /* merge the run of neighbouring levels whose merge the model says
+         * gains most, while one gains (a run, not only a pair: a ring held
+         * on each hop by jobs of several levels gains only when it shares
+         * with all of them) */
         while (nlev > 1) {
             double best = 0, total = 0;
-            int at = -1;
+            int at = -1, to = -1;
             for (int i = 0; i < cn; i++)
                 total += lost[m[i]];
-            for (int k = 0; k + 1 < nlev; k++) {
-                double delta = 0;
-                for (int i = 0; i < cn; i++) {
-                    int j = m[i], l = p->jobs[j].level;
-                    if ((l != lev[k] && l != lev[k + 1]) || !plan_has_network(&p->jobs[j]))
-                        continue;
-                    hold_t h = merged_hold(p, &g, hold[j], j, lev[k], lev[k + 1]);
-                    delta += loss(&p->jobs[j], hold_logf(h)) - lost[j];
+            for (int k = 0; k + 1 < nlev; k++)
+                for (int q = k + 1; q < nlev; q++) {
+                    double delta = 0;
+                    for (int i = 0; i < cn; i++) {
+                        int j = m[i], l = p->jobs[j].level;
+                        if (l > lev[k] || l < lev[q] || !plan_has_network(&p->jobs[j]))
+                            continue;
+                        hold_t h = merged_hold(p, &g, hold[j], j, lev[k], lev[q]);
+                        delta += loss(&p->jobs[j], hold_logf(h)) - lost[j];
+                    }
+                    if (delta < best - 1e-12 * (total + 1)) {
+                        best = delta;
+                        at = k;
+                        to = q;
+                    }
                 }
-                if (delta < best - 1e-12 * (total + 1)) {
-                    best = delta;
-                    at = k;
-                }
-            }
             if (at < 0)
                 break;
-            int hi = lev[at], lo = lev[at + 1];
+            int hi = lev[at], lo = lev[to];
             /* every new hold first, from the levels before the merge */
             for (int i = 0; i < cn; i++) {
                 int j = m[i], l = p->jobs[j].level;
-                if (l == hi || l == lo)
+                if (l <= hi && l >= lo)
                     next[j] = merged_hold(p, &g, hold[j], j, hi, lo);
             }
             for (int i = 0; i < cn; i++) {
                 int j = m[i], l = p->jobs[j].level;
-                if (l != hi && l != lo)
+                if (l > hi || l < lo)
                     continue;
                 hold[j] = next[j];
                 lost[j] = plan_has_network(&p->jobs[j]) ? loss(&p->jobs[j], hold_logf(hold[j])) : 0;
                 p->jobs[j].level = hi;
             }
-            for (int k = at + 1; k + 1 < nlev; k++)
-                lev[k] = lev[k + 1];
-            nlev--;
+            int gone = to - at;
+            for (int k = at + 1; k + gone < nlev; k++)
+                lev[k] = lev[k + gone];
+            nlev -= gone;
         }
     }
     st = CRUX_OK;
