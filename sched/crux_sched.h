@@ -240,11 +240,12 @@ crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_opti
  * gives the model); P = k I breaks ties.  Compression then keeps that
  * order. */
 crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
-/* After crux_sched_plan_compress on network priorities: the levels are a
- * maximum, not a target.  Inside each group of jobs that share links,
- * merges two neighbouring levels while the network model predicts that the
- * jobs of the two lose less computation sharing their links than in strict
- * order (netprio.c), the merge that gains most first. */
+/* After crux_sched_plan_compress (meant for network priorities; it works on
+ * any order): the levels are a maximum, not a target.  Inside each group of
+ * jobs that share links, merges a run of neighbouring levels into its top
+ * one while the network model predicts that their jobs lose less
+ * computation sharing their links than in strict order (netprio.c), the
+ * merge that gains most first.  Levels keep following the priorities. */
 crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *plan);
 /* Path selection with the jobs in a given order instead of by intensity:
  * each flow onto its least congested candidate given the load of the jobs

@@ -28,10 +28,10 @@
  *
  * The levels.  Every strict level compounds for a ring: a job pushed down
  * waits behind each level above it on its own hops.  After compression,
- * two neighbouring levels of a group of jobs that share links are merged
- * while the same model, with a same-level neighbour counted as sharing
- * instead of blocking (below), predicts that their jobs lose less
- * computation together; the merge that gains most goes first. */
+ * a run of neighbouring levels of a group of jobs that share links is
+ * merged into one while the same model, with a same-level neighbour
+ * counted as sharing instead of blocking (below), predicts that their jobs
+ * lose less computation together; the merge that gains most goes first. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
