@@ -208,14 +208,21 @@ typedef enum {
     CRUX_SCHED_PATHS_RANDOM /* uniformly random, from the seed */
 } crux_sched_path_mode_t;
 
+typedef enum {
+    CRUX_SCHED_PRIORITIES_PAPER,  /* P = k I, the paper's two-job model */
+    CRUX_SCHED_PRIORITIES_NETWORK /* crux_sched_plan_network_priorities, then
+                                     compression and crux_sched_plan_merge_levels */
+} crux_sched_priorities_t;
+
 typedef struct {
-    int levels;                   /* K, 1..CRUX_SCHED_MAX_LEVELS (8) */
-    int reserve;                  /* top levels kept for other traffic (0) */
-    int orders;                   /* m random topological orders (10) */
-    uint64_t seed;                /* (1) */
-    double horizon_iters;         /* two-job comparison length, in iterations
+    int levels;                         /* K, 1..CRUX_SCHED_MAX_LEVELS (8) */
+    int reserve;                        /* top levels kept for other traffic (0) */
+    int orders;                         /* m random topological orders (10) */
+    uint64_t seed;                      /* (1) */
+    double horizon_iters;               /* two-job comparison length, in iterations
                                     of the longer job (3, as the paper's figures) */
-    crux_sched_path_mode_t paths; /* (CRUX_SCHED_PATHS_CRUX) */
+    crux_sched_path_mode_t paths;       /* (CRUX_SCHED_PATHS_CRUX) */
+    crux_sched_priorities_t priorities; /* (CRUX_SCHED_PRIORITIES_PAPER) */
 } crux_sched_options_t;
 void crux_sched_options_defaults(crux_sched_options_t *opts);
 
@@ -233,6 +240,13 @@ crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_opti
  * gives the model); P = k I breaks ties.  Compression then keeps that
  * order. */
 crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
+/* After crux_sched_plan_compress (meant for network priorities; it works on
+ * any order): the levels are a maximum, not a target.  Inside each group of
+ * jobs that share links, merges a run of neighbouring levels into its top
+ * one while the network model predicts that their jobs lose less
+ * computation sharing their links than in strict order (netprio.c), the
+ * merge that gains most first.  Levels keep following the priorities. */
+crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *plan);
 /* Path selection with the jobs in a given order instead of by intensity:
  * each flow onto its least congested candidate given the load of the jobs
  * before it (baselines such as TACCL* route in arrival order).  `order`

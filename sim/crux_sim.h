@@ -45,8 +45,9 @@ typedef enum {
     CRUX_SIM_CRUX_PA,    /* ECMP paths, Crux priorities, levels by rank */
     CRUX_SIM_CRUX_PS_PA, /* Crux paths and priorities, levels by rank */
     CRUX_SIM_CRUX_FULL,  /* Crux paths, priorities that see the network
-                                    (crux_sched_plan_network_priorities) and
-                                    compression (Alg. 1) */
+                                    (crux_sched_plan_network_priorities),
+                                    compression (Alg. 1), levels merged where
+                                    sharing loses less (..._merge_levels) */
     CRUX_SIM_FIXED,      /* ECMP paths, each job's level from the workload */
     /* the ablation */
     CRUX_SIM_CRUX_PS,         /* Crux paths, one level */

@@ -110,6 +110,8 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
             st = crux_sched_plan_network_priorities(plan);
         if (st == CRUX_OK)
             st = crux_sched_plan_compress(plan, K, 0, s->cfg.orders, s->cfg.seed);
+        if (st == CRUX_OK && net_priorities(s->cfg.policy))
+            st = crux_sched_plan_merge_levels(plan);
         return st == CRUX_OK ? plan_levels(s, plan, jobs, n) : st;
     case CRUX_SIM_FIXED:
         for (int i = 0; i < n; i++) {

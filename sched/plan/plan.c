@@ -276,7 +276,8 @@ void crux_sched_options_defaults(crux_sched_options_t *o)
                                  .orders = 10,
                                  .seed = 1,
                                  .horizon_iters = 3.0,
-                                 .paths = CRUX_SCHED_PATHS_CRUX };
+                                 .paths = CRUX_SCHED_PATHS_CRUX,
+                                 .priorities = CRUX_SCHED_PRIORITIES_PAPER };
 }
 
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *p, const crux_sched_options_t *o)
@@ -289,8 +290,13 @@ crux_status_t crux_sched_plan_run(crux_sched_plan_t *p, const crux_sched_options
     crux_status_t st = crux_sched_plan_select_paths(p, o->paths, o->seed);
     if (st == CRUX_OK)
         st = crux_sched_plan_assign_priorities(p, o->horizon_iters);
+    int net = o->priorities == CRUX_SCHED_PRIORITIES_NETWORK;
+    if (st == CRUX_OK && net)
+        st = crux_sched_plan_network_priorities(p);
     if (st == CRUX_OK)
         st = crux_sched_plan_compress(p, o->levels, o->reserve, o->orders, o->seed);
+    if (st == CRUX_OK && net)
+        st = crux_sched_plan_merge_levels(p);
     return st;
 }
 

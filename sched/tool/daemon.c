@@ -35,7 +35,8 @@ static const char daemon_usage[] =
     "usage: crux-sched daemon --spool DIR --cluster FILE --out PRIOFILE [OPTIONS]\n"
     "Watches DIR for <id>.job, <id>.profile and <id>.end files and replans on every\n"
     "change; each stderr line starts with the UTC time.\n"
-    "  --levels K, --reserve R, --orders M, --seed S   as for crux-sched plan\n"
+    "  --levels K, --reserve R, --orders M, --seed S, --priorities MODEL\n"
+    "                          as for crux-sched plan\n"
     "  --report FILE           rewrite a text report after each plan\n"
     "  --settle-ms N           wait for N ms of quiet before replanning, 0-60000 (200)\n"
     "  --once                  process the spool once and exit (2 if a file was rejected)\n"
@@ -373,6 +374,7 @@ int tool_daemon(int argc, char **argv)
                                           { "reserve", required_argument, NULL, 'r' },
                                           { "orders", required_argument, NULL, 'm' },
                                           { "seed", required_argument, NULL, 's' },
+                                          { "priorities", required_argument, NULL, 'N' },
                                           { "report", required_argument, NULL, 'R' },
                                           { "settle-ms", required_argument, NULL, 'S' },
                                           { "once", no_argument, NULL, '1' },
@@ -404,6 +406,14 @@ int tool_daemon(int argc, char **argv)
             break;
         case 'm': bad = tool_int_opt("daemon", "--orders", optarg, 1, 1000, &d.o.orders); break;
         case 's': bad = tool_seed_opt("daemon", optarg, &d.o.seed); break;
+        case 'N': {
+            static const char *const models[] = { "paper", "network", NULL };
+            int m;
+            bad = tool_choice_opt("daemon", "--priorities", optarg, models, &m);
+            if (!bad)
+                d.o.priorities = m ? CRUX_SCHED_PRIORITIES_NETWORK : CRUX_SCHED_PRIORITIES_PAPER;
+            break;
+        }
         case 'R': d.report = optarg; break;
         case 'S': bad = tool_int_opt("daemon", "--settle-ms", optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;

@@ -17,6 +17,9 @@ static const char plan_usage[] =
     "  --orders M         random topological orders tried by the compression, 1-1000 (10)\n"
     "  --seed S           seed of those orders and of --paths random (1)\n"
     "  --paths MODE       crux (least congested), ecmp or random (crux)\n"
+    "  --priorities MODEL paper (P = k I) or network (what each job loses on\n"
+    "                     every hop of its ring; levels merged where sharing\n"
+    "                     loses less) (paper)\n"
     "  --out PRIOFILE     write the priority file (atomically)\n"
     "  --report FILE|-    write the report (to stdout when neither --out nor --report)\n"
     "  --json             the report in JSON\n"
@@ -43,19 +46,15 @@ static int load_jobs(const char *path, const crux_sched_cluster_t *c, crux_sched
 
 int tool_plan(int argc, char **argv)
 {
-    static const struct option opts[] = { { "cluster", required_argument, NULL, 'c' },
-                                          { "jobs", required_argument, NULL, 'j' },
-                                          { "levels", required_argument, NULL, 'k' },
-                                          { "reserve", required_argument, NULL, 'r' },
-                                          { "orders", required_argument, NULL, 'm' },
-                                          { "seed", required_argument, NULL, 's' },
-                                          { "paths", required_argument, NULL, 'p' },
-                                          { "out", required_argument, NULL, 'o' },
-                                          { "report", required_argument, NULL, 'R' },
-                                          { "json", no_argument, NULL, 'J' },
-                                          { "timing", no_argument, NULL, 'T' },
-                                          { "help", no_argument, NULL, 'h' },
-                                          { NULL, 0, NULL, 0 } };
+    static const struct option opts[] = {
+        { "cluster", required_argument, NULL, 'c' }, { "jobs", required_argument, NULL, 'j' },
+        { "levels", required_argument, NULL, 'k' },  { "reserve", required_argument, NULL, 'r' },
+        { "orders", required_argument, NULL, 'm' },  { "seed", required_argument, NULL, 's' },
+        { "paths", required_argument, NULL, 'p' },   { "priorities", required_argument, NULL, 'P' },
+        { "out", required_argument, NULL, 'o' },     { "report", required_argument, NULL, 'R' },
+        { "json", no_argument, NULL, 'J' },          { "timing", no_argument, NULL, 'T' },
+        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 }
+    };
     const char *cluster = NULL, *jobs = NULL, *out = NULL, *report = NULL;
     int json = 0, timing = 0, opt;
     crux_sched_options_t o;
@@ -64,6 +63,9 @@ int tool_plan(int argc, char **argv)
     static const crux_sched_path_mode_t path_value[] = { CRUX_SCHED_PATHS_CRUX,
                                                          CRUX_SCHED_PATHS_ECMP,
                                                          CRUX_SCHED_PATHS_RANDOM };
+    static const char *const prio_models[] = { "paper", "network", NULL };
+    static const crux_sched_priorities_t prio_value[] = { CRUX_SCHED_PRIORITIES_PAPER,
+                                                          CRUX_SCHED_PRIORITIES_NETWORK };
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         int bad = 0, mode;
@@ -83,6 +85,11 @@ int tool_plan(int argc, char **argv)
             bad = tool_choice_opt("plan", "--paths", optarg, path_modes, &mode);
             if (!bad)
                 o.paths = path_value[mode];
+            break;
+        case 'P':
+            bad = tool_choice_opt("plan", "--priorities", optarg, prio_models, &mode);
+            if (!bad)
+                o.priorities = prio_value[mode];
             break;
         case 'o': out = optarg; break;
         case 'R': report = optarg; break;
@@ -128,11 +135,16 @@ int tool_plan(int argc, char **argv)
     if (rc == TOOL_OK) {
         crux_status_t st = crux_sched_plan_select_paths(plan, o.paths, o.seed);
         t3 = now_s();
+        int net = o.priorities == CRUX_SCHED_PRIORITIES_NETWORK;
         if (st == CRUX_OK)
             st = crux_sched_plan_assign_priorities(plan, o.horizon_iters);
+        if (st == CRUX_OK && net)
+            st = crux_sched_plan_network_priorities(plan);
         t4 = now_s();
         if (st == CRUX_OK)
             st = crux_sched_plan_compress(plan, o.levels, o.reserve, o.orders, o.seed);
+        if (st == CRUX_OK && net)
+            st = crux_sched_plan_merge_levels(plan);
         t5 = now_s();
         if (st != CRUX_OK) {
             tool_error(jobs, 0, "planning failed: %s", crux_status_string(st));
