@@ -45,8 +45,6 @@ crux_coll_config_t coll_crux_config(void)
     crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
     config.stage_size = c->stage_size;
     config.chunk_size = c->chunk_size;
-    config.cma_chunk_size = c->cma_chunk_size;
-    config.cma_min_bytes = c->cma_min_bytes;
     config.stream_min_bytes = c->stream_min_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;
@@ -107,12 +105,6 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     }
     m->group = group;
     m->group_state = CRUX_GROUP_READY;
-    if (mca_coll_crux_component.use_cma && !crux_coll_group_has_cma(m->group)) {
-        CRUX_VERBOSE(1,
-                     "single-copy (cma) access does not work between the processes of "
-                     "communicator %s (ptrace permission?): staging through shared memory",
-                     m->comm->c_name);
-    }
     return m->group;
 }
 

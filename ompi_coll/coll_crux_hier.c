@@ -167,7 +167,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
         .rank = ok ? ompi_comm_rank(l->local_comm) : 0,
         .size = l->per_group,
     };
-    if (ok) {
+    if (ok && m->request.handoff != CRUX_HANDOFF_FLAGS) {
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
         crux_status_t status = coll_crux_engine_group_create(&oob, &l->lanes);
