@@ -72,8 +72,12 @@ static crux_request_t mca_request(void)
     crux_request_t r = CRUX_REQUEST_AUTO;
     for (int a = 0; a < CRUX_AXES; a++) {
         const char *const *names = crux_request_values(axes[a]);
-        int v = *axis_storage(&mca_coll_crux_component, a);
-        request_set(&r, a, names[v >= 0 ? v : 0], 1);
+        int v = *axis_storage(&mca_coll_crux_component, a), n = 0;
+        while (names[n] != NULL) {
+            n++;
+        }
+        /* the enumeration admits only its own values; auto otherwise */
+        request_set(&r, a, names[v >= 0 && v < n ? v : 0], 1);
     }
     return r;
 }
