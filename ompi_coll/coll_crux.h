@@ -114,7 +114,7 @@ typedef struct {
 
     ompi_communicator_t *comm;
     crux_request_t request;         /* what the Allreduce selection is asked */
-    size_t handoff_below;           /* host messages this small go to previous_ */
+    size_t fallback_below;          /* host messages this small go to previous_ */
     bool all_local;                 /* every rank on this node */
     bool building;                  /* making subcommunicators: fall back */
     crux_group_state_t group_state; /* the flat group, over all ranks */

@@ -106,7 +106,7 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
     call_t c = { .m = m };
-    if (bytes < m->handoff_below || m->building || coll_crux_dtype(dtype, &c.cdtype) != 0 ||
+    if (bytes < m->fallback_below || m->building || coll_crux_dtype(dtype, &c.cdtype) != 0 ||
         coll_crux_op(op, &c.cop) != 0 || crux_reduce_lookup(c.cdtype, c.cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
@@ -187,7 +187,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     /* Small host messages go on first, past every other check: crux hands
      * them on, and at a fraction of a microsecond a call, each check showed
      * (10% slower than Open MPI without crux at 4-64 bytes, before). */
-    if ((size_t)count * dtype->super.size < m->handoff_below && coll_crux_devices_absent() &&
+    if ((size_t)count * dtype->super.size < m->fallback_below && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

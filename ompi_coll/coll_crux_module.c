@@ -64,8 +64,8 @@ static bool crux_handles(ompi_communicator_t *comm)
 /* Below this many bytes every host Allreduce goes to the previous module:
  * auto's size threshold (across nodes, the hierarchical one's too), every
  * size for fallback, none when a topology or hand-off is forced.  Decided
- * here once, so the hand-off costs one comparison a call. */
-static size_t handoff_below(const mca_coll_crux_module_t *m)
+ * here once, so handing a call on costs one comparison. */
+static size_t fallback_below(const mca_coll_crux_module_t *m)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     if (m->request.fallback) {
@@ -93,7 +93,7 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     m->comm = comm;
     m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
-    m->handoff_below = handoff_below(m);
+    m->fallback_below = fallback_below(m);
     coll_crux_device_probe();
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;
