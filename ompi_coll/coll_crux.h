@@ -120,8 +120,8 @@ typedef struct {
     crux_group_state_t group_state; /* the flat group, over all ranks */
     crux_coll_group_t *group;
     crux_layout_t layout;
-    crux_group_state_t dev_state; /* the device-buffer engine group */
-    struct crux_dev_group *dev_group;
+    crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
+    struct crux_dev_group *engine_group;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
     uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;

@@ -127,11 +127,11 @@ crux_status_t coll_crux_engine_group_build(mca_coll_crux_module_t *m, crux_dev_g
 
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
-    if (m->dev_state == CRUX_GROUP_UNTRIED) {
+    if (m->engine_state == CRUX_GROUP_UNTRIED) {
         void *group = NULL;
         crux_status_t status = coll_crux_share_acquire(m, COLL_CRUX_ENGINE, &group);
-        m->dev_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
-        m->dev_group = status == CRUX_OK ? group : NULL;
+        m->engine_state = status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
+        m->engine_group = status == CRUX_OK ? group : NULL;
         if (status != CRUX_OK) {
             CRUX_VERBOSE(1,
                          "communicator %s: no multipath engine (%s): host buffers take "
@@ -140,7 +140,7 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
                          m->comm->c_name, crux_status_string(status));
         }
     }
-    return m->dev_group;
+    return m->engine_group;
 }
 
 void coll_crux_set_caller(mca_coll_crux_module_t *m)
@@ -149,8 +149,8 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
     if (m->group != NULL) {
         crux_coll_group_set_caller(m->group, cid);
     }
-    if (m->dev_group != NULL) {
-        crux_dev_group_set_caller(m->dev_group, cid);
+    if (m->engine_group != NULL) {
+        crux_dev_group_set_caller(m->engine_group, cid);
     }
 }
 

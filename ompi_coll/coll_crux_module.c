@@ -23,8 +23,8 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->group_state = CRUX_GROUP_UNTRIED;
     m->group = NULL;
     memset(&m->layout, 0, sizeof(m->layout));
-    m->dev_state = CRUX_GROUP_UNTRIED;
-    m->dev_group = NULL;
+    m->engine_state = CRUX_GROUP_UNTRIED;
+    m->engine_group = NULL;
     m->dev_stage = NULL;
     m->logged = 0;
 }
@@ -33,7 +33,7 @@ static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
     coll_crux_share_release(COLL_CRUX_HOST, m->group);
     coll_crux_layout_free(&m->layout);
-    coll_crux_share_release(COLL_CRUX_ENGINE, m->dev_group);
+    coll_crux_share_release(COLL_CRUX_ENGINE, m->engine_group);
     crux_dev_stage_destroy(m->dev_stage);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);
