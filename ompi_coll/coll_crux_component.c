@@ -168,7 +168,7 @@ static int crux_register(void)
             OPAL_INFO_LVL_9, &c->verbose);
 
     reg_axis(1,
-             "Allreduce topology: auto (flat on one node, hier across nodes), flat (two stages "
+             "Allreduce topology: auto (flat on one node, hier across nodes), flat (two steps "
              "over every rank, one node only), hier (three steps across rank groups, "
              "pipelined), hier-sequential (the three steps one after the other)",
              OPAL_INFO_LVL_5);
