@@ -16,12 +16,13 @@ const bench_variant_t bench_variants[] = {
     { "han", "ompi_comm_coll_preference", "han,^crux", "han", "coll/han first, without crux" },
     { "fallback", "crux_allreduce_algorithm", "fallback", "crux",
       "crux hands every call to the module it falls back to" },
-    { "flat", "crux_allreduce_algorithm", "flat", "crux", "crux's flat Allreduce, forced" },
-    { "hier", "crux_allreduce_algorithm", "hier", "crux", "crux's hierarchical one, forced" },
-    { "hier-seq", "crux_allreduce_algorithm", "hier-sequential", "crux",
+    { "staged", "crux_allreduce_handoff", "flags", "crux",
+      "crux's hand-off by flags (flat: the staged algorithm), forced" },
+    { "lanes", "crux_allreduce_handoff", "lanes", "crux",
+      "crux's hand-off over the engine's lanes, forced" },
+    { "hier", "crux_allreduce_topology", "hier", "crux", "crux's hierarchical one, forced" },
+    { "hier-seq", "crux_allreduce_topology", "hier-sequential", "crux",
       "the hierarchical one, stages in sequence" },
-    { "engine", "crux_allreduce_algorithm", "engine", "crux",
-      "crux's multipath engine Allreduce, forced" },
 };
 const int bench_num_variants = (int)(sizeof(bench_variants) / sizeof(bench_variants[0]));
 

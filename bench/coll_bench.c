@@ -1,8 +1,8 @@
 /* crux-bench-coll: libcrux_coll's Allreduce in forked processes, without MPI,
  * next to a bare single-copy loop: process_vm_readv reduce-scatter into a
  * cache-sized scratch, then process_vm_readv allgather, synchronised by
- * process-shared barriers, with none of crux's machinery.  The bare loop is
- * the floor the single-copy algorithm is measured against.
+ * process-shared barriers, with none of crux's machinery: the floor a
+ * single-copy Allreduce would be measured against.
  *
  * usage: crux-bench-coll [RANKS [MIN_BYTES [MAX_BYTES]]]  (default 2 64K 64M; K, M, G
  * suffixes accepted) */
@@ -18,8 +18,8 @@
 #define REPS       7
 #define BARE_CHUNK (256u << 10)
 
-enum { BARE, STAGED, CMA, AUTO, NUM_WAYS };
-static const char *const way_names[NUM_WAYS] = { "bare cma", "staged", "cma", "auto" };
+enum { BARE, CRUX, NUM_WAYS };
+static const char *const way_names[NUM_WAYS] = { "bare cma", "crux" };
 
 typedef struct {
     size_t bytes;
@@ -98,9 +98,6 @@ static int run(fork_group_member_t *m, void *argp)
     }
     crux_coll_group_t *g = NULL;
     bare_card_t cards[FORK_GROUP_MAX], mine = { getpid(), (uintptr_t)s, (uintptr_t)r };
-    crux_allreduce_alg_t alg = a->way == STAGED ? CRUX_ALLREDUCE_STAGED
-                               : a->way == CMA  ? CRUX_ALLREDUCE_CMA
-                                                : CRUX_ALLREDUCE_AUTO;
     if (a->way == BARE) {
         fork_group_allgather(&mine, cards, sizeof(mine), m);
     } else {
@@ -116,7 +113,7 @@ static int run(fork_group_member_t *m, void *argp)
         }
         if (a->way == BARE) {
             bare_allreduce(m, cards, s, r, scratch, n);
-        } else if (crux_coll_allreduce(g, s, r, n, CRUX_DT_FLOAT, CRUX_OP_SUM, alg) != CRUX_OK) {
+        } else if (crux_coll_allreduce(g, s, r, n, CRUX_DT_FLOAT, CRUX_OP_SUM) != CRUX_OK) {
             return 1;
         }
     }
@@ -161,13 +158,13 @@ int main(int argc, char **argv)
     }
     double *seconds = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     printf("# libcrux_coll Allreduce, float sum, %d forked processes: median of %d alternating\n"
-           "# runs of the slowest process's time per call; ratio = crux auto / bare cma loop\n",
+           "# runs of the slowest process's time per call; ratio = crux / bare cma loop\n",
            ranks, REPS);
     printf("%12s", "bytes");
     for (int w = 0; w < NUM_WAYS; w++) {
         printf(" %12s", way_names[w]);
     }
-    printf(" %10s\n", "auto/bare");
+    printf(" %10s\n", "crux/bare");
     for (size_t bytes = min; bytes <= max; bytes *= 2) {
         double samples[NUM_WAYS][REPS], us[NUM_WAYS];
         int iters = (int)(256e6 / (double)bytes);
@@ -192,7 +189,7 @@ int main(int argc, char **argv)
             us[w] = samples[w][REPS / 2] * 1e6;
             printf(" %9.1f us", us[w]);
         }
-        printf(" %9.2fx\n", us[AUTO] / us[BARE]);
+        printf(" %9.2fx\n", us[CRUX] / us[BARE]);
         fflush(stdout);
     }
     return 0;

@@ -48,7 +48,7 @@ for i in $(seq "$runs"); do
       failed=1
       tail -20 "$out/$variant.$i" | sed 's/^/#   /'
     fi
-    if [ $variant = crux ] && ! grep -q 'coll:crux: allreduce on .*: engine from' "$out/$variant.$i"; then
+    if [ $variant = crux ] && ! grep -q 'coll:crux: allreduce on .*: lanes from' "$out/$variant.$i"; then
       echo "#   crux's own Allreduce did not run"
       failed=1
     fi

@@ -1,24 +1,13 @@
-/* Allreduce entry point: checks, AUTO through the choice between the staged
- * and the single-copy algorithm (crux_select.c), and the trivial cases. */
+/* Allreduce entry points: checks, and the trivial cases. */
 #include <string.h>
 
 #include "coll/crux_allreduce_algs.h"
 
-const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg)
-{
-    switch (alg) {
-    case CRUX_ALLREDUCE_AUTO: return "auto";
-    case CRUX_ALLREDUCE_STAGED: return "staged";
-    case CRUX_ALLREDUCE_CMA: return "cma";
-    }
-    return "unknown";
-}
-
 crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                  crux_dtype_t dtype, crux_op_t op, crux_allreduce_alg_t alg)
+                                  crux_dtype_t dtype, crux_op_t op)
 {
     crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
-    if (reduce == NULL || (alg == CRUX_ALLREDUCE_CMA && !g->has_cma)) {
+    if (reduce == NULL) {
         return CRUX_ERR_UNSUPPORTED;
     }
     size_t esize = crux_dtype_size(dtype);
@@ -34,12 +23,7 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *
     if (sbuf == rbuf) {
         sbuf = NULL;
     }
-    if (alg == CRUX_ALLREDUCE_AUTO) {
-        alg = crux_coll_allreduce_choice(g, count * esize);
-    }
-    return alg == CRUX_ALLREDUCE_CMA
-               ? crux_allreduce_cma(g, sbuf, rbuf, count, esize, reduce)
-               : crux_allreduce_staged(g, NULL, 0, sbuf, rbuf, count, esize, reduce);
+    return crux_allreduce_staged(g, NULL, 0, sbuf, rbuf, count, esize, reduce);
 }
 
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_inter_t *inter,

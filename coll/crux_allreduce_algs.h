@@ -1,5 +1,6 @@
-/* Internal to libcrux_coll: the flat Allreduce algorithms behind
- * crux_coll_allreduce.  'sbuf' is NULL in place; count > 0, size > 1. */
+/* Internal to libcrux_coll: the Allreduce algorithm behind
+ * crux_coll_allreduce and crux_coll_allreduce_hier.  'sbuf' is NULL in
+ * place; count > 0, size > 1. */
 #ifndef CRUX_ALLREDUCE_ALGS_H
 #define CRUX_ALLREDUCE_ALGS_H
 
@@ -11,7 +12,5 @@
 crux_status_t crux_allreduce_staged(crux_coll_group_t *group, const crux_coll_inter_t *inter,
                                     unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                     size_t esize, crux_reduce_fn_t reduce);
-crux_status_t crux_allreduce_cma(crux_coll_group_t *group, const void *sbuf, void *rbuf,
-                                 size_t count, size_t esize, crux_reduce_fn_t reduce);
 
 #endif

@@ -5,11 +5,10 @@
  * drive it from plain forked processes.
  *
  * A group is the set of processes on one node that run a collective
- * together.  Creating one is collective: members exchange transport
- * addresses and segment keys once through the caller's out-of-band
- * allgather, map each other's control and staging segments, connect cma
- * endpoints and check that single-copy access really works between them.
- * After that, collectives synchronise through flags in shared memory only.
+ * together.  Creating one is collective: members exchange segment keys
+ * once through the caller's out-of-band allgather and map each other's
+ * control and staging segments.  After that, collectives synchronise
+ * through flags in shared memory only.
  *
  * A group is used by one thread at a time, and every member calls the same
  * collectives in the same order with matching arguments (as MPI requires). */
@@ -38,8 +37,6 @@ typedef struct {
 typedef struct {
     size_t stage_size;       /* bytes of staging segment per member */
     size_t chunk_size;       /* pipeline segment of the staged algorithm */
-    size_t cma_chunk_size;   /* pipeline segment of the single-copy algorithm */
-    size_t cma_min_bytes;    /* AUTO uses single copy from this size up; 0: never */
     size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
     int local_procs;         /* processes on this node (0: the group size) */
     /* a peer whose progress words take longer than this to reach us (in
@@ -50,26 +47,22 @@ typedef struct {
     crux_tl_config_t tl;
 } crux_coll_config_t;
 
-#define CRUX_COLL_CONFIG_DEFAULT                                                              \
-    {                                                                                         \
-        .stage_size = 4u << 20, .chunk_size = 256u << 10, .cma_chunk_size = 256u << 10,       \
-        .cma_min_bytes = 0, .stream_min_bytes = 2u << 20, .local_procs = 0, .far_latency = 0, \
-        .tl = CRUX_TL_CONFIG_DEFAULT,                                                         \
+#define CRUX_COLL_CONFIG_DEFAULT                                                        \
+    {                                                                                   \
+        .stage_size = 4u << 20, .chunk_size = 256u << 10, .stream_min_bytes = 2u << 20, \
+        .local_procs = 0, .far_latency = 0, .tl = CRUX_TL_CONFIG_DEFAULT,               \
     }
 
 /* Create a group.  On failure no member has a group, and all return the same
  * status: CRUX_ERR_NO_RESOURCE when shared memory could not be set up (no
- * room in /dev/shm, no shared-memory transport).  Single-copy (cma) access
- * that does not work (e.g. no ptrace permission) is not a failure: the group
- * then stages everything through shared memory; see crux_coll_group_has_cma.
- * The configuration of member 0 is the one the group uses. */
+ * room in /dev/shm, no shared-memory transport).  The configuration of
+ * member 0 is the one the group uses. */
 crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
                                      crux_coll_group_t **group_p);
 void crux_coll_group_destroy(crux_coll_group_t *group);
 
 int crux_coll_group_rank(const crux_coll_group_t *group);
 int crux_coll_group_size(const crux_coll_group_t *group);
-int crux_coll_group_has_cma(const crux_coll_group_t *group);
 /* Calls made from now on carry 'caller', a word the same on every member
  * (e.g. the communicator's context id): members of a group shared by
  * several communicators whose calls crossed (entered it in different
@@ -82,21 +75,14 @@ void crux_coll_group_set_caller(crux_coll_group_t *group, uint64_t caller);
 int crux_coll_group_broken(const crux_coll_group_t *group);
 const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
-typedef enum {
-    CRUX_ALLREDUCE_AUTO,   /* single copy from cma_min_bytes up (if set), else staged */
-    CRUX_ALLREDUCE_STAGED, /* copy into shared segments, reduce, copy out */
-    CRUX_ALLREDUCE_CMA,    /* single-copy get from the peers' own buffers */
-} crux_allreduce_alg_t;
-
-/* Flat two-stage Allreduce (reduce-scatter, then allgather), pipelined in
+/* Flat two-step Allreduce (reduce-scatter, then allgather), pipelined in
  * chunks.  'sbuf' NULL means in place (the input is in 'rbuf').  Each shard
  * is reduced by one member in rank order, so every member gets the same
  * bits.  Returns CRUX_ERR_UNSUPPORTED (nothing done, on every member alike)
- * for a (dtype, op) pair without a kernel or CMA forced where it is not
- * available, and CRUX_ERR_PEER when a member failed or died. */
+ * for a (dtype, op) pair without a kernel, and CRUX_ERR_PEER when a member
+ * failed or died. */
 crux_status_t crux_coll_allreduce(crux_coll_group_t *group, const void *sbuf, void *rbuf,
-                                  size_t count, crux_dtype_t dtype, crux_op_t op,
-                                  crux_allreduce_alg_t alg);
+                                  size_t count, crux_dtype_t dtype, crux_op_t op);
 
 /* The inter-group step of a hierarchical Allreduce, provided by the caller:
  * reduce 'count' elements at 'buf' in place with the members that hold the
@@ -109,35 +95,81 @@ typedef struct {
     void *arg;
 } crux_coll_inter_t;
 
-/* Hierarchical three-stage Allreduce: reduce-scatter inside the group, the
+/* Hierarchical three-step Allreduce: reduce-scatter inside the group, the
  * inter-group step on each shard, allgather inside the group; every group
  * must have the same number of members.  Pipelined in chunks, with up to
  * 'depth' chunks in the inter-group step at once; depth 0 runs the three
- * stages one after the other over whole shards.  The group's staging always
- * applies (single copy is for the flat algorithm). */
+ * steps one after the other over whole shards. */
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
                                        unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                        crux_dtype_t dtype, crux_op_t op);
 
-/* Which algorithm AUTO picks for a message of 'bytes' (crux_select.c). */
-crux_allreduce_alg_t crux_coll_allreduce_choice(const crux_coll_group_t *group, size_t bytes);
-const char *crux_allreduce_alg_name(crux_allreduce_alg_t alg);
-
 /* --- selection: the one place an Allreduce algorithm is chosen ----------- */
 
-/* The algorithms a caller runs, and what a user may force (AUTO and FLAT
- * are requests only; the values are coll_crux_allreduce_algorithm's). */
+/* What a user may ask for, along three axes that are chosen apart (each
+ * AUTO unless forced): where the ranks are (topology), how the ranks of a
+ * node tell each other that data is ready (hand-off), and which memory
+ * device buffers are reduced in (memory path). */
 typedef enum {
-    CRUX_ALG_AUTO = 0,
-    CRUX_ALG_STAGED = 1,          /* flat, shared-memory staging */
-    CRUX_ALG_CMA = 2,             /* flat, single copy */
-    CRUX_ALG_FALLBACK = 3,        /* the caller's own implementation */
-    CRUX_ALG_FLAT = 4,            /* flat, staging or single copy by size */
-    CRUX_ALG_HIER = 5,            /* three stages, pipelined */
-    CRUX_ALG_HIER_SEQUENTIAL = 6, /* three stages one after the other */
-    CRUX_ALG_DEVICE = 7,          /* device buffers: GPU kernels over the engine */
-    CRUX_ALG_DEVICE_STAGED = 8,   /* device buffers staged through host memory */
-    CRUX_ALG_ENGINE = 9,          /* flat, over the multipath engine (crux_dev.h) */
+    CRUX_TOPOLOGY_AUTO,            /* flat on one node, hierarchical across nodes */
+    CRUX_TOPOLOGY_FLAT,            /* two steps over every rank, on one node */
+    CRUX_TOPOLOGY_HIER,            /* three steps across rank groups, pipelined */
+    CRUX_TOPOLOGY_HIER_SEQUENTIAL, /* the three steps one after the other */
+    CRUX_TOPOLOGY_COUNT
+} crux_topology_t;
+
+typedef enum {
+    CRUX_HANDOFF_AUTO,  /* the lanes where every pair has them, else flags */
+    CRUX_HANDOFF_FLAGS, /* progress flags in a shared-memory group */
+    CRUX_HANDOFF_LANES, /* posts on the engine's lanes */
+    CRUX_HANDOFF_COUNT
+} crux_handoff_t;
+
+typedef enum {
+    CRUX_MEMORY_PATH_AUTO,        /* device where it can run, else host-staged */
+    CRUX_MEMORY_PATH_DEVICE,      /* reduced on the GPU, moved by the engine */
+    CRUX_MEMORY_PATH_HOST_STAGED, /* copied through pinned host memory */
+    CRUX_MEMORY_PATH_COUNT
+} crux_memory_path_t;
+
+typedef struct {
+    int fallback; /* every host call to the caller's own implementation */
+    crux_topology_t topology;
+    crux_handoff_t handoff;
+    crux_memory_path_t memory_path; /* device buffers only */
+} crux_request_t;
+
+#define CRUX_REQUEST_AUTO                                                            \
+    {                                                                                \
+        .fallback = 0, .topology = CRUX_TOPOLOGY_AUTO, .handoff = CRUX_HANDOFF_AUTO, \
+        .memory_path = CRUX_MEMORY_PATH_AUTO,                                        \
+    }
+
+/* The axes' names, and the values each takes, in enum order: "topology"
+ * (auto, flat, hier, hier-sequential), "handoff" (auto, flags, lanes),
+ * "memory_path" (auto, device, host-staged); and "algorithm", the older
+ * single knob, whose values name points on the axes: auto, staged, cma,
+ * fallback, flat, hier, hier-sequential, engine (crux_request_set).
+ * NULL-terminated; NULL for an unknown axis. */
+const char *const *crux_request_values(const char *axis);
+/* Set 'axis' of *request to the value named 'value' (for "algorithm",
+ * every axis to the point it names).  CRUX_ERR_INVALID, *request
+ * unchanged, for a name the axis does not have. */
+crux_status_t crux_request_set(crux_request_t *request, const char *axis, const char *value);
+/* Whether a host call is forced onto crux's own algorithms whatever its
+ * size (an axis other than the memory path set). */
+int crux_request_forced(const crux_request_t *request);
+
+/* The algorithms a caller runs. */
+typedef enum {
+    CRUX_ALG_FALLBACK,        /* the caller's own implementation */
+    CRUX_ALG_STAGED,          /* flat, flags hand-off (crux_coll_allreduce) */
+    CRUX_ALG_LANES,           /* flat, over the engine's lanes (crux_dev.h) */
+    CRUX_ALG_HIER,            /* three steps, pipelined */
+    CRUX_ALG_HIER_SEQUENTIAL, /* three steps one after the other */
+    CRUX_ALG_DEVICE,          /* device buffers: GPU kernels over the engine */
+    CRUX_ALG_HOST_STAGED,     /* device buffers copied through host memory, then
+                               * the host selection */
     CRUX_ALG_COUNT
 } crux_alg_t;
 
@@ -145,26 +177,26 @@ typedef enum {
  * member asks the same questions in the same order, as it chooses alike). */
 typedef enum {
     CRUX_CAP_GROUP,         /* a shared-memory group over every member */
-    CRUX_CAP_CMA,           /* ... in which single copy works */
     CRUX_CAP_ENGINE,        /* a multipath engine group over every member */
     CRUX_CAP_LANES,         /* ... that carries host calls over its lanes */
-    CRUX_CAP_LAYOUT,        /* even groups of ranks for the hierarchical algorithm */
+    CRUX_CAP_LAYOUT,        /* even rank groups for the hierarchical algorithm,
+                             * built with the request's hand-off */
+    CRUX_CAP_LAYOUT_LANES,  /* ... whose hand-off within them is the lanes */
     CRUX_CAP_DEVICE_KERNEL, /* a GPU kernel for the call's (dtype, op) */
+    CRUX_CAP_COUNT
 } crux_select_cap_t;
 
 typedef struct {
-    int device;           /* the buffers are device memory */
-    int all_local;        /* every member on this node */
-    size_t bytes;         /* the message */
-    crux_alg_t forced;    /* CRUX_ALG_AUTO or what the user asked for */
-    size_t cma_min_bytes; /* single copy from this size up; 0: never */
+    int device;             /* the buffers are device memory */
+    int all_local;          /* every member on this node */
+    crux_request_t request; /* what the user asked for */
     int (*has)(void *arg, crux_select_cap_t cap);
     void *arg;
 } crux_select_query_t;
 
-/* The algorithm to run: never AUTO or FLAT.  For host buffers FALLBACK, with
- * the reason in *why, when crux's own cannot run; device buffers always
- * get DEVICE or DEVICE_STAGED (they must never reach a module that is not
+/* The algorithm to run.  For host buffers FALLBACK, with the reason in
+ * *why, when crux's own cannot run as asked; device buffers always get
+ * DEVICE or HOST_STAGED (they must never reach a module that is not
  * CUDA-aware).  *why is "" when nothing needs saying. */
 crux_alg_t crux_allreduce_select(const crux_select_query_t *query, const char **why);
 const char *crux_alg_name(crux_alg_t alg);

@@ -14,16 +14,6 @@
  * own chunks are reduced into a scratch slot and copied back, as the chain
  * reads our input after other members' pieces.
  *
- * Host buffers fold instead (crux_dev_fold.c), when the pairs allow it:
- * the owner's receives of a chunk's pieces reduce on landing, one peer after
- * the other in rank order, into the chunk's accumulator (the result itself,
- * or a scratch slot in place past rank 1), so no piece is stored before it
- * is reduced: the same bytes move as in the staged algorithm.  A chunk's
- * receives are posted at once, each chained after the one before it
- * (crux_tl_reduce_t.after), so peers stage their pieces concurrently and
- * the engine applies them in order; only a member's own input, reduced by
- * the member itself, waits for the landing before it.
- *
  * Host buffers go over the engine's lanes instead when every pair has
  * shm-direct: the host pipeline's lanes backend (crux_pipeline_lanes.c).
  *
@@ -95,7 +85,7 @@ static uint8_t *piece(const crux_dev_call_t *c, unsigned k, int q)
     return (uint8_t *)c->g->scratch + index * c->chunk * c->esize;
 }
 
-uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k)
+static uint8_t *accumulator(const crux_dev_call_t *c, unsigned k)
 {
     return piece(c, k, c->g->size); /* the slot's last place */
 }
@@ -158,7 +148,7 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
     crux_dev_group_t *g = c->g;
     size_t n = crux_dev_chunk_count(c, g->rank, k);
     size_t at = crux_dev_chunk_first(c, g->rank, k) * c->esize;
-    uint8_t *out = c->in_place ? crux_dev_accumulator(c, k) : c->dst + at;
+    uint8_t *out = c->in_place ? accumulator(c, k) : c->dst + at;
     const uint8_t *x[2];
     for (int p = 0, step = 0; p < g->size; p++) {
         const uint8_t *input = p == g->rank ? c->src + at : piece(c, k, p);
@@ -199,7 +189,7 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
     unsigned events = 0;
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
            c->rs_posted < c->reduced + g->config.window) {
-        for (int q = 0; !c->fold && q < g->size; q++) { /* folds post step by step */
+        for (int q = 0; q < g->size; q++) {
             if (q != g->rank) {
                 crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
                                     piece(c, c->rs_posted, q), g->rank, c->rs_posted);
@@ -286,7 +276,7 @@ static unsigned step(crux_dev_call_t *c)
     crux_dev_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
     events += post_scatter_receives(c);
-    events += c->fold ? crux_dev_fold_chunks(c) : launch_reductions(c);
+    events += launch_reductions(c);
     events += send_reduced(c);
     for (size_t i = 0; i < (size_t)g->size * c->kmax; i++) {
         crux_dev_finished(c, &c->rs_send[i]);
@@ -323,12 +313,12 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 
 /* The call's arrays, zeroed, carved from memory the group keeps (calls
  * are many and small ones showed their allocations in profiles): chunks
- * per shard, the four transfer tables and the fold's steps per chunk. */
+ * per shard and the four transfer tables. */
 static crux_status_t call_arrays(crux_dev_call_t *c)
 {
     crux_dev_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
-    size_t counts = (size + c->kmax + 1) * sizeof(unsigned);
+    size_t counts = size * sizeof(unsigned);
     size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts;
     if (g->call_mem_size < bytes) {
         void *mem = realloc(g->call_mem, bytes);
@@ -345,19 +335,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     c->ag_send = tables + 2 * slots;
     c->ag_recv = tables + 3 * slots;
     c->chunks = (unsigned *)(tables + 4 * slots);
-    c->folded = c->chunks + size;
     return CRUX_OK;
-}
-
-/* Host buffers without lanes fold when every pair has a channel that
- * reduces whatever the sender's buffer (shm slots, model channels). */
-static void host_channels(crux_dev_call_t *c)
-{
-    int reduces = 1;
-    for (int q = 0; q < c->g->size; q++) {
-        reduces &= q == c->g->rank || crux_tl_pair_reduces(c->g->rs[q]);
-    }
-    c->fold = c->do_rs && 64 % c->esize == 0 && reduces;
 }
 
 static crux_status_t setup(crux_dev_call_t *c)
@@ -372,9 +350,6 @@ static crux_status_t setup(crux_dev_call_t *c)
     }
     for (int p = 0; p < g->size; p++) {
         c->chunks[p] = crux_shard_chunks(&c->cut, p);
-    }
-    if (c->device < 0) {
-        host_channels(c);
     }
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;

@@ -1,6 +1,5 @@
 /* Internal to libcrux_dev: one call of the Allreduce data movement, shared
- * by the pipeline (crux_dev_allreduce.c) and the folding of host pieces
- * (crux_dev_fold.c). */
+ * by the pipeline (crux_dev_allreduce.c) and the lanes (crux_dev_lanes.c). */
 #ifndef CRUX_DEV_CALL_H
 #define CRUX_DEV_CALL_H
 
@@ -17,9 +16,7 @@ typedef struct {
     crux_dtype_t dtype;
     crux_op_t op;
     crux_reduce_fn_t cpu; /* host memory */
-    int fold;             /* host: receives reduce on landing */
     int stream;           /* host: gathered chunks bypass the cache */
-    unsigned *folded;     /* fold: [chunk of our shard] steps issued */
     /* hierarchical (host calls over the lanes only): the inter-group step,
      * up to 'depth' chunks in it (crux_pipeline.h) */
     const crux_coll_inter_t *inter;
@@ -42,8 +39,6 @@ typedef struct {
 /* Chunk k of member p's shard: its first element and its element count. */
 size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k);
 size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k);
-/* Chunk k's scratch accumulator (in place, past rank 1). */
-uint8_t *crux_dev_accumulator(const crux_dev_call_t *c, unsigned k);
 /* Account a posted transfer in 'slot', or the error that kept it from posting. */
 void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x);
 /* Post the receive of chunk k of member p's shard into 'to'. */
@@ -55,10 +50,6 @@ int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot);
 /* Post the send of chunk k of member p's shard from 'from'. */
 void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
                          const uint8_t *from, int p, unsigned k);
-
-/* crux_dev_fold.c: issue what every started chunk of our shard can, and
- * count the chunks whose fold is complete into c->launched. */
-unsigned crux_dev_fold_chunks(crux_dev_call_t *c);
 
 /* crux_dev_agree.c (collective): a device call goes ahead on every member,
  * CRUX_OK, or on none: CRUX_ERR_UNSUPPORTED when a member cannot take part

@@ -1,8 +1,7 @@
 /* Creating and destroying a group: open the transport, allocate this
- * member's segment, exchange addresses and keys through the caller's
- * allgather, map the peers' segments and check single-copy access.  Every
- * step ends with an allgather of each member's outcome so all members agree
- * on success, failure, and whether cma works. */
+ * member's segment, exchange segment keys through the caller's allgather
+ * and map the peers' segments.  Every step ends with an allgather of each
+ * member's outcome so all members agree on success or failure. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -20,10 +19,8 @@
 typedef struct {
     int32_t status;
     int32_t pid;
-    uint64_t ctrl_address; /* filled from the second exchange */
-    uint64_t address_size;
     uint64_t key_size;
-    uint64_t stage_size, chunk_size, cma_chunk_size, cma_min_bytes, stream_min_bytes;
+    uint64_t stage_size, chunk_size, stream_min_bytes;
 } crux_hello_t;
 
 static int oob_allgather(const crux_coll_oob_t *oob, const void *sbuf, void *rbuf, size_t len)
@@ -37,24 +34,17 @@ static crux_status_t alloc_arrays(crux_coll_group_t *g)
     g->ctrl = calloc(n, sizeof(*g->ctrl));
     g->stage = calloc(n, sizeof(*g->stage));
     g->rsegs = calloc(n, sizeof(*g->rsegs));
-    g->eps = calloc(n, sizeof(*g->eps));
     g->pids = calloc(n, sizeof(*g->pids));
-    g->scratch = malloc(n * g->config.cma_chunk_size); /* one landing slot per peer */
     g->reach = calloc(n, sizeof(*g->reach));
-    return g->ctrl && g->stage && g->rsegs && g->eps && g->pids && g->scratch && g->reach
-               ? CRUX_OK
-               : CRUX_ERR_NO_MEMORY;
+    return g->ctrl && g->stage && g->rsegs && g->pids && g->reach ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 }
 
+/* Mapped shared memory is all a group uses: no cma endpoints. */
 static crux_status_t open_transport(crux_coll_group_t *g, const crux_tl_config_t *config)
 {
-    crux_status_t status = crux_tl_context_open(config, &g->tl);
-    if (status != CRUX_OK && config->use_cma) {
-        crux_tl_config_t no_cma = *config; /* shared memory alone still works */
-        no_cma.use_cma = 0;
-        status = crux_tl_context_open(&no_cma, &g->tl);
-    }
-    return status;
+    crux_tl_config_t shm_only = *config;
+    shm_only.use_cma = 0;
+    return crux_tl_context_open(&shm_only, &g->tl);
 }
 
 /* This member's segment: its control block, then its staging area. */
@@ -73,34 +63,24 @@ static crux_status_t alloc_segment(crux_coll_group_t *g, size_t stage_size)
     return CRUX_OK;
 }
 
-/* Map every peer's segment and connect to it; check cma by reading the
- * peer's control block header through it. */
+/* Map every peer's segment, and check that it is the peer's. */
 static crux_status_t connect_peers(crux_coll_group_t *g, const crux_hello_t *hello,
-                                   size_t address_size, const uint8_t *blobs, size_t blob_size,
-                                   int *cma_ok)
+                                   const uint8_t *keys, size_t key_size)
 {
-    *cma_ok = address_size > 0;
     for (int p = 0; p < g->size; p++) {
         g->pids[p] = hello[p].pid;
         if (p == g->rank) {
             g->ctrl[p] = crux_tl_seg_ptr(g->seg);
             continue;
         }
-        const uint8_t *blob = blobs + (size_t)p * blob_size;
-        crux_status_t status = crux_tl_rseg_attach(g->tl, blob + address_size, &g->rsegs[p]);
+        crux_status_t status =
+            crux_tl_rseg_attach(g->tl, keys + (size_t)p * key_size, &g->rsegs[p]);
         if (status != CRUX_OK) {
             return status;
         }
         g->ctrl[p] = crux_tl_rseg_ptr(g->rsegs[p]);
         if (g->ctrl[p]->magic != CRUX_CTRL_MAGIC || g->ctrl[p]->pid != hello[p].pid) {
             return CRUX_ERR_NO_RESOURCE;
-        }
-        if (*cma_ok) {
-            uint64_t header[2] = { 0, 0 };
-            *cma_ok =
-                crux_tl_ep_create(g->tl, blob, &g->eps[p]) == CRUX_OK &&
-                crux_tl_get(g->eps[p], header, hello[p].ctrl_address, sizeof(header)) == CRUX_OK &&
-                header[0] == CRUX_CTRL_MAGIC && (int64_t)header[1] == hello[p].pid;
         }
     }
     for (int p = 0; p < g->size; p++) {
@@ -116,7 +96,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     config = config != NULL ? config : &defaults;
     crux_coll_group_t *g = calloc(1, sizeof(*g));
     crux_hello_t mine = { .pid = getpid() }, *hello = NULL;
-    uint8_t *blobs = NULL, *my_blob = NULL;
+    uint8_t *keys = NULL, *my_key = NULL;
     crux_status_t status = g != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 
     if (status == CRUX_OK) {
@@ -129,14 +109,11 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
         status = alloc_segment(g, config->stage_size);
     }
     if (status == CRUX_OK) {
-        mine.address_size = crux_tl_address_size(g->tl); /* 0 without cma */
         mine.key_size = crux_tl_seg_key_size(g->tl);
     }
     mine.status = status;
     mine.stage_size = config->stage_size;
     mine.chunk_size = config->chunk_size;
-    mine.cma_chunk_size = config->cma_chunk_size;
-    mine.cma_min_bytes = config->cma_min_bytes;
     mine.stream_min_bytes = config->stream_min_bytes;
 
     /* 1: who succeeded, with what sizes; member 0's configuration wins. */
@@ -145,22 +122,17 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
         status = CRUX_ERR_IO;
         goto out;
     }
-    /* cma addresses are exchanged only if every member has one, of one size */
-    size_t address_size = hello[0].address_size;
     for (int p = 0; p < oob->size && status == CRUX_OK; p++) {
         status = (crux_status_t)hello[p].status;
         if (status == CRUX_OK && hello[p].key_size != hello[0].key_size) {
             status = CRUX_ERR_NO_RESOURCE; /* members chose different shared memory */
         }
-        address_size = hello[p].address_size == address_size ? address_size : 0;
     }
     if (status != CRUX_OK) {
         goto out;
     }
     g->config.stage_size = hello[0].stage_size;
     g->config.chunk_size = hello[0].chunk_size;
-    g->config.cma_chunk_size = hello[0].cma_chunk_size;
-    g->config.cma_min_bytes = hello[0].cma_min_bytes;
     g->config.stream_min_bytes = hello[0].stream_min_bytes;
     if (g->config.stage_size != config->stage_size) {
         status = alloc_segment(g, g->config.stage_size); /* the agreed size */
@@ -170,41 +142,19 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
         goto out;
     }
 
-    /* 2: addresses and keys. */
-    size_t blob_size = sizeof(uint64_t) + address_size + hello[0].key_size;
-    my_blob = calloc(1, blob_size);
-    blobs = calloc((size_t)oob->size, blob_size);
-    if (my_blob == NULL || blobs == NULL) {
-        status = CRUX_ERR_NO_MEMORY;
-    } else {
-        if (address_size > 0) {
-            status = crux_tl_address_pack(g->tl, my_blob + sizeof(uint64_t));
-        }
-        if (status == CRUX_OK) {
-            status = crux_tl_seg_key_pack(g->seg, my_blob + sizeof(uint64_t) + address_size);
-        }
-        uint64_t ctrl_address = (uintptr_t)crux_tl_seg_ptr(g->seg);
-        memcpy(my_blob, &ctrl_address, sizeof(uint64_t));
-    }
+    /* 2: segment keys; then map the peers' segments. */
+    size_t key_size = hello[0].key_size;
+    my_key = calloc(1, key_size);
+    keys = calloc((size_t)oob->size, key_size);
+    status =
+        my_key != NULL && keys != NULL ? crux_tl_seg_key_pack(g->seg, my_key) : CRUX_ERR_NO_MEMORY;
     status = crux_oob_agree(oob, status, 1, NULL);
-    if (status != CRUX_OK || oob_allgather(oob, my_blob, blobs, blob_size) != 0) {
+    if (status != CRUX_OK || oob_allgather(oob, my_key, keys, key_size) != 0) {
         status = status != CRUX_OK ? status : CRUX_ERR_IO;
         goto out;
     }
-    for (int p = 0; p < oob->size; p++) {
-        memcpy(&hello[p].ctrl_address, blobs + (size_t)p * blob_size, sizeof(uint64_t));
-    }
-
-    /* 3: map and connect; cma only if it works between every pair. */
-    int cma_ok = 0;
-    status = connect_peers(g, hello, address_size, blobs + sizeof(uint64_t), blob_size, &cma_ok);
-    status = crux_oob_agree(oob, status, cma_ok, &cma_ok);
+    status = crux_oob_agree(oob, connect_peers(g, hello, keys, key_size), 1, NULL);
     if (status == CRUX_OK) {
-        g->has_cma = cma_ok;
-        for (int p = 0; !cma_ok && p < g->size; p++) {
-            crux_tl_ep_destroy(g->eps[p]);
-            g->eps[p] = NULL;
-        }
         unsigned local =
             config->local_procs > 0 ? (unsigned)config->local_procs : (unsigned)g->size;
         g->spin = local > crux_cpus_online() ? 0 : CRUX_SPIN_POLLS;
@@ -212,8 +162,8 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
 
 out:
     free(hello);
-    free(blobs);
-    free(my_blob);
+    free(keys);
+    free(my_key);
     if (status != CRUX_OK) {
         crux_coll_group_destroy(g);
         return status;
@@ -227,9 +177,6 @@ void crux_coll_group_destroy(crux_coll_group_t *g)
     if (g == NULL) {
         return;
     }
-    for (int p = 0; g->eps != NULL && p < g->size; p++) {
-        crux_tl_ep_destroy(g->eps[p]);
-    }
     for (int p = 0; g->rsegs != NULL && p < g->size; p++) {
         crux_tl_rseg_detach(g->rsegs[p]);
     }
@@ -238,9 +185,7 @@ void crux_coll_group_destroy(crux_coll_group_t *g)
     free(g->ctrl);
     free(g->stage);
     free(g->rsegs);
-    free(g->eps);
     free(g->pids);
-    free(g->scratch);
     free(g->reach);
     free(g);
 }
@@ -253,11 +198,6 @@ int crux_coll_group_rank(const crux_coll_group_t *g)
 int crux_coll_group_size(const crux_coll_group_t *g)
 {
     return g->size;
-}
-
-int crux_coll_group_has_cma(const crux_coll_group_t *g)
-{
-    return g->has_cma;
 }
 
 void crux_coll_group_set_caller(crux_coll_group_t *g, uint64_t caller)

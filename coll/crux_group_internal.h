@@ -61,7 +61,6 @@ struct crux_coll_group {
     int rank;
     int size;
     crux_coll_config_t config;
-    int has_cma;
     unsigned spin;   /* polls before yielding the CPU */
     uint64_t seq;    /* of the last call started */
     uint64_t caller; /* crux_coll_group_set_caller's word, mixed (crux_shape) */
@@ -71,9 +70,7 @@ struct crux_coll_group {
     crux_ctrl_t **ctrl;     /* [size]: every member's control block */
     uint8_t **stage;        /* [size]: every member's staging area */
     crux_tl_rseg_t **rsegs; /* [size]: peers' mapped segments */
-    crux_tl_ep_t **eps;     /* [size]: cma endpoints, NULL without cma */
     pid_t *pids;
-    void *scratch;            /* single-copy landing area, size chunks */
     crux_peer_reach_t *reach; /* [size]: how far each peer's caches are (crux_look) */
 };
 
@@ -127,10 +124,6 @@ typedef struct {
 
 void crux_sleep_begin(crux_coll_group_t *group, int peer, size_t offset, crux_sleep_t *sleep);
 void crux_sleep_end(crux_sleep_t *sleep, int moved);
-
-/* Let other processes run while polling something that is not a flag (an
- * inter-group step): yields when the node is oversubscribed. */
-void crux_yield(crux_coll_group_t *group);
 
 /* Test without waiting: one look at member 'peer's word at 'offset'. */
 static inline int crux_look(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)

@@ -7,7 +7,6 @@
  * wakes sleepers only when some are counted, so the common case costs no
  * system call.  Waits also watch for a peer that failed or died, so a
  * collective never hangs on a dead process. */
-#include <sched.h>
 #include <stddef.h>
 
 #include "coll/crux_group_internal.h"
@@ -51,15 +50,6 @@ void crux_sleep_end(crux_sleep_t *sleep, int moved)
         crux_futex_wait(futex_word(sleep->word), (uint32_t)sleep->seen, CRUX_IDLE_SLEEP_NS);
     }
     __atomic_sub_fetch(&sleep->ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
-}
-
-void crux_yield(crux_coll_group_t *group)
-{
-    if (group->spin == 0) {
-        sched_yield();
-    } else {
-        crux_cpu_relax();
-    }
 }
 
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)

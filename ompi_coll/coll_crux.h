@@ -44,12 +44,15 @@ typedef struct {
     /* MCA parameters (coll_crux_<name>) */
     int priority;
     int verbose;
+    /* the Allreduce selection's axes (crux_request_t), as value indices of
+     * crux_request_values(): the older single knob, then each axis */
     int allreduce_algorithm;
+    int allreduce_topology;
+    int allreduce_handoff;
+    int allreduce_memory_path;
     size_t allreduce_min_bytes; /* below: previous module */
-    size_t cma_min_bytes;       /* staged below, single copy from here */
     size_t stage_size;
     size_t chunk_size;
-    size_t cma_chunk_size;
     size_t stream_min_bytes; /* results this large bypass the cache */
     int far_latency_ns;      /* peers slower than this get a streamed stage; 0: 90 */
     char *job_id;            /* the job's id in the priority file */
@@ -110,8 +113,8 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    int allreduce_algorithm;        /* crux_alg_t asked for */
-    size_t handoff_below;           /* host messages this small go to previous_ */
+    crux_request_t request;         /* what the Allreduce selection is asked */
+    size_t fallback_below;          /* host messages this small go to previous_ */
     bool all_local;                 /* every rank on this node */
     bool building;                  /* making subcommunicators: fall back */
     crux_group_state_t group_state; /* the flat group, over all ranks */
@@ -120,9 +123,9 @@ typedef struct {
     crux_group_state_t layout_state;      /* the groups of the hierarchical algorithm */
     crux_layout_t *layout;
     struct coll_crux_shared *layout_share;
-    crux_group_state_t dev_state; /* the device-buffer engine group */
-    struct crux_dev_group *dev_group;
-    struct coll_crux_shared *dev_share;
+    crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
+    struct crux_dev_group *engine_group;
+    struct coll_crux_shared *engine_share;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
     uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
@@ -312,9 +315,10 @@ crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth);
 
-/* The algorithm a communicator asked for with the info key
- * "crux_allreduce_algorithm", else the MCA parameter's. */
-int coll_crux_comm_algorithm(ompi_communicator_t *comm);
+/* What a communicator asks of the Allreduce selection: the MCA
+ * parameters' request, then its info keys "crux_allreduce_algorithm" (the
+ * older single knob: every axis) and "crux_allreduce_<axis>" on top. */
+crux_request_t coll_crux_comm_request(ompi_communicator_t *comm);
 
 /* datatype and op translation: 0 on success, -1 when crux has no kernel */
 int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out);

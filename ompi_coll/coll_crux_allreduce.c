@@ -56,11 +56,12 @@ static int has(void *arg, crux_select_cap_t cap)
     call_t *c = arg;
     switch (cap) {
     case CRUX_CAP_GROUP: return coll_crux_get_group(c->m) != NULL;
-    case CRUX_CAP_CMA: return c->m->group != NULL && crux_coll_group_has_cma(c->m->group);
     case CRUX_CAP_ENGINE: return coll_crux_engine_group(c->m) != NULL;
     case CRUX_CAP_LANES: return coll_crux_engine_lanes(c->m);
     case CRUX_CAP_LAYOUT: return coll_crux_get_layout(c->m) != NULL;
+    case CRUX_CAP_LAYOUT_LANES: return c->m->layout.lanes != NULL;
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
+    case CRUX_CAP_COUNT: break;
     }
     return 0;
 }
@@ -83,14 +84,11 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
             m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
             alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth : 0);
         break;
-    case CRUX_ALG_ENGINE:
+    case CRUX_ALG_LANES:
     case CRUX_ALG_DEVICE:
-        status = crux_dev_allreduce(m->dev_group, in, rbuf, (size_t)count, cdtype, cop);
+        status = crux_dev_allreduce(m->engine_group, in, rbuf, (size_t)count, cdtype, cop);
         break;
-    default:
-        status =
-            crux_coll_allreduce(m->group, in, rbuf, (size_t)count, cdtype, cop,
-                                alg == CRUX_ALG_CMA ? CRUX_ALLREDUCE_CMA : CRUX_ALLREDUCE_STAGED);
+    default: status = crux_coll_allreduce(m->group, in, rbuf, (size_t)count, cdtype, cop);
     }
     coll_crux_job_exit(&ticket);
     return status;
@@ -108,15 +106,13 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
     call_t c = { .m = m };
-    if (bytes < m->handoff_below || m->building || coll_crux_dtype(dtype, &c.cdtype) != 0 ||
+    if (bytes < m->fallback_below || m->building || coll_crux_dtype(dtype, &c.cdtype) != 0 ||
         coll_crux_op(op, &c.cop) != 0 || crux_reduce_lookup(c.cdtype, c.cop) == NULL) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_select_query_t q = {
         .all_local = m->all_local,
-        .bytes = bytes,
-        .forced = (crux_alg_t)m->allreduce_algorithm,
-        .cma_min_bytes = mca_coll_crux_component.cma_min_bytes,
+        .request = m->request,
         .has = has,
         .arg = &c,
     };
@@ -137,7 +133,7 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
 
 /* Device buffers: over the engine with the GPU kernels, else staged
  * through host memory (they must never reach a module that is not
- * CUDA-aware). */
+ * CUDA-aware) and then as host buffers, axes and all. */
 static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                             struct ompi_op_t *op, ompi_communicator_t *comm,
                             mca_coll_crux_module_t *m)
@@ -148,8 +144,7 @@ static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dataty
     crux_select_query_t q = {
         .device = 1,
         .all_local = m->all_local,
-        .bytes = bytes,
-        .forced = (crux_alg_t)m->allreduce_algorithm,
+        .request = m->request,
         .has = translated ? has : NULL, /* no kernel without a translation */
         .arg = &c,
     };
@@ -161,7 +156,7 @@ static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dataty
         if (status != CRUX_ERR_UNSUPPORTED) {
             return status == CRUX_OK ? OMPI_SUCCESS : failed(m, status);
         }
-        alg = CRUX_ALG_DEVICE_STAGED;
+        alg = CRUX_ALG_HOST_STAGED;
         why = "the engine cannot move these buffers";
     }
     log_choice(m, alg, bytes, why);
@@ -192,7 +187,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     /* Small host messages go on first, past every other check: crux hands
      * them on, and at a fraction of a microsecond a call, each check showed
      * (10% slower than Open MPI without crux at 4-64 bytes, before). */
-    if ((size_t)count * dtype->super.size < m->handoff_below && coll_crux_devices_absent() &&
+    if ((size_t)count * dtype->super.size < m->fallback_below && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

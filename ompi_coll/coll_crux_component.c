@@ -44,35 +44,82 @@ static const mca_base_var_enum_value_t net_kinds[] = {
     { CRUX_NET_PML, "pml" },   { CRUX_NET_UCX, "ucx" },   { 0, NULL },
 };
 
-static const mca_base_var_enum_value_t allreduce_algorithms[] = {
-    { CRUX_ALG_AUTO, "auto" },
-    { CRUX_ALG_STAGED, "staged" },
-    { CRUX_ALG_CMA, "cma" },
-    { CRUX_ALG_FALLBACK, "fallback" },
-    { CRUX_ALG_FLAT, "flat" },
-    { CRUX_ALG_HIER, "hier" },
-    { CRUX_ALG_HIER_SEQUENTIAL, "hier-sequential" },
-    { CRUX_ALG_ENGINE, "engine" },
-    { 0, NULL },
-};
+/* The Allreduce selection's axes, each an MCA parameter
+ * coll_crux_allreduce_<axis> and an info key crux_allreduce_<axis>, with
+ * the values libcrux_coll names (crux_request_values), the older single
+ * knob first. */
+#define CRUX_AXES       4
+#define CRUX_AXIS_NAMES 10
+static const char *const axes[CRUX_AXES] = { "algorithm", "topology", "handoff", "memory_path" };
 
-int coll_crux_comm_algorithm(ompi_communicator_t *comm)
+static int *axis_storage(mca_coll_crux_component_t *c, int axis)
 {
-    char value[32];
-    int flag = 0;
-    if (comm->super.s_info != NULL &&
-        opal_info_get(comm->super.s_info, "crux_allreduce_algorithm", sizeof(value) - 1, value,
-                      &flag) == OPAL_SUCCESS &&
-        flag) {
-        for (const mca_base_var_enum_value_t *v = allreduce_algorithms; v->string; v++) {
-            if (strcmp(v->string, value) == 0) {
-                return v->value;
-            }
-        }
-        CRUX_VERBOSE(1, "communicator %s: unknown crux_allreduce_algorithm \"%s\" ignored",
-                     comm->c_name, value);
+    int *storage[CRUX_AXES] = { &c->allreduce_algorithm, &c->allreduce_topology,
+                                &c->allreduce_handoff, &c->allreduce_memory_path };
+    return storage[axis];
+}
+
+static void request_set(crux_request_t *r, int axis, const char *value, int from_mca)
+{
+    /* an axis parameter left at auto keeps what the older knob set */
+    if (!(from_mca && axis > 0 && strcmp(value, "auto") == 0)) {
+        (void)crux_request_set(r, axes[axis], value);
     }
-    return mca_coll_crux_component.allreduce_algorithm;
+}
+
+static crux_request_t mca_request(void)
+{
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    for (int a = 0; a < CRUX_AXES; a++) {
+        const char *const *names = crux_request_values(axes[a]);
+        int v = *axis_storage(&mca_coll_crux_component, a), n = 0;
+        while (names[n] != NULL) {
+            n++;
+        }
+        /* the enumeration admits only its own values; auto otherwise */
+        request_set(&r, a, names[v >= 0 && v < n ? v : 0], 1);
+    }
+    return r;
+}
+
+crux_request_t coll_crux_comm_request(ompi_communicator_t *comm)
+{
+    crux_request_t r = mca_request();
+    for (int a = 0; comm->super.s_info != NULL && a < CRUX_AXES; a++) {
+        char key[40], value[32];
+        int flag = 0;
+        snprintf(key, sizeof(key), "crux_allreduce_%s", axes[a]);
+        if (opal_info_get(comm->super.s_info, key, sizeof(value) - 1, value, &flag) !=
+                OPAL_SUCCESS ||
+            !flag) {
+            continue;
+        }
+        if (crux_request_set(&r, axes[a], value) != CRUX_OK) {
+            CRUX_VERBOSE(1, "communicator %s: unknown %s \"%s\" ignored", comm->c_name, key, value);
+        }
+    }
+    return r;
+}
+
+/* An enumeration of one axis's names: MCA reports a name it does not
+ * hold and keeps the default. */
+static void reg_axis(int axis, const char *help, int level)
+{
+    static mca_base_var_enum_value_t values[CRUX_AXES][CRUX_AXIS_NAMES + 1];
+    const char *const *names = crux_request_values(axes[axis]);
+    for (int i = 0; names[i] != NULL && i < CRUX_AXIS_NAMES; i++) {
+        values[axis][i] = (mca_base_var_enum_value_t){ i, names[i] };
+    }
+    char name[40], enum_name[56];
+    snprintf(name, sizeof(name), "allreduce_%s", axes[axis]);
+    snprintf(enum_name, sizeof(enum_name), "coll_crux_%ss", name);
+    mca_base_var_enum_t *e = NULL;
+    *axis_storage(&mca_coll_crux_component, axis) = 0; /* auto */
+    (void)mca_base_var_enum_create(enum_name, values[axis], &e);
+    (void)mca_base_component_var_register(
+        &mca_coll_crux_component.super.collm_version, name, help, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
+        level, MCA_BASE_VAR_SCOPE_READONLY, axis_storage(&mca_coll_crux_component, axis));
+    OBJ_RELEASE(e);
 }
 
 static void reg_int(const char *name, const char *help, int level, int *storage)
@@ -120,31 +167,33 @@ static int crux_register(void)
             "decision once per communicator and algorithm",
             OPAL_INFO_LVL_9, &c->verbose);
 
-    mca_base_var_enum_t *algs = NULL;
-    c->allreduce_algorithm = CRUX_ALG_AUTO;
-    (void)mca_base_var_enum_create("coll_crux_allreduce_algorithms", allreduce_algorithms, &algs);
-    (void)mca_base_component_var_register(
-        &c->super.collm_version, "allreduce_algorithm",
-        "Force an Allreduce algorithm: auto (one node: engine when every pair has its lanes, "
-        "else flat; across nodes: hier), flat (two stages, by size), "
-        "staged (flat, shared-memory staging), cma (flat, single copy), hier (three stages "
-        "across groups, pipelined), hier-sequential (the three stages one after the other), "
-        "engine (flat, over the multipath engine), fallback (the previously selected module)",
-        MCA_BASE_VAR_TYPE_INT, algs, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->allreduce_algorithm);
-    OBJ_RELEASE(algs);
+    reg_axis(1,
+             "Allreduce topology: auto (flat on one node, hier across nodes), flat (two steps "
+             "over every rank, one node only), hier (three steps across rank groups, "
+             "pipelined), hier-sequential (the three steps one after the other)",
+             OPAL_INFO_LVL_5);
+    reg_axis(2,
+             "Allreduce hand-off between the ranks of a node or rank group: auto (the "
+             "engine's lanes where every pair has them, else flags), flags (progress flags "
+             "in a shared-memory group), lanes (the engine's lanes; refused without them)",
+             OPAL_INFO_LVL_5);
+    reg_axis(3,
+             "Allreduce of device buffers: auto (device where it can run, else "
+             "host-staged), device (reduced on the GPU, moved by the multipath engine), "
+             "host-staged (copied through pinned host memory, then the host algorithm)",
+             OPAL_INFO_LVL_5);
+    reg_axis(0,
+             "The older single knob, each value a point on the axes (coll_crux_allreduce_"
+             "topology, _handoff, _memory_path; an axis set to other than auto wins): auto, "
+             "flat, staged and cma (flat with flags), engine (flat with lanes), hier, "
+             "hier-sequential, fallback (every host call to the previously selected module)",
+             OPAL_INFO_LVL_5);
 
     c->allreduce_min_bytes = 8192;
     reg_size("allreduce_min_bytes",
              "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)",
              OPAL_INFO_LVL_5, &c->allreduce_min_bytes);
-
-    c->cma_min_bytes = defaults.cma_min_bytes;
-    reg_size("cma_min_bytes",
-             "Allreduce messages of at least this many bytes use single-copy "
-             "cma rather than shared-memory staging (auto only; 0: never)",
-             OPAL_INFO_LVL_5, &c->cma_min_bytes);
 
     c->far_latency_ns = 0;
     reg_int("far_latency_ns",
@@ -161,10 +210,6 @@ static int crux_register(void)
     c->chunk_size = defaults.chunk_size;
     reg_size("chunk_size", "Pipeline chunk of the staged Allreduce, in bytes", OPAL_INFO_LVL_6,
              &c->chunk_size);
-
-    c->cma_chunk_size = defaults.cma_chunk_size;
-    reg_size("cma_chunk_size", "Pipeline chunk of the single-copy Allreduce, in bytes",
-             OPAL_INFO_LVL_6, &c->cma_chunk_size);
 
     c->stream_min_bytes = defaults.stream_min_bytes;
     reg_size("stream_min_bytes",
@@ -227,8 +272,8 @@ static int crux_register(void)
 
     c->hier_depth = 4;
     reg_int("hier_depth",
-            "Chunks of the hierarchical Allreduce in the inter-group stage at "
-            "once (pipelining; 0: the three stages one after the other)",
+            "Chunks of the hierarchical Allreduce in the inter-group step at "
+            "once (pipelining; 0: the three steps one after the other)",
             OPAL_INFO_LVL_6, &c->hier_depth);
 
     mca_base_var_enum_t *kinds = NULL;
@@ -257,8 +302,9 @@ static int crux_register(void)
     c->use_cma = true;
     (void)mca_base_component_var_register(
         &c->super.collm_version, "use_cma",
-        "Use the UCT cma transport for single-copy transfers when it works", MCA_BASE_VAR_TYPE_BOOL,
-        NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->use_cma);
+        "Give the multipath engine UCT's cma transport as a channel when it works",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->use_cma);
 
     c->shm_mds = "posix,sysv";
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments", OPAL_INFO_LVL_6,

@@ -47,8 +47,6 @@ crux_coll_config_t coll_crux_config(void)
     crux_coll_config_t config = CRUX_COLL_CONFIG_DEFAULT;
     config.stage_size = c->stage_size;
     config.chunk_size = c->chunk_size;
-    config.cma_chunk_size = c->cma_chunk_size;
-    config.cma_min_bytes = c->cma_min_bytes;
     config.stream_min_bytes = c->stream_min_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;
@@ -120,7 +118,6 @@ void *coll_crux_module_group(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
 
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
 {
-    bool first = m->group_state == CRUX_GROUP_UNTRIED;
     crux_status_t status;
     m->group = coll_crux_module_group(m, COLL_CRUX_HOST, &m->group_state, &m->group_share, &status);
     if (status != CRUX_OK) {
@@ -129,12 +126,6 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
                      "shared-memory transport, or crux's limit of groups per process?): "
                      "falling back to the previous module",
                      m->comm->c_name, crux_status_string(status));
-    } else if (first && m->group != NULL && mca_coll_crux_component.use_cma &&
-               !crux_coll_group_has_cma(m->group)) {
-        CRUX_VERBOSE(1,
-                     "single-copy (cma) access does not work between the processes of "
-                     "communicator %s (ptrace permission?): staging through shared memory",
-                     m->comm->c_name);
     }
     return m->group;
 }
@@ -162,8 +153,8 @@ crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob
 crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
-    m->dev_group =
-        coll_crux_module_group(m, COLL_CRUX_ENGINE, &m->dev_state, &m->dev_share, &status);
+    m->engine_group =
+        coll_crux_module_group(m, COLL_CRUX_ENGINE, &m->engine_state, &m->engine_share, &status);
     if (status != CRUX_OK) {
         CRUX_VERBOSE(1,
                      "communicator %s: no multipath engine (%s): host buffers take "
@@ -171,7 +162,7 @@ crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
                      "memory",
                      m->comm->c_name, crux_status_string(status));
     }
-    return m->dev_group;
+    return m->engine_group;
 }
 
 /* Only through the references: a group the call does not use may have
@@ -180,7 +171,7 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
 {
     uint64_t cid = ompi_comm_get_cid(m->comm);
     crux_coll_group_t *group = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
-    crux_dev_group_t *dev = m->dev_share != NULL ? coll_crux_share_use(m->dev_share) : NULL;
+    crux_dev_group_t *dev = m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
     const crux_layout_t *l = m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
     if (group != NULL) {
         crux_coll_group_set_caller(group, cid);
@@ -201,11 +192,11 @@ void coll_crux_module_release(mca_coll_crux_module_t *m)
 {
     coll_crux_share_release(m->group_share, false);
     coll_crux_share_release(m->layout_share, false);
-    coll_crux_share_release(m->dev_share, false);
-    m->group_share = m->layout_share = m->dev_share = NULL;
+    coll_crux_share_release(m->engine_share, false);
+    m->group_share = m->layout_share = m->engine_share = NULL;
     m->group = NULL;
     m->layout = NULL;
-    m->dev_group = NULL;
+    m->engine_group = NULL;
 }
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)

@@ -199,7 +199,7 @@ crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_un
         .rank = ok ? ompi_comm_rank(use->local_comm) : 0,
         .size = use->per_group,
     };
-    if (ok) {
+    if (ok && m->request.handoff != CRUX_HANDOFF_FLAGS) {
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
         void *lanes = NULL;

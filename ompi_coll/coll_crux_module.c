@@ -15,7 +15,7 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->previous_allgather = NULL;
     m->previous_allgather_module = NULL;
     m->comm = NULL;
-    m->allreduce_algorithm = CRUX_ALG_AUTO;
+    m->request = (crux_request_t)CRUX_REQUEST_AUTO;
     m->all_local = false;
     m->building = false;
     m->group_state = CRUX_GROUP_UNTRIED;
@@ -24,9 +24,9 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->layout_state = CRUX_GROUP_UNTRIED;
     m->layout = NULL;
     m->layout_share = NULL;
-    m->dev_state = CRUX_GROUP_UNTRIED;
-    m->dev_group = NULL;
-    m->dev_share = NULL;
+    m->engine_state = CRUX_GROUP_UNTRIED;
+    m->engine_group = NULL;
+    m->engine_share = NULL;
     m->dev_stage = NULL;
     m->logged = 0;
 }
@@ -63,15 +63,15 @@ static bool crux_handles(ompi_communicator_t *comm)
 
 /* Below this many bytes every host Allreduce goes to the previous module:
  * auto's size threshold (across nodes, the hierarchical one's too), every
- * size for algorithm fallback, none when an algorithm is forced.  Decided
- * here once, so the hand-off costs one comparison a call. */
-static size_t handoff_below(const mca_coll_crux_module_t *m)
+ * size for fallback, none when a topology or hand-off is forced.  Decided
+ * here once, so handing a call on costs one comparison. */
+static size_t fallback_below(const mca_coll_crux_module_t *m)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    if (m->allreduce_algorithm == CRUX_ALG_FALLBACK) {
+    if (m->request.fallback) {
         return SIZE_MAX;
     }
-    if (m->allreduce_algorithm != CRUX_ALG_AUTO) {
+    if (crux_request_forced(&m->request)) {
         return 0;
     }
     if (!m->all_local && c->hier_min_bytes > c->allreduce_min_bytes) {
@@ -91,9 +91,9 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     }
     coll_crux_job_init(); /* the job's level, before any transport opens */
     m->comm = comm;
-    m->allreduce_algorithm = coll_crux_comm_algorithm(comm);
+    m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
-    m->handoff_below = handoff_below(m);
+    m->fallback_below = fallback_below(m);
     coll_crux_device_probe();
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;

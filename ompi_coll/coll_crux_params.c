@@ -20,8 +20,6 @@
 #define CRUX_MIN_STAGE      (64u << 10)
 #define CRUX_MAX_STAGE      ((size_t)1 << 40) /* far below where sizes overflow */
 #define CRUX_MIN_CHUNK      64u
-#define CRUX_MIN_CMA_CHUNK  4096u
-#define CRUX_MAX_CMA_CHUNK  ((size_t)1 << 30) /* one landing slot per peer is malloc'ed */
 #define CRUX_MAX_HIER_DEPTH 64
 #define CRUX_SHM_DIR        "/dev/shm"
 
@@ -84,8 +82,6 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
                   "must be between 65536 and 2^40");
     ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK, c->stage_size,
                   "must be at least 64 and at most coll_crux_stage_size");
-    ok &= size_ok("cma_chunk_size", c->cma_chunk_size, CRUX_MIN_CMA_CHUNK, CRUX_MAX_CMA_CHUNK,
-                  "must be between 4096 and 2^30");
     ok &= int_ok("group_size", c->group_size, 0, INT_MAX, "must not be negative");
     ok &= int_ok("far_latency_ns", c->far_latency_ns, 0, INT_MAX, "must not be negative");
     ok &= int_ok("hier_depth", c->hier_depth, 0, CRUX_MAX_HIER_DEPTH, "must be between 0 and 64");

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # MPI_Allreduce under mpirun, 1 to 8 ranks (oversubscribed past 2), with crux
-# alone (--mca coll crux), in the default component mix, and with each of its
-# algorithms forced; verbose output proves crux's own algorithm ran.
+# alone (--mca coll crux), in the default component mix, with each of its
+# algorithms forced through the axes (topology, hand-off) and the older
+# single knob; verbose output proves which of crux's algorithms ran.
 . "$(dirname "$0")/mpi-common.sh"
 prog=$builddir/tests/mpi/test_allreduce
 verbose=(--mca coll_crux_verbose 2)
+
+# expect_no_stderr PATTERN DESCRIPTION: the last run's stderr lacks PATTERN
+expect_no_stderr() {
+  if grep -q -- "$1" "$last_stderr"; then tap_line "not ok" "$2"; else tap_line ok "$2"; fi
+}
 
 for np in 1 2 3 5 8; do
   run_mpi $np "crux alone" --mca coll crux "${verbose[@]}" -- $prog counts comms nonblocking fallback bits
@@ -15,28 +21,40 @@ for np in 2 4 6; do
   run_mpi $np "default mix" "${verbose[@]}" -- $prog types counts comms nonblocking
   expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD" "[np=$np default mix] crux chosen by priority"
 done
-for alg in staged cma; do
+# the flags hand-off, asked for on its axis and by the older knob (cma was
+# single copy, now the staged algorithm too)
+for ask in "coll_crux_allreduce_handoff flags" "coll_crux_allreduce_algorithm staged" \
+  "coll_crux_allreduce_algorithm cma"; do
   for np in 3 4; do
-    run_mpi $np "$alg forced" --mca coll_crux_allreduce_algorithm $alg "${verbose[@]}" -- $prog counts bits comms
-    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=$np $alg forced] the $alg algorithm ran"
+    run_mpi $np "$ask" --mca $ask "${verbose[@]}" -- $prog counts bits comms
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=$np $ask] the staged algorithm ran"
     # forced, crux takes even the sizes it would hand on (one float: 4 bytes)
-    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg from 4 bytes" \
-      "[np=$np $alg forced] small messages too"
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged from 4 bytes" \
+      "[np=$np $ask] small messages too"
   done
 done
-for np in 2 3; do
-  run_mpi $np "engine forced" --mca coll_crux_allreduce_algorithm engine "${verbose[@]}" -- \
-    $prog counts bits comms
-  expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: engine" "[np=$np engine forced] the multipath engine ran"
+for ask in "coll_crux_allreduce_handoff lanes" "coll_crux_allreduce_algorithm engine"; do
+  for np in 2 3; do
+    run_mpi $np "$ask" --mca $ask "${verbose[@]}" -- $prog counts bits comms
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes from 4 bytes" "[np=$np $ask] the lanes ran"
+  done
 done
+# an axis set wins over the older knob; topology flat alone takes the lanes
+run_mpi 3 "engine, flags" --mca coll_crux_allreduce_algorithm engine --mca coll_crux_allreduce_handoff flags \
+  "${verbose[@]}" -- $prog counts
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged from 4 bytes" "[np=3 engine, flags] the axis won"
+expect_no_stderr ": lanes from" "[np=3 engine, flags] the lanes did not run"
+run_mpi 3 "topology flat" --mca coll_crux_allreduce_topology flat "${verbose[@]}" -- $prog counts
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes from 4 bytes" "[np=3 topology flat] lanes, every size"
+# a name an axis does not have: Open MPI says so and keeps auto
+run_mpi 2 "bad handoff" --mca coll_crux_allreduce_handoff staged "${verbose[@]}" -- $prog counts
+expect_stderr "invalid value" "[np=2 bad handoff] the value is reported"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes from" "[np=2 bad handoff] auto ran"
 run_mpi 3 "small stage" --mca coll_crux_allreduce_algorithm staged --mca coll_crux_stage_size 65536 \
   --mca coll_crux_chunk_size 4096 -- $prog counts bits
-run_mpi 3 "auto with cma" --mca coll_crux_cma_min_bytes 65536 "${verbose[@]}" -- $prog counts
-expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: cma" "[np=3 auto with cma] auto switched to cma"
-expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 auto with cma] auto used staging below"
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
 # every peer far once measured: stages written with streaming stores, same bits
-for alg in staged engine; do
+for alg in staged engine; do # flags and lanes
   run_mpi 3 "far peers $alg" --mca coll_crux_far_latency_ns 1 --mca coll_crux_allreduce_algorithm $alg -- \
     $prog counts bits
 done
@@ -45,7 +63,13 @@ run_mpi 4 "many" --mca coll crux -- $prog many
 run_mpi 3 "info keys" --mca coll_crux_verbose 2 -- $prog info
 expect_stderr "unknown crux_allreduce_algorithm \"no-such-algorithm\" ignored" \
   "[np=3 info keys] an unknown algorithm name is reported"
-expect_stderr "DUP FROM 0: cma" "[np=3 info keys] the info key selected cma"
+expect_stderr "unknown crux_allreduce_handoff \"staged\" ignored" \
+  "[np=3 info keys] an unknown hand-off name is reported"
+expect_stderr "on info algorithm=cma: staged from" "[np=3 info keys] cma is the staged algorithm"
+expect_stderr "on info handoff=flags: staged from" "[np=3 info keys] the hand-off key selected flags"
+expect_stderr "on info algorithm=engine: lanes from" "[np=3 info keys] engine is the lanes"
+expect_stderr "on info algorithm=engine,handoff=flags: staged from" "[np=3 info keys] the axis key won"
+expect_no_stderr "on info algorithm=fallback" "[np=3 info keys] fallback: crux's own did not run"
 
 # Ranks passing different counts or datatype sizes to one Allreduce: an
 # error on every rank, sticky on the communicator (a hang or wrong data is
@@ -55,7 +79,7 @@ for np in 2 3 4; do
   run_mpi $np "mismatch" --mca coll crux -- $prog mismatch
   run_mpi $np "mismatch staged" --mca coll_crux_allreduce_algorithm staged -- $prog mismatch
 done
-run_mpi 3 "mismatch cma" --mca coll_crux_allreduce_algorithm cma -- $prog mismatch
+run_mpi 3 "mismatch lanes" --mca coll_crux_allreduce_handoff lanes -- $prog mismatch
 MPI_TIMEOUT=${CRUX_MPI_TIMEOUT:-600}
 
 # No shared memory for crux: every communicator falls back, says why once.

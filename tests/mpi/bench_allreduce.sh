@@ -86,7 +86,7 @@ for type in int8 uint8 int32 uint32 int64 uint64 float double; do
   case $type in *8) size=1 ;; *32 | float) size=4 ;; *) size=8 ;; esac
   name=check-$type
   bench $name mpirun -np 3 --mca coll crux -- -d $type -o all -b $((3 * size)) -e $((177147 * size)) \
-    -f 9 -n 1 -w 0 -r 1 --compare crux,engine,fallback
+    -f 9 -n 1 -w 0 -r 1 --compare crux,lanes,fallback
   expect "[np=3 --mca coll crux] -c 1 -d $type -o all, odd counts: 0 wrong" \
     eval "rc_is $name 0 && has $name '^# Wrong elements       : 0 OK' &&
           [ \$(awk '\$1 !~ /^#/ && \$3 == \"$type\" && \$9 == 0 && \$13 == 0' '$work/$name.out' | wc -l) = 72 ]"

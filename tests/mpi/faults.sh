@@ -60,7 +60,7 @@ kill_case 3 "kill staged" staged --mca coll_crux_allreduce_algorithm staged
 
 # 2. a communicator freed while another thread uses a different one
 run_mpi 2 "comm free" --mca coll crux --mca coll_crux_verbose 2 -- $prog commfree 40
-expect_stderr "allreduce on faults-other: engine from" "[np=2 comm free] the other thread ran crux's Allreduce"
+expect_stderr "allreduce on faults-other: lanes from" "[np=2 comm free] the other thread ran crux's Allreduce"
 run_mpi 3 "comm free" --mca coll crux --mca coll_crux_verbose 2 -- $prog commfree 30
 MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "comm free" --mca coll_crux_verbose 2 -- $prog commfree 20
 expect_stderr "allreduce on faults-other: hier from" "[2x2 comm free] ... and across fake nodes"

@@ -43,4 +43,12 @@ for np in 4 6; do
     done
   done
 done
+# the hand-off within the rank groups, asked for on its axis
+run_mpi 4 "k=2 hier flags" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_topology hier \
+  --mca coll_crux_allreduce_handoff flags "${verbose[@]}" -- $prog counts bits
+expect_stderr "groups of 2 ranks, staging within them" "[np=4 k=2 hier flags] flags within the rank groups"
+expect_stderr "allreduce on MPI_COMM_WORLD: hier from 4 bytes" "[np=4 k=2 hier flags] the three-step algorithm ran"
+run_mpi 4 "k=2 hier lanes" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_topology hier \
+  --mca coll_crux_allreduce_handoff lanes "${verbose[@]}" -- $prog counts bits
+expect_stderr "groups of 2 ranks, the engine's lanes within them" "[np=4 k=2 hier lanes] lanes within the rank groups"
 finish

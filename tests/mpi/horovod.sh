@@ -11,11 +11,11 @@ verbose=(--mca coll_crux_verbose 2)
 mib=${CRUX_HOROVOD_MIB:-128}
 
 run_mpi 2 "crux alone" --mca coll crux "${verbose[@]}" -- $prog "$mib" 2
-expect_stderr "allreduce on horovod: engine from" "[np=2 crux alone] crux's flat Allreduce took the fusion buffer"
-expect_stderr "allreduce on framework: engine from" "[np=2 crux alone] ... and the main thread's Allreduces"
+expect_stderr "allreduce on horovod: lanes from" "[np=2 crux alone] crux's flat Allreduce took the fusion buffer"
+expect_stderr "allreduce on framework: lanes from" "[np=2 crux alone] ... and the main thread's Allreduces"
 run_mpi 3 "default mix" "${verbose[@]}" -- $prog "$mib" 2
-expect_stderr "allreduce on horovod: engine from" "[np=3 default mix] crux chosen by priority"
+expect_stderr "allreduce on horovod: lanes from" "[np=3 default mix] crux chosen by priority"
 MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "fake nodes" "${verbose[@]}" -- $prog "$mib" 2
 expect_stderr "allreduce on horovod: hier from" "[2x2 fake nodes] the hierarchical Allreduce took the fusion buffer"
-expect_stderr "allreduce on horovod-local: engine from" "[2x2 fake nodes] the local communicator runs crux's flat Allreduce"
+expect_stderr "allreduce on horovod-local: lanes from" "[2x2 fake nodes] the local communicator runs crux's flat Allreduce"
 finish

@@ -18,10 +18,10 @@ if ! "$python" -c 'import mpi4py.MPI, numpy' 2>/dev/null; then
 fi
 run_mpi 2 "crux alone" --mca coll crux "${verbose[@]}" -- "$python" "$prog"
 for t in $dtypes; do
-  expect_stderr "allreduce on mpi4py-$t: engine from" "[np=2 crux alone] crux's flat Allreduce took $t"
+  expect_stderr "allreduce on mpi4py-$t: lanes from" "[np=2 crux alone] crux's flat Allreduce took $t"
 done
 run_mpi 3 "default mix" "${verbose[@]}" -- "$python" "$prog"
-expect_stderr "allreduce on mpi4py-float32: engine from" "[np=3 default mix] crux chosen by priority"
+expect_stderr "allreduce on mpi4py-float32: lanes from" "[np=3 default mix] crux chosen by priority"
 MPI_LAUNCHER="$fakenodes 2x2" run_mpi 2x2 "fake nodes" "${verbose[@]}" -- "$python" "$prog"
 for t in float32 int64; do
   expect_stderr "allreduce on mpi4py-$t: hier from" "[2x2 fake nodes] the hierarchical Allreduce took $t"

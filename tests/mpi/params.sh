@@ -37,7 +37,6 @@ refused "chunk above the stage" chunk_size=131072 stage_size=65536
 refused "stage too small" stage_size=100
 refused "stage -1" stage_size=-1
 refused "stage 2^64-1" stage_size=18446744073709551615
-refused "cma chunk 0" cma_chunk_size=0
 refused "depth -1" hier_depth=-1
 refused "depth 65" hier_depth=65
 refused "group -1" group_size=-1

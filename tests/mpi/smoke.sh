@@ -12,12 +12,10 @@ fakenodes=$(cd "$(dirname "$0")/../.." && pwd)/scripts/fakenodes
 verbose=(--mca coll_crux_verbose 2)
 
 run_mpi 3 "crux alone" --mca coll crux "${verbose[@]}" -- $prog counts comms nonblocking fallback bits
-expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: engine" "[np=3 crux alone] crux's Allreduce over the engine ran"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes" "[np=3 crux alone] crux's Allreduce over the lanes ran"
 run_mpi 2 "types" --mca coll crux -- $prog types
-for alg in cma staged; do
-  run_mpi 3 "$alg forced" --mca coll_crux_allreduce_algorithm $alg "${verbose[@]}" -- $prog counts bits
-  expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: $alg" "[np=3 $alg forced] the $alg algorithm ran"
-done
+run_mpi 3 "flags" --mca coll_crux_allreduce_handoff flags "${verbose[@]}" -- $prog counts bits
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 flags] the staged algorithm ran"
 run_mpi 4 "k=2 hier" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier \
   "${verbose[@]}" -- $prog counts comms bits
 expect_stderr "allreduce on MPI_COMM_WORLD: hier" "[np=4 k=2 hier] the hierarchical Allreduce ran"

@@ -9,8 +9,10 @@
  *   fallback     user-defined ops (commutative and not), derived datatypes,
  *                MINLOC/MAXLOC
  *   bits    float sum of random data: every rank holds identical bits
- *   info    communicators that pick crux's algorithm with the info key
- *           "crux_allreduce_algorithm" (auto, staged, cma, fallback, junk)
+ *   info    communicators that pick crux's algorithm with the info keys
+ *           "crux_allreduce_algorithm" (the older single knob) and
+ *           "crux_allreduce_<axis>" (topology, handoff, memory_path), junk
+ *           among them; each named "info KEY=VALUE[,KEY=VALUE]"
  *   mismatch  ranks passing different counts, or datatypes of different
  *           sizes, to one Allreduce: an error on every rank, and on every
  *           rank again at the communicator's next Allreduce (docs/usage) */
@@ -511,17 +513,40 @@ static void suite_bits(void)
 
 static void suite_info(void)
 {
-    const char *values[] = { "auto", "staged", "cma", "fallback", "no-such-algorithm" };
-    for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+    /* up to two keys (the axis after the older knob), without the prefix */
+    static const char *const keys[][4] = {
+        { "algorithm", "auto" },
+        { "algorithm", "staged" },
+        { "algorithm", "cma" },
+        { "algorithm", "engine" },
+        { "algorithm", "fallback" },
+        { "algorithm", "no-such-algorithm" },
+        { "topology", "flat" },
+        { "handoff", "flags" },
+        { "handoff", "lanes" },
+        { "handoff", "staged" },
+        { "memory_path", "host-staged" },
+        { "algorithm", "engine", "handoff", "flags" },
+        { "algorithm", "fallback", "topology", "flat" },
+    };
+    for (size_t v = 0; v < sizeof(keys) / sizeof(keys[0]); v++) {
         MPI_Info info;
         MPI_Comm comm;
+        char name[MPI_MAX_OBJECT_NAME] = "info";
         MPI_Info_create(&info);
-        MPI_Info_set(info, "crux_allreduce_algorithm", values[v]);
+        for (int k = 0; k < 4 && keys[v][k] != NULL; k += 2) {
+            char key[64];
+            snprintf(key, sizeof(key), "crux_allreduce_%s", keys[v][k]);
+            MPI_Info_set(info, key, keys[v][k + 1]);
+            snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s=%s", k ? "," : " ",
+                     keys[v][k], keys[v][k + 1]);
+        }
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm);
         MPI_Info_free(&info);
+        MPI_Comm_set_name(comm, name);
         bool ok = check_allreduce(comm, MPI_FLOAT, K_FLOAT, MPI_SUM, 1000003, false) &&
                   check_allreduce(comm, MPI_INT, K_SIGNED, MPI_MAX, 70001, true);
-        tap_check(ok, "communicator with crux_allreduce_algorithm=%s", values[v]);
+        tap_check(ok, "communicator %s", name);
         MPI_Comm_free(&comm);
     }
 }

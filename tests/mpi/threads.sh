@@ -16,7 +16,7 @@ for t in 1 2; do
   expect_stderr "allreduce on thread-$t: $alg from" "[np=2 crux alone] thread $t ran crux's $alg algorithm"
 done
 run_mpi 3 "default mix" "${verbose[@]}" -- $prog "$rounds"
-expect_stderr "allreduce on thread-0: engine from" "[np=3 default mix] crux chosen by priority"
+expect_stderr "allreduce on thread-0: lanes from" "[np=3 default mix] crux chosen by priority"
 # CRUX_THREADS_HIER=0 (the ThreadSanitizer step of scripts/hardening): the
 # hierarchical cases are left out; there the inter-group step's nonblocking
 # Open MPI operations complete in Open MPI's uninstrumented code, which

@@ -36,8 +36,7 @@ static crux_status_t inter_start(void *arg, void *buf, size_t count, void **requ
     if (st->fail) {
         return CRUX_ERR_IO;
     }
-    return crux_coll_allreduce(st->cross, NULL, buf, count, CRUX_DT_FLOAT, CRUX_OP_SUM,
-                               CRUX_ALLREDUCE_AUTO);
+    return crux_coll_allreduce(st->cross, NULL, buf, count, CRUX_DT_FLOAT, CRUX_OP_SUM);
 }
 
 /* Reports "not yet" once per step, to exercise the polling path. */

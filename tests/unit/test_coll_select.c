@@ -1,6 +1,8 @@
-/* crux_allreduce_select: every request against every set of capabilities,
- * and that a capability is asked for only when the choice needs it (asking
- * may build a group, which is collective and costly). */
+/* crux_allreduce_select: every point of the three axes against every set
+ * of capabilities, the refusals and their reasons, and that a capability
+ * is asked for only when the choice needs it (asking may build a group,
+ * which is collective and costly); crux_request_set: every name of every
+ * axis, the older single knob's points, and names that are refused. */
 #include <string.h>
 
 #include "check_main.h"
@@ -19,127 +21,286 @@ static int has(void *arg, crux_select_cap_t cap)
 }
 
 #define BIT(cap) (1u << (cap))
-#define ALL                                                                                 \
-    (BIT(CRUX_CAP_GROUP) | BIT(CRUX_CAP_CMA) | BIT(CRUX_CAP_ENGINE) | BIT(CRUX_CAP_LANES) | \
-     BIT(CRUX_CAP_LAYOUT) | BIT(CRUX_CAP_DEVICE_KERNEL))
+#define ALL      ((1u << CRUX_CAP_COUNT) - 1)
 
-static crux_alg_t pick(int device, int all_local, crux_alg_t forced, size_t cma_min, size_t bytes,
-                       caps_t *c, const char **why)
+static crux_alg_t pick(int device, int all_local, crux_request_t r, caps_t *c, const char **why)
 {
     crux_select_query_t q = {
         .device = device,
         .all_local = all_local,
-        .bytes = bytes,
-        .forced = forced,
-        .cma_min_bytes = cma_min,
+        .request = r,
         .has = has,
         .arg = c,
     };
     return crux_allreduce_select(&q, why);
 }
 
-START_TEST(auto_one_node)
+static crux_request_t req(crux_topology_t t, crux_handoff_t h)
+{
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    r.topology = t;
+    r.handoff = h;
+    return r;
+}
+
+/* Host buffers, every capability there: each (topology, hand-off) on one
+ * node and across nodes. */
+START_TEST(every_point)
+{
+    enum { A = CRUX_TOPOLOGY_AUTO, F = CRUX_TOPOLOGY_FLAT, H = CRUX_TOPOLOGY_HIER };
+    enum { S = CRUX_TOPOLOGY_HIER_SEQUENTIAL };
+    static const struct {
+        int topology, handoff, local;
+        crux_alg_t alg;
+    } rows[] = {
+        { A, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
+        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { A, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
+        { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
+        { F, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { F, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
+        { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER },
+        { H, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_HIER },
+        { H, CRUX_HANDOFF_LANES, 1, CRUX_ALG_HIER },
+        { S, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER_SEQUENTIAL },
+        { S, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_HIER_SEQUENTIAL },
+        { S, CRUX_HANDOFF_LANES, 1, CRUX_ALG_HIER_SEQUENTIAL },
+        { A, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER },
+        { A, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
+        { A, CRUX_HANDOFF_LANES, 0, CRUX_ALG_HIER },
+        { F, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_FALLBACK },
+        { F, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_FALLBACK },
+        { F, CRUX_HANDOFF_LANES, 0, CRUX_ALG_FALLBACK },
+        { H, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER },
+        { H, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
+        { H, CRUX_HANDOFF_LANES, 0, CRUX_ALG_HIER },
+        { S, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SEQUENTIAL },
+        { S, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER_SEQUENTIAL },
+        { S, CRUX_HANDOFF_LANES, 0, CRUX_ALG_HIER_SEQUENTIAL },
+    };
+    ck_assert_int_eq(sizeof(rows) / sizeof(rows[0]),
+                     2 * CRUX_TOPOLOGY_COUNT * (CRUX_HANDOFF_COUNT - 0));
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *why;
+        caps_t c = { ALL, 0 };
+        crux_alg_t alg = pick(0, rows[i].local, req(rows[i].topology, rows[i].handoff), &c, &why);
+        ck_assert_msg(alg == rows[i].alg, "row %zu: %s, not %s", i, crux_alg_name(alg),
+                      crux_alg_name(rows[i].alg));
+        ck_assert(alg == CRUX_ALG_FALLBACK ? strcmp(why, "the flat algorithm needs every rank "
+                                                         "on one node") == 0
+                                           : why[0] == '\0');
+        /* nothing flat is built for the hierarchical algorithm, no lanes
+         * when flags are asked for, no group when the lanes take it */
+        if (alg == CRUX_ALG_HIER || alg == CRUX_ALG_HIER_SEQUENTIAL) {
+            ck_assert_uint_eq(c.asked & (BIT(CRUX_CAP_GROUP) | BIT(CRUX_CAP_LANES)), 0);
+        }
+        if (rows[i].handoff == CRUX_HANDOFF_FLAGS) {
+            ck_assert_uint_eq(c.asked & (BIT(CRUX_CAP_LANES) | BIT(CRUX_CAP_LAYOUT_LANES)), 0);
+        }
+        if (alg == CRUX_ALG_LANES) {
+            ck_assert_uint_eq(c.asked & BIT(CRUX_CAP_GROUP), 0);
+        }
+    }
+}
+END_TEST
+
+/* What cannot run as asked goes to the caller's own, with the reason. */
+START_TEST(refusals)
 {
     const char *why;
-    caps_t c = { ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_ENGINE);
+    caps_t c = { ALL & ~BIT(CRUX_CAP_LANES), 0 };
+    /* auto without lanes: flags, never the engine's transfers */
+    ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_AUTO), &c, &why), CRUX_ALG_STAGED);
     ck_assert_str_eq(why, "");
-    /* no lanes: the staged algorithm, never the engine's transfers */
     c = (caps_t){ ALL & ~BIT(CRUX_CAP_LANES), 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_STAGED);
-    /* single copy asked for from 64 KiB: lanes are not even asked for */
-    c = (caps_t){ ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_AUTO, 65536, 1 << 20, &c, &why), CRUX_ALG_CMA);
-    ck_assert_uint_eq(c.asked & BIT(CRUX_CAP_LANES), 0);
-    c = (caps_t){ ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_AUTO, 65536, 4096, &c, &why), CRUX_ALG_STAGED);
-    /* no shared memory at all: fall back, and say why */
+    ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_LANES), &c, &why), CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "no lanes between these ranks");
+    ck_assert_uint_eq(c.asked & BIT(CRUX_CAP_GROUP), 0); /* nothing built for nothing */
     c = (caps_t){ 0, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_FALLBACK);
+    ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_AUTO), &c, &why), CRUX_ALG_FALLBACK);
     ck_assert_str_eq(why, "no shared memory");
-}
-END_TEST
-
-START_TEST(auto_across_nodes)
-{
-    const char *why;
-    caps_t c = { ALL, 0 };
-    ck_assert_int_eq(pick(0, 0, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_HIER);
-    ck_assert_uint_eq(c.asked, BIT(CRUX_CAP_LAYOUT)); /* nothing flat is built */
+    c = (caps_t){ ALL & ~BIT(CRUX_CAP_GROUP), 0 };
+    ck_assert_int_eq(pick(0, 1, req(CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_FLAGS), &c, &why),
+                     CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "no shared memory");
     c = (caps_t){ ALL & ~BIT(CRUX_CAP_LAYOUT), 0 };
-    ck_assert_int_eq(pick(0, 0, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_FALLBACK);
-    ck_assert_str_eq(why, "no usable groups");
-}
-END_TEST
-
-START_TEST(forced)
-{
-    const char *why;
-    caps_t c = { ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_FALLBACK, 0, 1 << 20, &c, &why), CRUX_ALG_FALLBACK);
+    ck_assert_int_eq(pick(0, 0, req(0, 0), &c, &why), CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "no usable rank groups");
+    ck_assert_uint_eq(c.asked, BIT(CRUX_CAP_LAYOUT));
+    c = (caps_t){ ALL & ~BIT(CRUX_CAP_LAYOUT_LANES), 0 };
+    ck_assert_int_eq(pick(0, 0, req(CRUX_TOPOLOGY_HIER_SEQUENTIAL, CRUX_HANDOFF_LANES), &c, &why),
+                     CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "the rank groups have no lanes");
+    c = (caps_t){ ALL & ~BIT(CRUX_CAP_LAYOUT_LANES), 0 };
+    ck_assert_int_eq(pick(0, 0, req(CRUX_TOPOLOGY_HIER, CRUX_HANDOFF_AUTO), &c, &why),
+                     CRUX_ALG_HIER);
+    /* fallback asks for nothing and needs no reason */
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    r.fallback = 1;
+    c = (caps_t){ ALL, 0 };
+    ck_assert_int_eq(pick(0, 1, r, &c, &why), CRUX_ALG_FALLBACK);
     ck_assert_uint_eq(c.asked, 0);
-    c = (caps_t){ ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_HIER_SEQUENTIAL, 0, 64, &c, &why),
-                     CRUX_ALG_HIER_SEQUENTIAL);
-    c = (caps_t){ ALL, 0 };
-    ck_assert_int_eq(pick(0, 0, CRUX_ALG_STAGED, 0, 64, &c, &why), CRUX_ALG_FALLBACK);
-    ck_assert_str_eq(why, "the flat algorithm needs every rank on one node");
-    c = (caps_t){ ALL & ~BIT(CRUX_CAP_CMA), 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_CMA, 0, 64, &c, &why), CRUX_ALG_FALLBACK);
-    ck_assert_str_eq(why, "cma does not work here");
-    /* forcing the engine needs the engine, not its lanes */
-    c = (caps_t){ ALL & ~BIT(CRUX_CAP_LANES), 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_ENGINE, 0, 64, &c, &why), CRUX_ALG_ENGINE);
-    c = (caps_t){ ALL & ~BIT(CRUX_CAP_ENGINE), 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_ENGINE, 0, 64, &c, &why), CRUX_ALG_FALLBACK);
-    ck_assert_str_eq(why, "no multipath engine");
-    /* flat: single copy only from cma_min_bytes up, and only where it works */
-    c = (caps_t){ ALL, 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_FLAT, 0, 1 << 20, &c, &why), CRUX_ALG_STAGED);
-    c = (caps_t){ ALL & ~BIT(CRUX_CAP_CMA), 0 };
-    ck_assert_int_eq(pick(0, 1, CRUX_ALG_FLAT, 1, 1 << 20, &c, &why), CRUX_ALG_STAGED);
+    ck_assert_str_eq(why, "");
 }
 END_TEST
 
-/* Device buffers never fall back to a module that is not CUDA-aware. */
+/* Device buffers never fall back to a module that is not CUDA-aware; the
+ * device path only where it can run, on one node, flat. */
 START_TEST(device)
 {
     const char *why;
-    caps_t c = { ALL, 0 };
-    ck_assert_int_eq(pick(1, 1, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_DEVICE);
-    for (crux_alg_t forced = 0; forced < CRUX_ALG_COUNT; forced++) {
-        for (unsigned have = 0; have <= ALL; have++) {
-            for (int local = 0; local <= 1; local++) {
-                c = (caps_t){ have, 0 };
-                crux_alg_t alg = pick(1, local, forced, 0, 1 << 20, &c, &why);
-                ck_assert(alg == CRUX_ALG_DEVICE || alg == CRUX_ALG_DEVICE_STAGED);
-                ck_assert(alg == CRUX_ALG_DEVICE_STAGED || local);
+    for (int fb = 0; fb <= 1; fb++) {
+        for (int t = 0; t < CRUX_TOPOLOGY_COUNT; t++) {
+            for (int h = 0; h < CRUX_HANDOFF_COUNT; h++) {
+                for (int p = 0; p < CRUX_MEMORY_PATH_COUNT; p++) {
+                    for (unsigned have = 0; have <= ALL; have++) {
+                        for (int local = 0; local <= 1; local++) {
+                            crux_request_t r = { fb, t, h, p };
+                            caps_t c = { have, 0 };
+                            crux_alg_t alg = pick(1, local, r, &c, &why);
+                            int can = local && !fb && p != CRUX_MEMORY_PATH_HOST_STAGED &&
+                                      t != CRUX_TOPOLOGY_HIER &&
+                                      t != CRUX_TOPOLOGY_HIER_SEQUENTIAL &&
+                                      (have & BIT(CRUX_CAP_DEVICE_KERNEL)) &&
+                                      (have & BIT(CRUX_CAP_ENGINE));
+                            ck_assert_int_eq(alg, can ? CRUX_ALG_DEVICE : CRUX_ALG_HOST_STAGED);
+                            /* a reason only where the device path was wanted */
+                            ck_assert(why[0] == '\0' || (!fb && p != CRUX_MEMORY_PATH_HOST_STAGED));
+                            if (p == CRUX_MEMORY_PATH_HOST_STAGED) {
+                                ck_assert_uint_eq(c.asked, 0);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
-    c = (caps_t){ ALL & ~BIT(CRUX_CAP_DEVICE_KERNEL), 0 };
-    ck_assert_int_eq(pick(1, 1, CRUX_ALG_AUTO, 0, 1 << 20, &c, &why), CRUX_ALG_DEVICE_STAGED);
+    caps_t c = { ALL & ~BIT(CRUX_CAP_DEVICE_KERNEL), 0 };
+    ck_assert_int_eq(pick(1, 1, req(0, 0), &c, &why), CRUX_ALG_HOST_STAGED);
     ck_assert_str_eq(why, "no GPU kernel for this datatype and op");
+    c = (caps_t){ ALL, 0 };
+    ck_assert_int_eq(pick(1, 1, req(CRUX_TOPOLOGY_HIER, 0), &c, &why), CRUX_ALG_HOST_STAGED);
+    ck_assert_str_eq(why, "the device algorithm is flat");
 }
 END_TEST
 
-/* Host buffers: never AUTO or FLAT, whatever is asked and available. */
-START_TEST(always_concrete)
+/* Host buffers, every request against every set of capabilities: an
+ * algorithm whose needs were there, a reason for every fallback. */
+START_TEST(every_request)
 {
     const char *why;
-    for (crux_alg_t forced = 0; forced < CRUX_ALG_COUNT; forced++) {
-        for (unsigned have = 0; have <= ALL; have++) {
-            for (int local = 0; local <= 1; local++) {
-                caps_t c = { have, 0 };
-                crux_alg_t alg = pick(0, local, forced, 4096, 1 << 20, &c, &why);
-                ck_assert(alg != CRUX_ALG_AUTO && alg != CRUX_ALG_FLAT && alg < CRUX_ALG_COUNT);
-                ck_assert(alg != CRUX_ALG_FALLBACK || why[0] != '\0' ||
-                          forced == CRUX_ALG_FALLBACK);
-                ck_assert_str_ne(crux_alg_name(alg), "?");
+    for (int fb = 0; fb <= 1; fb++) {
+        for (int t = 0; t < CRUX_TOPOLOGY_COUNT; t++) {
+            for (int h = 0; h < CRUX_HANDOFF_COUNT; h++) {
+                for (unsigned have = 0; have <= ALL; have++) {
+                    for (int local = 0; local <= 1; local++) {
+                        crux_request_t r = { fb, t, h, CRUX_MEMORY_PATH_AUTO };
+                        caps_t c = { have, 0 };
+                        crux_alg_t alg = pick(0, local, r, &c, &why);
+                        ck_assert(alg < CRUX_ALG_COUNT && alg != CRUX_ALG_DEVICE &&
+                                  alg != CRUX_ALG_HOST_STAGED);
+                        ck_assert(alg != CRUX_ALG_FALLBACK || why[0] != '\0' || fb);
+                        ck_assert(alg == CRUX_ALG_FALLBACK || !fb);
+                        ck_assert(alg != CRUX_ALG_LANES || (have & BIT(CRUX_CAP_LANES)));
+                        ck_assert(alg != CRUX_ALG_LANES || h != CRUX_HANDOFF_FLAGS);
+                        ck_assert(alg != CRUX_ALG_STAGED || (have & BIT(CRUX_CAP_GROUP)));
+                        ck_assert(alg != CRUX_ALG_STAGED || h != CRUX_HANDOFF_LANES);
+                        ck_assert(alg != CRUX_ALG_HIER || (have & BIT(CRUX_CAP_LAYOUT)));
+                        ck_assert((alg != CRUX_ALG_LANES && alg != CRUX_ALG_STAGED) || local);
+                        ck_assert(alg != CRUX_ALG_HIER_SEQUENTIAL ||
+                                  t == CRUX_TOPOLOGY_HIER_SEQUENTIAL);
+                        ck_assert_str_ne(crux_alg_name(alg), "?");
+                    }
+                }
             }
         }
     }
     ck_assert_str_eq(crux_alg_name((crux_alg_t)-1), "?");
+    ck_assert_str_eq(crux_alg_name(CRUX_ALG_COUNT), "?");
+}
+END_TEST
+
+/* Every name of every axis sets that axis alone. */
+START_TEST(axis_names)
+{
+    static const char *const axes[] = { "topology", "handoff", "memory_path" };
+    static const int counts[] = { CRUX_TOPOLOGY_COUNT, CRUX_HANDOFF_COUNT, CRUX_MEMORY_PATH_COUNT };
+    for (int a = 0; a < 3; a++) {
+        const char *const *names = crux_request_values(axes[a]);
+        ck_assert_ptr_nonnull(names);
+        int n = 0;
+        for (; names[n] != NULL; n++) {
+            crux_request_t r = CRUX_REQUEST_AUTO;
+            ck_assert_int_eq(crux_request_set(&r, axes[a], names[n]), CRUX_OK);
+            int got[3] = { (int)r.topology, (int)r.handoff, (int)r.memory_path };
+            for (int b = 0; b < 3; b++) {
+                ck_assert_int_eq(got[b], b == a ? n : 0);
+            }
+            ck_assert_int_eq(r.fallback, 0);
+        }
+        ck_assert_int_eq(n, counts[a]);
+    }
+    ck_assert_str_eq(crux_request_values("topology")[3], "hier-sequential");
+    ck_assert_str_eq(crux_request_values("handoff")[1], "flags");
+    ck_assert_str_eq(crux_request_values("memory_path")[2], "host-staged");
+}
+END_TEST
+
+/* The older single knob: each of its documented values is a point. */
+START_TEST(older_knob)
+{
+    static const struct {
+        const char *name;
+        crux_request_t point;
+    } rows[] = {
+        { "auto", CRUX_REQUEST_AUTO },
+        { "flat", { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_FLAGS, 0 } },
+        { "staged", { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_FLAGS, 0 } },
+        { "cma", { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_FLAGS, 0 } },
+        { "engine", { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_LANES, 0 } },
+        { "hier", { 0, CRUX_TOPOLOGY_HIER, CRUX_HANDOFF_AUTO, 0 } },
+        { "hier-sequential", { 0, CRUX_TOPOLOGY_HIER_SEQUENTIAL, CRUX_HANDOFF_AUTO, 0 } },
+        { "fallback", { 1, CRUX_TOPOLOGY_AUTO, CRUX_HANDOFF_AUTO, 0 } },
+    };
+    int n = 0;
+    while (crux_request_values("algorithm")[n] != NULL) {
+        n++;
+    }
+    ck_assert_int_eq(n, sizeof(rows) / sizeof(rows[0])); /* every value in the table */
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        /* a point replaces every axis, whatever was set before */
+        crux_request_t r = { 1, CRUX_TOPOLOGY_HIER, CRUX_HANDOFF_LANES,
+                             CRUX_MEMORY_PATH_HOST_STAGED };
+        ck_assert_int_eq(crux_request_set(&r, "algorithm", rows[i].name), CRUX_OK);
+        ck_assert_msg(memcmp(&r, &rows[i].point, sizeof(r)) == 0, "%s", rows[i].name);
+        ck_assert_int_eq(crux_request_forced(&r), strcmp(rows[i].name, "auto") != 0);
+    }
+}
+END_TEST
+
+/* A name an axis does not have changes nothing. */
+START_TEST(bad_names)
+{
+    static const char *const bad[][2] = {
+        { "topology", "ring" },    { "topology", "" },       { "topology", "FLAT" },
+        { "handoff", "staged" },   { "handoff", "cma" },     { "memory_path", "gpu" },
+        { "algorithm", "device" }, { "algorithm", "flat " }, { "no-such-axis", "auto" },
+        { "algorithm", NULL },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        crux_request_t r = { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_LANES, CRUX_MEMORY_PATH_DEVICE };
+        crux_request_t before = r;
+        ck_assert_int_eq(crux_request_set(&r, bad[i][0], bad[i][1]), CRUX_ERR_INVALID);
+        ck_assert(memcmp(&r, &before, sizeof(r)) == 0);
+    }
+    ck_assert_ptr_null(crux_request_values("no-such-axis"));
+    ck_assert_ptr_null(crux_request_values(NULL));
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    ck_assert_int_eq(crux_request_forced(&r), 0);
+    r.memory_path = CRUX_MEMORY_PATH_DEVICE; /* device buffers only: sizes unchanged */
+    ck_assert_int_eq(crux_request_forced(&r), 0);
+    r.handoff = CRUX_HANDOFF_FLAGS;
+    ck_assert_int_eq(crux_request_forced(&r), 1);
 }
 END_TEST
 
@@ -147,11 +308,13 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("coll_select");
     TCase *tc = tcase_create("select");
-    tcase_add_test(tc, auto_one_node);
-    tcase_add_test(tc, auto_across_nodes);
-    tcase_add_test(tc, forced);
+    tcase_add_test(tc, every_point);
+    tcase_add_test(tc, refusals);
     tcase_add_test(tc, device);
-    tcase_add_test(tc, always_concrete);
+    tcase_add_test(tc, every_request);
+    tcase_add_test(tc, axis_names);
+    tcase_add_test(tc, older_knob);
+    tcase_add_test(tc, bad_names);
     suite_add_tcase(s, tc);
     return s;
 }
