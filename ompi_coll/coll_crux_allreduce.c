@@ -59,7 +59,10 @@ static int has(void *arg, crux_select_cap_t cap)
     case CRUX_CAP_ENGINE: return coll_crux_engine_group(c->m) != NULL;
     case CRUX_CAP_LANES: return coll_crux_engine_lanes(c->m);
     case CRUX_CAP_LAYOUT: return coll_crux_get_layout(c->m) != NULL;
-    case CRUX_CAP_LAYOUT_LANES: return c->m->layout.lanes != NULL;
+    case CRUX_CAP_LAYOUT_LANES: {
+        const crux_layout_t *l = coll_crux_get_layout(c->m);
+        return l != NULL && l->lanes != NULL;
+    }
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
     case CRUX_CAP_COUNT: break;
     }
