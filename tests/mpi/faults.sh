@@ -53,8 +53,8 @@ kill_case() {   # kill_case NP LABEL ALGORITHM [MPIRUN-ARGS...]
   [ -z "$leaked" ] && tap_line ok "[$label] no System V segment left" ||
     tap_line "not ok" "[$label] no System V segment left: ids $leaked"
 }
-kill_case 3 "kill posix" engine
-kill_case 3 "kill sysv" engine --mca coll_crux_shm_mds sysv
+kill_case 3 "kill posix" lanes
+kill_case 3 "kill sysv" lanes --mca coll_crux_shm_mds sysv
 kill_case 4 "kill hier" hier --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier
 kill_case 3 "kill staged" staged --mca coll_crux_allreduce_algorithm staged
 

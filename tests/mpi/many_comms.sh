@@ -3,8 +3,8 @@
 # descriptor limit of 1024 (tests/mpi/test_many_comms.c), inside a private
 # /dev/shm of 256 MiB (tests/mpi/with-private-shm) so nothing can fill the
 # machine's: exact results, files still open, and the job's shared memory
-# under the bound of docs/design/resources.md.  Over the engine (crux's
-# default on one node) and the staged algorithm.
+# under the bound of docs/design/resources.md.  Over the engine's lanes
+# (crux's default on one node) and the staged algorithm (flags).
 . "$(dirname "$0")/mpi-common.sh"
 prog=$builddir/tests/mpi/test_many_comms
 private_shm=$(cd "$(dirname "$0")" && pwd)/with-private-shm
@@ -20,17 +20,19 @@ if ! "$private_shm" 1m true; then
   echo "1..0 # SKIP no private /dev/shm here (needs root and unshare)"
   exit 0
 fi
-for alg in engine staged; do
+# the hand-off asked for, and the algorithm the component then names
+handoff() { [ "$1" = lanes ] && echo lanes || echo flags; }
+for alg in lanes staged; do
   for np in 2 4; do
     [ $alg = staged ] && [ $np = 4 ] && continue # the same groups as np=2 (time)
     # resources.md: each process holds two groups here (the duplicates'
     # order of ranks and the splits' reversed one); an engine group costs
     # 5 MiB per process of the group and 1 more, a staged one 5 (4 and its
     # control block, rounded up); plus 16 MiB for Open MPI's own
-    per_group=$([ $alg = engine ] && echo $((5 * np + 1)) || echo 5)
+    per_group=$([ $alg = lanes ] && echo $((5 * np + 1)) || echo 5)
     bound=$((np * 2 * per_group + 16))
     MPI_LAUNCHER="$private_shm 256m mpirun -np $np" run_mpi $np "$alg" "${crux[@]}" \
-      --mca coll_crux_allreduce_algorithm $alg -- $prog "$count" $bound
+      --mca coll_crux_allreduce_handoff "$(handoff $alg)" -- $prog "$count" $bound
     expect_stderr "allreduce on .*: $alg from 1048576 bytes" "[np=$np $alg] crux's $alg algorithm ran"
     expect_no_stderr "fallback from 1048576 bytes" "[np=$np $alg] ... on every communicator"
   done
@@ -46,8 +48,8 @@ expect_stderr "allreduce on .*: staged from 1048576 bytes" "[np=2 thread multipl
 
 # crossed calls on two communicators that share a group (erroneous in MPI):
 # errors, never mixed data (a hang would be the test's timeout)
-for alg in engine staged; do
+for alg in lanes staged; do
   MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "crossed $alg" \
-    --mca coll crux --mca coll_crux_allreduce_algorithm $alg -- $prog cross
+    --mca coll crux --mca coll_crux_allreduce_handoff "$(handoff $alg)" -- $prog cross
 done
 finish
