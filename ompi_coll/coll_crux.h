@@ -98,7 +98,7 @@ typedef struct {
     ompi_communicator_t *local_comm; /* the ranks of this rank's group */
     ompi_communicator_t *cross_comm; /* local rank i of every group */
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
-    struct crux_dev_group *lanes;    /* ... or, when every group has them, the engine's lanes */
+    struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
     struct coll_crux_shared *share;  /* the reference that holds group or lanes */
     bool cross_local;                /* the cross communicator is on this node */
     crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
@@ -128,7 +128,7 @@ typedef struct {
     crux_layout_t *layout;
     struct coll_crux_shared *layout_share;
     crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
-    struct crux_dev_group *engine_group;
+    struct crux_engine_group *engine_group;
     struct coll_crux_shared *engine_share;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
     uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
@@ -296,16 +296,16 @@ int coll_crux_stage_out(const coll_crux_staged_t *staged, void *rbuf);
 
 /* the multipath engine's group of a communicator, built on first use; NULL
  * when it cannot be had (coll_crux_group.c) */
-struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+struct crux_engine_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
 /* This machine's topology, loaded once (coll_crux_topo.c); NULL when it
  * cannot be. */
 struct crux_topo;
 const struct crux_topo *coll_crux_topo(void);
-/* Give a device group the topology's GPU paths (coll_crux_device.c). */
-void coll_crux_device_topo(struct crux_dev_group *group);
+/* Give an engine group the topology's GPU paths (coll_crux_device.c). */
+void coll_crux_device_topo(struct crux_engine_group *group);
 /* An engine group over 'oob' with the component's settings (collective). */
 crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob,
-                                            struct crux_dev_group **group);
+                                            struct crux_engine_group **group);
 /* Whether the engine group exists and carries host calls over its lanes. */
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
 

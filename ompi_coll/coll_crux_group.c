@@ -135,7 +135,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     return m->group;
 }
 
-crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev_group_t **group)
+crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_engine_group_t **group)
 {
     crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
     crux_coll_config_t host = coll_crux_config();
@@ -143,7 +143,7 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
     config.stream_min_bytes = host.stream_min_bytes;
     config.engine.far_latency = host.far_latency;
     config.local_procs = host.local_procs;
-    crux_status_t st = crux_dev_group_create(oob, &config, group);
+    crux_status_t st = crux_engine_group_create(oob, &config, group);
     if (st == CRUX_OK) {
         coll_crux_device_topo(*group);
     }
@@ -152,15 +152,15 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
 
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    return coll_crux_engine_group_create(oob, (crux_dev_group_t **)group);
+    return coll_crux_engine_group_create(oob, (crux_engine_group_t **)group);
 }
 
 void coll_crux_engine_group_destroy(void *group)
 {
-    crux_dev_group_destroy(group);
+    crux_engine_group_destroy(group);
 }
 
-crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
+crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
     const coll_crux_share_request_t how = {
@@ -185,20 +185,21 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
 {
     uint64_t cid = ompi_comm_get_cid(m->comm);
     crux_coll_group_t *group = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
-    crux_dev_group_t *dev = m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
+    crux_engine_group_t *dev =
+        m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
     const crux_layout_t *l = m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
     if (group != NULL) {
         crux_coll_group_set_caller(group, cid);
     }
     if (dev != NULL) {
-        crux_dev_group_set_caller(dev, cid);
+        crux_engine_group_set_caller(dev, cid);
     }
     /* a layout's groups may serve other communicators too */
     if (l != NULL && l->group != NULL) {
         crux_coll_group_set_caller(l->group, cid);
     }
     if (l != NULL && l->lanes != NULL) {
-        crux_dev_group_set_caller(l->lanes, cid);
+        crux_engine_group_set_caller(l->lanes, cid);
     }
 }
 
@@ -215,6 +216,6 @@ void coll_crux_module_release(mca_coll_crux_module_t *m)
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)
 {
-    crux_dev_group_t *g = coll_crux_engine_group(m);
-    return g != NULL && crux_dev_group_lanes(g);
+    crux_engine_group_t *g = coll_crux_engine_group(m);
+    return g != NULL && crux_engine_group_lanes(g);
 }

@@ -190,7 +190,7 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
          * the groups' inter-group steps must cut shards alike */
         void *lanes = NULL;
         crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, &lanes);
-        int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(lanes) };
+        int no_lanes[1] = { status != CRUX_OK || !crux_engine_group_lanes(lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
             coll_crux_share_release(use->share, true);
@@ -307,8 +307,8 @@ crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf,
     coll_crux_net_mark(l, l->cross_comm);
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    return l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
-                                                      (size_t)count, cdtype, cop)
+    return l->lanes != NULL ? crux_engine_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
+                                                         (size_t)count, cdtype, cop)
                             : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
                                                        (size_t)count, cdtype, cop);
 }

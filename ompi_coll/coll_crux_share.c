@@ -103,11 +103,11 @@ static int broken(coll_crux_kind_t kind, void *group)
 {
     switch (kind) {
     case COLL_CRUX_HOST: return crux_coll_group_broken(group);
-    case COLL_CRUX_ENGINE: return crux_dev_group_broken(group);
+    case COLL_CRUX_ENGINE: return crux_engine_group_broken(group);
     default: {
         const crux_layout_t *l = group;
         return (l->group != NULL && crux_coll_group_broken(l->group)) ||
-               (l->lanes != NULL && crux_dev_group_broken(l->lanes));
+               (l->lanes != NULL && crux_engine_group_broken(l->lanes));
     }
     }
 }
