@@ -69,7 +69,7 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes);
 
 /* --- Allreduce data movement over the engine -------------------------------------- */
 
-typedef struct crux_dev_group crux_dev_group_t;
+typedef struct crux_engine_group crux_engine_group_t;
 
 typedef struct {
     size_t chunk_size;      /* bytes per pipeline chunk of a shard: device buffers ... */
@@ -105,23 +105,23 @@ typedef struct {
  * pairs to every other member (reduce-scatter and allgather traffic run in
  * separate sequences, so that gathers never wait behind scatters).  The
  * configuration of each member must be the same. */
-crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
-                                    crux_dev_group_t **group_p);
-void crux_dev_group_destroy(crux_dev_group_t *group);
-crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *group);
+crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
+                                       crux_engine_group_t **group_p);
+void crux_engine_group_destroy(crux_engine_group_t *group);
+crux_tl_engine_t *crux_engine_group_engine(crux_engine_group_t *group);
 /* 1 when host calls go over the engine's lanes: every member has
  * shm-direct to every other and the shared stage (agreed at creation). */
-int crux_dev_group_lanes(const crux_dev_group_t *group);
+int crux_engine_group_lanes(const crux_engine_group_t *group);
 /* As crux_coll_group_set_caller, for the calls over the lanes (their posts'
  * tags); device transfers match by size and order only. */
-void crux_dev_group_set_caller(crux_dev_group_t *group, uint64_t caller);
+void crux_engine_group_set_caller(crux_engine_group_t *group, uint64_t caller);
 /* 1 once a host call abandoned the lanes: the group's later host calls
  * fail */
-int crux_dev_group_broken(const crux_dev_group_t *group);
+int crux_engine_group_broken(const crux_engine_group_t *group);
 
 /* Member p's shard of a buffer of 'count' elements: the same balanced cut as
  * the host algorithms (earlier shards one element longer). */
-void crux_dev_shard(const crux_dev_group_t *group, size_t count, int p, size_t *first,
+void crux_dev_shard(const crux_engine_group_t *group, size_t count, int p, size_t *first,
                     size_t *length);
 
 /* The steps, collective (every member, same arguments).  Buffers are all
@@ -137,12 +137,12 @@ void crux_dev_shard(const crux_dev_group_t *group, size_t count, int p, size_t *
  * op) without a kernel for the buffers' memory, or mixed memory; a failed
  * transfer is reported by the members it involved, after every member has
  * finished its part of the exchange. */
-crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *group, const void *sbuf, void *rbuf,
+crux_status_t crux_dev_reduce_scatter(crux_engine_group_t *group, const void *sbuf, void *rbuf,
                                       size_t count, crux_dtype_t dtype, crux_op_t op);
-crux_status_t crux_dev_allgather(crux_dev_group_t *group, void *rbuf, size_t count,
+crux_status_t crux_dev_allgather(crux_engine_group_t *group, void *rbuf, size_t count,
                                  crux_dtype_t dtype);
-crux_status_t crux_dev_allreduce(crux_dev_group_t *group, const void *sbuf, void *rbuf,
-                                 size_t count, crux_dtype_t dtype, crux_op_t op);
+crux_status_t crux_engine_allreduce(crux_engine_group_t *group, const void *sbuf, void *rbuf,
+                                    size_t count, crux_dtype_t dtype, crux_op_t op);
 
 /* The hierarchical Allreduce's three stages with this group as one of its
  * groups (collective over the group): reduce-scatter within the group,
@@ -151,10 +151,10 @@ crux_status_t crux_dev_allreduce(crux_dev_group_t *group, const void *sbuf, void
  * within the group, pipelined with up to 'depth' chunks in the inter-group
  * step at once (0: the stages one after the other, over whole shards).
  * Host buffers over the lanes only: CRUX_ERR_UNSUPPORTED, nothing done, on
- * a group without them (crux_dev_group_lanes) or for device buffers. */
-crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *group, const crux_coll_inter_t *inter,
-                                      unsigned depth, const void *sbuf, void *rbuf, size_t count,
-                                      crux_dtype_t dtype, crux_op_t op);
+ * a group without them (crux_engine_group_lanes) or for device buffers. */
+crux_status_t crux_engine_allreduce_hier(crux_engine_group_t *group, const crux_coll_inter_t *inter,
+                                         unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                         crux_dtype_t dtype, crux_op_t op);
 
 /* GPU paths from the node's topology: for every ordered pair of GPUs in
  * 'topo' that the driver shows, its multipath set (crux_topo_multipath)
@@ -163,6 +163,6 @@ crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *group, const crux_coll_i
  * transfers; 'topo' must outlive the group.  Without the driver yet, the
  * paths are given at the group's first device call. */
 struct crux_topo;
-crux_status_t crux_dev_group_use_topo(crux_dev_group_t *group, const struct crux_topo *topo);
+crux_status_t crux_engine_group_use_topo(crux_engine_group_t *group, const struct crux_topo *topo);
 
 #endif

@@ -18,7 +18,7 @@
 
 #include "common/crux_cuda.h"
 #include "coll/crux_dev_call.h"
-#include "coll/crux_dev_group.h"
+#include "coll/crux_engine_group.h"
 #include "coll/crux_oob.h"
 
 #ifdef CRUX_HAVE_CUDA
@@ -72,7 +72,7 @@ static int reaches_all(const crux_dev_call_t *c, const crux_dev_card_t *cards)
 
 crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     crux_dev_card_t me = { .status = mine };
     /* the topology's GPU paths, once the driver is there; without them (no
      * memory) the direct copies carry the bytes */

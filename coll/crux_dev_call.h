@@ -1,15 +1,15 @@
 /* Internal to libcrux_dev: one call of the Allreduce data movement, shared
- * by the pipeline (crux_dev_allreduce.c) and the lanes (crux_dev_lanes.c). */
+ * by the pipeline (crux_engine_allreduce.c) and the lanes (crux_dev_lanes.c). */
 #ifndef CRUX_DEV_CALL_H
 #define CRUX_DEV_CALL_H
 
 #include <stdint.h>
 
-#include "coll/crux_dev_group.h"
+#include "coll/crux_engine_group.h"
 #include "coll/crux_shard.h"
 
 typedef struct {
-    crux_dev_group_t *g;
+    crux_engine_group_t *g;
     int device;          /* -1: host memory */
     size_t esize, chunk; /* chunk: elements (cut.chunk) */
     crux_cut_t cut;      /* shards and chunks (crux_shard.h) */

@@ -21,7 +21,7 @@
 static void destroy_events(int device, void **events, unsigned n);
 
 /* order_peer holds our own events at our rank too: those are order_own's. */
-static void destroy_peer_events(crux_dev_group_t *g)
+static void destroy_peer_events(crux_engine_group_t *g)
 {
     for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS; i++) {
         g->order_peer[(size_t)g->rank * CRUX_DEV_ORDER_EVENTS + i] = NULL;
@@ -43,7 +43,7 @@ static void destroy_events(int device, void **events, unsigned n)
     crux_cuda_pop();
 }
 
-crux_status_t crux_dev_order_record(crux_dev_group_t *g, int device,
+crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
                                     uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE])
 {
     const crux_cuda_api_t *cu = crux_cuda();
@@ -85,7 +85,7 @@ crux_status_t crux_dev_order_record(crux_dev_group_t *g, int device,
     return st;
 }
 
-crux_status_t crux_dev_order_open(crux_dev_group_t *g, int device, const crux_dev_card_t *cards)
+crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux_dev_card_t *cards)
 {
     const crux_cuda_api_t *cu = crux_cuda();
     crux_status_t st = crux_cuda_push(device);
@@ -118,7 +118,7 @@ crux_status_t crux_dev_order_open(crux_dev_group_t *g, int device, const crux_de
     return st == CRUX_OK ? CRUX_OK : CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_apply(crux_dev_group_t *g)
+crux_status_t crux_dev_order_apply(crux_engine_group_t *g)
 {
     /* the peers' events are in order_peer at their ranks, ours at ours */
     for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS; i++) {
@@ -133,7 +133,7 @@ crux_status_t crux_dev_order_apply(crux_dev_group_t *g)
     return crux_tl_engine_cuda_order(g->engine, g->order_peer, n);
 }
 
-void crux_dev_order_release(crux_dev_group_t *g)
+void crux_dev_order_release(crux_engine_group_t *g)
 {
     if (g->engine != NULL) {
         crux_tl_engine_cuda_order(g->engine, NULL, 0);
@@ -144,23 +144,23 @@ void crux_dev_order_release(crux_dev_group_t *g)
     }
 }
 #else
-crux_status_t crux_dev_order_record(crux_dev_group_t *g, int device,
+crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
                                     uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE])
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_open(crux_dev_group_t *g, int device, const crux_dev_card_t *cards)
+crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux_dev_card_t *cards)
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_apply(crux_dev_group_t *g)
+crux_status_t crux_dev_order_apply(crux_engine_group_t *g)
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-void crux_dev_order_release(crux_dev_group_t *g)
+void crux_dev_order_release(crux_engine_group_t *g)
 {
 }
 #endif

@@ -5,7 +5,7 @@
  *
  * The topology names GPUs by PCI bus id and (from NVML) UUID, the engine by
  * the driver's name (crux_cuda_name), which needs the driver: the paths are
- * given to the engine when the driver is there, at crux_dev_group_use_topo
+ * given to the engine when the driver is there, at crux_engine_group_use_topo
  * or else at the group's first device call.  A GPU the driver does not show
  * (another process's under CUDA_VISIBLE_DEVICES), or whose PCI bus id more
  * than one device shares (MIG instances), keeps no paths from topology. */
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_group.h"
+#include "coll/crux_engine_group.h"
 #include "topo/crux_topo.h"
 
 #ifdef CRUX_HAVE_CUDA
@@ -72,7 +72,7 @@ static unsigned pair_paths(const crux_topo_t *topo, const crux_topo_pathset_t *s
     return n;
 }
 
-crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)
+crux_status_t crux_dev_topo_apply(crux_engine_group_t *g)
 {
     const crux_topo_t *topo = g->topo;
     if (topo == NULL || g->topo_applied || crux_cuda() == NULL) {
@@ -100,13 +100,13 @@ crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)
     return first;
 }
 #else
-crux_status_t crux_dev_topo_apply(crux_dev_group_t *g)
+crux_status_t crux_dev_topo_apply(crux_engine_group_t *g)
 {
     return CRUX_OK;
 }
 #endif
 
-crux_status_t crux_dev_group_use_topo(crux_dev_group_t *g, const crux_topo_t *topo)
+crux_status_t crux_engine_group_use_topo(crux_engine_group_t *g, const crux_topo_t *topo)
 {
     g->topo = topo;
     g->topo_applied = 0;

@@ -37,7 +37,7 @@
 
 enum { NEED_RS, NEED_AG };
 
-static int all_direct(const crux_dev_group_t *g)
+static int all_direct(const crux_engine_group_t *g)
 {
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank && !(crux_tl_pair_direct(g->rs[q]) && crux_tl_pair_direct(g->ag[q]))) {
@@ -47,12 +47,12 @@ static int all_direct(const crux_dev_group_t *g)
     return 1;
 }
 
-static int peer_lives(crux_dev_group_t *g, int q)
+static int peer_lives(crux_engine_group_t *g, int q)
 {
     return crux_tl_lane_check(g->rs[q]) == CRUX_OK && crux_tl_lane_check(g->ag[q]) == CRUX_OK;
 }
 
-static void abandon(crux_dev_group_t *g)
+static void abandon(crux_engine_group_t *g)
 {
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank) {
@@ -63,7 +63,7 @@ static void abandon(crux_dev_group_t *g)
     g->lanes_broken = 1;
 }
 
-crux_status_t crux_dev_lanes_reserve(crux_dev_group_t *g)
+crux_status_t crux_dev_lanes_reserve(crux_engine_group_t *g)
 {
     if (g->size < 2 || g->config.window > CRUX_TL_LANE_DEPTH || !all_direct(g)) {
         return CRUX_ERR_UNSUPPORTED;
@@ -81,7 +81,7 @@ crux_status_t crux_dev_lanes_reserve(crux_dev_group_t *g)
 
 /* The stage is freed only once the peers read what was posted from it
  * (a call returns before they may have), or they are gone. */
-static void drain(crux_dev_group_t *g)
+static void drain(crux_engine_group_t *g)
 {
     crux_idle_t idle = crux_idle_start(0); /* the peers must run to read: yield */
     for (;;) {
@@ -99,7 +99,7 @@ static void drain(crux_dev_group_t *g)
     }
 }
 
-void crux_dev_lanes_release(crux_dev_group_t *g)
+void crux_dev_lanes_release(crux_engine_group_t *g)
 {
     if (g->lanes && !g->lanes_broken) {
         drain(g);
@@ -115,7 +115,7 @@ void crux_dev_lanes_release(crux_dev_group_t *g)
 /* --- the stage ------------------------------------------------------------------ */
 
 typedef struct {
-    crux_dev_group_t *g;
+    crux_engine_group_t *g;
     unsigned row0; /* the stage row of chunk 0 */
     /* the call's shape (bytes and element size), on every post: a member
      * whose peer's differs ends the call (mismatched arguments) */
@@ -131,14 +131,14 @@ static unsigned row_of(const crux_pipe_t *p, unsigned k)
 
 static uint8_t *place(const crux_pipe_t *p, int q, unsigned k)
 {
-    const crux_dev_group_t *g = ((const lanes_t *)p->handoff)->g;
+    const crux_engine_group_t *g = ((const lanes_t *)p->handoff)->g;
     size_t index = (size_t)row_of(p, k) * (size_t)g->size + (size_t)q;
     return g->stage + index * g->config.host_chunk_size;
 }
 
 static uint64_t *need(const crux_pipe_t *p, unsigned k, int q, int lane)
 {
-    const crux_dev_group_t *g = ((const lanes_t *)p->handoff)->g;
+    const crux_engine_group_t *g = ((const lanes_t *)p->handoff)->g;
     size_t index = ((size_t)row_of(p, k) * (size_t)g->size + (size_t)q) * 2 + (size_t)lane;
     return &g->lane_need[index];
 }
@@ -146,7 +146,7 @@ static uint64_t *need(const crux_pipe_t *p, unsigned k, int q, int lane)
 /* Every post on 'lane' from row k's places at their last use is consumed. */
 static int consumed(const crux_pipe_t *p, unsigned k, int lane)
 {
-    const crux_dev_group_t *g = ((const lanes_t *)p->handoff)->g;
+    const crux_engine_group_t *g = ((const lanes_t *)p->handoff)->g;
     for (int q = 0; q < g->size; q++) {
         crux_tl_pair_t *pair = lane == NEED_RS ? g->rs[q] : g->ag[q];
         if (q != g->rank && !crux_tl_lane_consumed(pair, *need(p, k, q, lane))) {
@@ -200,7 +200,7 @@ static uint8_t *piece(crux_pipe_t *p, int q, unsigned k)
 
 static void post_pieces(crux_pipe_t *p, unsigned k)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank && k < crux_shard_chunks(&p->cut, q)) {
             post(p, g->rs[q], place(p, p->cut.whole ? g->rank : q, k),
@@ -211,7 +211,7 @@ static void post_pieces(crux_pipe_t *p, unsigned k)
 
 static int pieces(crux_pipe_t *p, unsigned k, const void **inputs)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     size_t bytes = crux_chunk_bytes(&p->cut, g->rank, k);
     for (int q = 0; q < g->size; q++) {
         size_t got = 0;
@@ -233,7 +233,7 @@ static int pieces(crux_pipe_t *p, unsigned k, const void **inputs)
 
 static void consume_pieces(crux_pipe_t *p, unsigned k)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     (void)k;
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank) {
@@ -254,7 +254,7 @@ static uint8_t *result(crux_pipe_t *p, unsigned k)
 
 static void post_result(crux_pipe_t *p, unsigned k)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     for (int q = 0; q < g->size; q++) {
         if (q != g->rank) {
             post(p, g->ag[q], place(p, g->rank, k), crux_chunk_bytes(&p->cut, g->rank, k), k, q,
@@ -265,7 +265,7 @@ static void post_result(crux_pipe_t *p, unsigned k)
 
 static unsigned gathered(crux_pipe_t *p, int q, unsigned k, const void **from)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     size_t got = 0;
     uint64_t tag = 0;
     crux_status_t st = crux_tl_lane_peek(g->ag[q], from, &got, &tag);
@@ -278,7 +278,7 @@ static unsigned gathered(crux_pipe_t *p, int q, unsigned k, const void **from)
 
 static void consume_gathered(crux_pipe_t *p, int q, unsigned n)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     for (unsigned i = 0; i < n; i++) {
         crux_tl_lane_consume(g->ag[q]);
     }
@@ -302,7 +302,7 @@ static void sleep_(crux_pipe_t *p, int moved)
  * leave, as the last posts of a call are consumed by then. */
 static crux_status_t check(crux_pipe_t *p)
 {
-    crux_dev_group_t *g = ((lanes_t *)p->handoff)->g;
+    crux_engine_group_t *g = ((lanes_t *)p->handoff)->g;
     for (int q = 0; q < g->size; q++) {
         if (q == g->rank || peer_lives(g, q)) {
             continue;
@@ -339,7 +339,7 @@ static const crux_handoff_ops_t lanes_ops = {
 
 crux_status_t crux_lanes_run(const crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     if (g->lanes_broken) {
         return CRUX_ERR_PEER;
     }

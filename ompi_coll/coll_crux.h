@@ -2,13 +2,17 @@
  * coll framework and libcrux_coll (crux_coll.h), written the way coll/han
  * and coll/ucc are:
  *   coll_crux_component.c  component, MCA parameters (all registered there)
+ *   coll_crux_request.c    the Allreduce selection's axes: a communicator's
+ *                          request from the parameters and its info keys
  *   coll_crux_optin.c      whether crux takes part in the job (opt-in)
  *   coll_crux_module.c     per-communicator module, fallback bookkeeping
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll groups of a communicator (shared
  *                          memory, multipath engine), lazily
+ *   coll_crux_share.c      groups shared between communicators, counted
  *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
  *                          step of the hierarchical Allreduce
+ *   coll_crux_topo.c       this machine's topology, loaded once
  *   coll_crux_device.c     CUDA device buffers: detection, staging
  *   coll_crux_net.c        the channel of the inter-node step (crux_net.h),
  *                          marked with the job's level
@@ -94,7 +98,7 @@ typedef struct {
     ompi_communicator_t *local_comm; /* the ranks of this rank's group */
     ompi_communicator_t *cross_comm; /* local rank i of every group */
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
-    struct crux_dev_group *lanes;    /* ... or, when every group has them, the engine's lanes */
+    struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
     struct coll_crux_shared *share;  /* the reference that holds group or lanes */
     bool cross_local;                /* the cross communicator is on this node */
     crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
@@ -124,7 +128,7 @@ typedef struct {
     crux_layout_t *layout;
     struct coll_crux_shared *layout_share;
     crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
-    struct crux_dev_group *engine_group;
+    struct crux_engine_group *engine_group;
     struct coll_crux_shared *engine_share;
     struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
     uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
@@ -194,6 +198,8 @@ typedef struct {
     bool pin;
     /* builds a group over comm, collectively, exchanging through oob */
     crux_status_t (*build)(void *arg, const crux_coll_oob_t *oob, void **group);
+    /* destroys a group 'build' made, once its last reference is gone */
+    void (*destroy)(void *group);
     void *arg;
 } coll_crux_share_request_t;
 crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *request,
@@ -206,16 +212,19 @@ void coll_crux_share_release(coll_crux_shared_t *share, bool pin);
 /* mark the module's groups' next calls as its communicator's (its
  * context id): calls of communicators sharing a group that cross fail */
 void coll_crux_set_caller(mca_coll_crux_module_t *module);
-/* the builders of the kinds of group, for coll_crux_share_request_t (the
- * layout's arg: the module of the communicator it splits) */
+/* the builders and destroyers of the shared-memory and engine groups, for
+ * coll_crux_share_request_t (coll_crux_group.c; the layout's are
+ * coll_crux_hier.c's own) */
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+void coll_crux_host_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
-crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob, void **layout);
-/* The module's group of 'kind', *share its reference: kept while it holds,
- * else (not tried yet, or released to make room since) acquired, in the
- * same call on every member; NULL once it could not be had (*status says
- * why the first time). */
-void *coll_crux_module_group(mca_coll_crux_module_t *module, coll_crux_kind_t kind,
+void coll_crux_engine_group_destroy(void *group);
+/* The module's group of the kind 'how' names (its kind, build and
+ * destroy; the module gives comm, oob and arg), *share its reference: kept
+ * while it holds, else (not tried yet, or released to make room since)
+ * acquired, in the same call on every member; NULL once it could not be
+ * had (*status says why the first time). */
+void *coll_crux_module_group(mca_coll_crux_module_t *module, const coll_crux_share_request_t *how,
                              crux_group_state_t *state, coll_crux_shared_t **share,
                              crux_status_t *status);
 
@@ -224,7 +233,6 @@ void *coll_crux_module_group(mca_coll_crux_module_t *module, coll_crux_kind_t ki
  * hierarchical algorithm does not apply (one group, groups of one, or
  * uneven groups) or crux's limit of layouts is reached */
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
-void coll_crux_layout_free(crux_layout_t *layout);
 /* a module's references, dropped (its groups may be released meanwhile) */
 void coll_crux_module_release(mca_coll_crux_module_t *module);
 
@@ -288,16 +296,16 @@ int coll_crux_stage_out(const coll_crux_staged_t *staged, void *rbuf);
 
 /* the multipath engine's group of a communicator, built on first use; NULL
  * when it cannot be had (coll_crux_group.c) */
-struct crux_dev_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
-/* This machine's topology, loaded once (coll_crux_hier.c); NULL when it
+struct crux_engine_group *coll_crux_engine_group(mca_coll_crux_module_t *module);
+/* This machine's topology, loaded once (coll_crux_topo.c); NULL when it
  * cannot be. */
 struct crux_topo;
 const struct crux_topo *coll_crux_topo(void);
-/* Give a device group the topology's GPU paths (coll_crux_device.c). */
-void coll_crux_device_topo(struct crux_dev_group *group);
+/* Give an engine group the topology's GPU paths (coll_crux_device.c). */
+void coll_crux_device_topo(struct crux_engine_group *group);
 /* An engine group over 'oob' with the component's settings (collective). */
 crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob,
-                                            struct crux_dev_group **group);
+                                            struct crux_engine_group **group);
 /* Whether the engine group exists and carries host calls over its lanes. */
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
 
@@ -317,8 +325,15 @@ crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *
 
 /* What a communicator asks of the Allreduce selection: the MCA
  * parameters' request, then its info keys "crux_allreduce_algorithm" (the
- * older single knob: every axis) and "crux_allreduce_<axis>" on top. */
+ * older single knob: every axis) and "crux_allreduce_<axis>" on top
+ * (coll_crux_request.c). */
 crux_request_t coll_crux_comm_request(ompi_communicator_t *comm);
+/* The selection's axes, the older single knob (0) first: an axis's name
+ * (crux_request_values) and the component's field its MCA parameter is
+ * registered on, as a value index. */
+#define CRUX_AXES 4
+const char *coll_crux_axis_name(int axis);
+int *coll_crux_axis_storage(int axis);
 
 /* datatype and op translation: 0 on success, -1 when crux has no kernel */
 int coll_crux_dtype(ompi_datatype_t *dtype, crux_dtype_t *out);

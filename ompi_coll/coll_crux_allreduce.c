@@ -89,7 +89,7 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
         break;
     case CRUX_ALG_LANES:
     case CRUX_ALG_DEVICE:
-        status = crux_dev_allreduce(m->engine_group, in, rbuf, (size_t)count, cdtype, cop);
+        status = crux_engine_allreduce(m->engine_group, in, rbuf, (size_t)count, cdtype, cop);
         break;
     default: status = crux_coll_allreduce(m->group, in, rbuf, (size_t)count, cdtype, cop);
     }

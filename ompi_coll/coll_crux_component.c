@@ -10,7 +10,6 @@
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/util/info.h"
 #include "opal/util/show_help.h"
 
 #include "ompi_coll/coll_crux.h"
@@ -44,81 +43,25 @@ static const mca_base_var_enum_value_t net_kinds[] = {
     { CRUX_NET_PML, "pml" },   { CRUX_NET_UCX, "ucx" },   { 0, NULL },
 };
 
-/* The Allreduce selection's axes, each an MCA parameter
- * coll_crux_allreduce_<axis> and an info key crux_allreduce_<axis>, with
- * the values libcrux_coll names (crux_request_values), the older single
- * knob first. */
-#define CRUX_AXES       4
+/* An enumeration of one axis's names (at most CRUX_AXIS_NAMES): MCA
+ * reports a name it does not hold and keeps the default. */
 #define CRUX_AXIS_NAMES 10
-static const char *const axes[CRUX_AXES] = { "algorithm", "topology", "handoff", "memory_path" };
-
-static int *axis_storage(mca_coll_crux_component_t *c, int axis)
-{
-    int *storage[CRUX_AXES] = { &c->allreduce_algorithm, &c->allreduce_topology,
-                                &c->allreduce_handoff, &c->allreduce_memory_path };
-    return storage[axis];
-}
-
-static void request_set(crux_request_t *r, int axis, const char *value, int from_mca)
-{
-    /* an axis parameter left at auto keeps what the older knob set */
-    if (!(from_mca && axis > 0 && strcmp(value, "auto") == 0)) {
-        (void)crux_request_set(r, axes[axis], value);
-    }
-}
-
-static crux_request_t mca_request(void)
-{
-    crux_request_t r = CRUX_REQUEST_AUTO;
-    for (int a = 0; a < CRUX_AXES; a++) {
-        const char *const *names = crux_request_values(axes[a]);
-        int v = *axis_storage(&mca_coll_crux_component, a), n = 0;
-        while (names[n] != NULL) {
-            n++;
-        }
-        /* the enumeration admits only its own values; auto otherwise */
-        request_set(&r, a, names[v >= 0 && v < n ? v : 0], 1);
-    }
-    return r;
-}
-
-crux_request_t coll_crux_comm_request(ompi_communicator_t *comm)
-{
-    crux_request_t r = mca_request();
-    for (int a = 0; comm->super.s_info != NULL && a < CRUX_AXES; a++) {
-        char key[40], value[32];
-        int flag = 0;
-        snprintf(key, sizeof(key), "crux_allreduce_%s", axes[a]);
-        if (opal_info_get(comm->super.s_info, key, sizeof(value) - 1, value, &flag) !=
-                OPAL_SUCCESS ||
-            !flag) {
-            continue;
-        }
-        if (crux_request_set(&r, axes[a], value) != CRUX_OK) {
-            CRUX_VERBOSE(1, "communicator %s: unknown %s \"%s\" ignored", comm->c_name, key, value);
-        }
-    }
-    return r;
-}
-
-/* An enumeration of one axis's names: MCA reports a name it does not
- * hold and keeps the default. */
 static void reg_axis(int axis, const char *help, int level)
 {
     static mca_base_var_enum_value_t values[CRUX_AXES][CRUX_AXIS_NAMES + 1];
-    const char *const *names = crux_request_values(axes[axis]);
+    const char *const *names = crux_request_values(coll_crux_axis_name(axis));
     for (int i = 0; names[i] != NULL && i < CRUX_AXIS_NAMES; i++) {
         values[axis][i] = (mca_base_var_enum_value_t){ i, names[i] };
     }
     char name[40], enum_name[56];
-    snprintf(name, sizeof(name), "allreduce_%s", axes[axis]);
+    snprintf(name, sizeof(name), "allreduce_%s", coll_crux_axis_name(axis));
     snprintf(enum_name, sizeof(enum_name), "coll_crux_%ss", name);
     mca_base_var_enum_t *e = NULL;
-    *axis_storage(&mca_coll_crux_component, axis) = 0; /* auto */
+    *coll_crux_axis_storage(axis) = 0; /* auto */
     (void)mca_base_var_enum_create(enum_name, values[axis], &e);
     (void)mca_base_component_var_register(
         &mca_coll_crux_component.super.collm_version, name, help, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
-        level, MCA_BASE_VAR_SCOPE_READONLY, axis_storage(&mca_coll_crux_component, axis));
+        level, MCA_BASE_VAR_SCOPE_READONLY, coll_crux_axis_storage(axis));
     OBJ_RELEASE(e);
 }
 

@@ -55,11 +55,11 @@ int coll_crux_host_ready(const void *sbuf, const void *rbuf)
  * has only its direct copy (the host-staged path's nominal 12 GB/s took a
  * third of every transfer, even over NVSwitch).  The topology is loaded once
  * per process, by hier too; the paths go to the engine when the driver is
- * there (crux_dev_group_use_topo). */
-void coll_crux_device_topo(crux_dev_group_t *group)
+ * there (crux_engine_group_use_topo). */
+void coll_crux_device_topo(crux_engine_group_t *group)
 {
     const struct crux_topo *topo = coll_crux_topo();
-    if (topo != NULL && crux_dev_group_use_topo(group, topo) != CRUX_OK) {
+    if (topo != NULL && crux_engine_group_use_topo(group, topo) != CRUX_OK) {
         CRUX_VERBOSE(1, "the topology's GPU paths were refused: direct copies only");
     }
 }

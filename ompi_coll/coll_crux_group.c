@@ -87,7 +87,12 @@ crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, 
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 
-void *coll_crux_module_group(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
+void coll_crux_host_group_destroy(void *group)
+{
+    crux_coll_group_destroy(group);
+}
+
+void *coll_crux_module_group(mca_coll_crux_module_t *m, const coll_crux_share_request_t *how,
                              crux_group_state_t *state, coll_crux_shared_t **share,
                              crux_status_t *status)
 {
@@ -102,15 +107,10 @@ void *coll_crux_module_group(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
         return group;
     }
     crux_coll_oob_t oob = module_oob(m);
-    coll_crux_share_request_t request = {
-        .comm = m->comm,
-        .oob = &oob,
-        .kind = kind,
-        .build = kind == COLL_CRUX_HOST     ? coll_crux_host_group_build
-                 : kind == COLL_CRUX_ENGINE ? coll_crux_engine_group_build
-                                            : coll_crux_layout_build,
-        .arg = m,
-    };
+    coll_crux_share_request_t request = *how;
+    request.comm = m->comm;
+    request.oob = &oob;
+    request.arg = m;
     *status = coll_crux_share_acquire(&request, share);
     *state = *status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
     return *status == CRUX_OK ? coll_crux_share_use(*share) : NULL;
@@ -119,7 +119,12 @@ void *coll_crux_module_group(mca_coll_crux_module_t *m, coll_crux_kind_t kind,
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
-    m->group = coll_crux_module_group(m, COLL_CRUX_HOST, &m->group_state, &m->group_share, &status);
+    const coll_crux_share_request_t how = {
+        .kind = COLL_CRUX_HOST,
+        .build = coll_crux_host_group_build,
+        .destroy = coll_crux_host_group_destroy,
+    };
+    m->group = coll_crux_module_group(m, &how, &m->group_state, &m->group_share, &status);
     if (status != CRUX_OK) {
         CRUX_VERBOSE(1,
                      "no shared memory for communicator %s (%s; /dev/shm full, no "
@@ -130,7 +135,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     return m->group;
 }
 
-crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev_group_t **group)
+crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_engine_group_t **group)
 {
     crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
     crux_coll_config_t host = coll_crux_config();
@@ -138,7 +143,7 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
     config.stream_min_bytes = host.stream_min_bytes;
     config.engine.far_latency = host.far_latency;
     config.local_procs = host.local_procs;
-    crux_status_t st = crux_dev_group_create(oob, &config, group);
+    crux_status_t st = crux_engine_group_create(oob, &config, group);
     if (st == CRUX_OK) {
         coll_crux_device_topo(*group);
     }
@@ -147,14 +152,23 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_dev
 
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    return coll_crux_engine_group_create(oob, (crux_dev_group_t **)group);
+    return coll_crux_engine_group_create(oob, (crux_engine_group_t **)group);
 }
 
-crux_dev_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
+void coll_crux_engine_group_destroy(void *group)
+{
+    crux_engine_group_destroy(group);
+}
+
+crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
-    m->engine_group =
-        coll_crux_module_group(m, COLL_CRUX_ENGINE, &m->engine_state, &m->engine_share, &status);
+    const coll_crux_share_request_t how = {
+        .kind = COLL_CRUX_ENGINE,
+        .build = coll_crux_engine_group_build,
+        .destroy = coll_crux_engine_group_destroy,
+    };
+    m->engine_group = coll_crux_module_group(m, &how, &m->engine_state, &m->engine_share, &status);
     if (status != CRUX_OK) {
         CRUX_VERBOSE(1,
                      "communicator %s: no multipath engine (%s): host buffers take "
@@ -171,20 +185,21 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
 {
     uint64_t cid = ompi_comm_get_cid(m->comm);
     crux_coll_group_t *group = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
-    crux_dev_group_t *dev = m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
+    crux_engine_group_t *dev =
+        m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
     const crux_layout_t *l = m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
     if (group != NULL) {
         crux_coll_group_set_caller(group, cid);
     }
     if (dev != NULL) {
-        crux_dev_group_set_caller(dev, cid);
+        crux_engine_group_set_caller(dev, cid);
     }
     /* a layout's groups may serve other communicators too */
     if (l != NULL && l->group != NULL) {
         crux_coll_group_set_caller(l->group, cid);
     }
     if (l != NULL && l->lanes != NULL) {
-        crux_dev_group_set_caller(l->lanes, cid);
+        crux_engine_group_set_caller(l->lanes, cid);
     }
 }
 
@@ -201,6 +216,6 @@ void coll_crux_module_release(mca_coll_crux_module_t *m)
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)
 {
-    crux_dev_group_t *g = coll_crux_engine_group(m);
-    return g != NULL && crux_dev_group_lanes(g);
+    crux_engine_group_t *g = coll_crux_engine_group(m);
+    return g != NULL && crux_engine_group_lanes(g);
 }

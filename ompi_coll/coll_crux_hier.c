@@ -21,7 +21,6 @@
  * between nodes, marked with the job's level (coll_crux_net.c), or as a
  * nonblocking Allreduce over the PML; both polled while the group goes on. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,16 +34,6 @@
 
 #include "ompi_coll/coll_crux.h"
 #include "coll/crux_dev.h"
-
-/* The machine's topology, loaded once per process: host groups, GPU paths. */
-static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
-static crux_topo_t *topo;
-static bool topo_tried;
-
-static void ignore_warning(void *arg, const char *message)
-{
-    CRUX_VERBOSE(1, "topology: %s", message);
-}
 
 /* This process's CPU binding as a list ("0-3,8"); "" when unknown. */
 static void binding(char *list, size_t size)
@@ -65,25 +54,6 @@ static void binding(char *list, size_t size)
         }
         used += (size_t)snprintf(list + used, size - used, "%s%d-%d", used ? "," : "", cpu, last);
     }
-}
-
-/* This machine's topology, loaded on first use (NULL when it cannot be). */
-const crux_topo_t *coll_crux_topo(void)
-{
-    pthread_mutex_lock(&topo_lock);
-    if (!topo_tried) {
-        crux_topo_options_t options;
-        crux_topo_options_init(&options);
-        options.warn = ignore_warning;
-        char error[256];
-        if (crux_topo_load(&options, &topo, error, sizeof(error)) != CRUX_OK) {
-            CRUX_VERBOSE(1, "no topology (%s): one group per node", error);
-            topo = NULL;
-        }
-        topo_tried = true;
-    }
-    pthread_mutex_unlock(&topo_lock);
-    return topo;
 }
 
 /* The package this process is bound in, or 0 when that is not one package. */
@@ -175,17 +145,33 @@ static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
         .kind = kind,
         .pin = true,
         .build = kind == COLL_CRUX_HOST ? coll_crux_host_group_build : coll_crux_engine_group_build,
+        .destroy =
+            kind == COLL_CRUX_HOST ? coll_crux_host_group_destroy : coll_crux_engine_group_destroy,
     };
     crux_status_t status = coll_crux_share_acquire(&request, &l->share);
     *group = status == CRUX_OK ? coll_crux_share_use(l->share) : NULL;
     return *group != NULL ? CRUX_OK : status;
 }
 
+/* What a layout holds, released; the layout itself is the caller's. */
+static void layout_free(crux_layout_t *l)
+{
+    crux_net_destroy(l->net);
+    coll_crux_share_release(l->share, true);
+    if (l->cross_comm != NULL) {
+        ompi_comm_free(&l->cross_comm);
+    }
+    if (l->local_comm != NULL) {
+        ompi_comm_free(&l->local_comm);
+    }
+    memset(l, 0, sizeof(*l));
+}
+
 /* The layout of the module's communicator (collective over it): its
  * subcommunicators, within the groups the engine's lanes or a shared-memory
  * group (shared with communicators over the same processes in the same
  * order, counted), the channel between nodes. */
-crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_unused, void **out)
+static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unused, void **out)
 {
     mca_coll_crux_module_t *m = module;
     crux_layout_t *l = calloc(1, sizeof(*l)), spare = { 0 };
@@ -204,7 +190,7 @@ crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_un
          * the groups' inter-group steps must cut shards alike */
         void *lanes = NULL;
         crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, &lanes);
-        int no_lanes[1] = { status != CRUX_OK || !crux_dev_group_lanes(lanes) };
+        int no_lanes[1] = { status != CRUX_OK || !crux_engine_group_lanes(lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
             coll_crux_share_release(use->share, true);
@@ -229,7 +215,7 @@ crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_un
     }
     m->building = false;
     if (!ok) {
-        coll_crux_layout_free(use);
+        layout_free(use);
         free(l);
         return CRUX_ERR_UNSUPPORTED;
     }
@@ -247,25 +233,22 @@ crux_status_t coll_crux_layout_build(void *module, const crux_coll_oob_t *oob_un
     return CRUX_OK;
 }
 
+static void layout_destroy(void *layout)
+{
+    layout_free(layout);
+    free(layout);
+}
+
 const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
-    m->layout =
-        coll_crux_module_group(m, COLL_CRUX_LAYOUT, &m->layout_state, &m->layout_share, &status);
+    const coll_crux_share_request_t how = {
+        .kind = COLL_CRUX_LAYOUT,
+        .build = layout_build,
+        .destroy = layout_destroy,
+    };
+    m->layout = coll_crux_module_group(m, &how, &m->layout_state, &m->layout_share, &status);
     return m->layout;
-}
-
-void coll_crux_layout_free(crux_layout_t *l)
-{
-    crux_net_destroy(l->net);
-    coll_crux_share_release(l->share, true);
-    if (l->cross_comm != NULL) {
-        ompi_comm_free(&l->cross_comm);
-    }
-    if (l->local_comm != NULL) {
-        ompi_comm_free(&l->local_comm);
-    }
-    memset(l, 0, sizeof(*l));
 }
 
 /* ---- the inter-group step ------------------------------------------------ */
@@ -324,8 +307,8 @@ crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf,
     coll_crux_net_mark(l, l->cross_comm);
     crux_coll_inter_t inter = { inter_start, inter_test, &arg };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    return l->lanes != NULL ? crux_dev_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
-                                                      (size_t)count, cdtype, cop)
+    return l->lanes != NULL ? crux_engine_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
+                                                         (size_t)count, cdtype, cop)
                             : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
                                                        (size_t)count, cdtype, cop);
 }

@@ -59,6 +59,7 @@ struct coll_crux_shared {
     uint64_t *names;  /* the members' process names, in rank order */
     uint64_t *sorted; /* the same, sorted: the set of members */
     void *group;
+    void (*destroy)(void *group); /* the builder's: this file knows no kind's insides */
 };
 
 /* What each member sends: its proposal, a fresh id should a group be
@@ -102,21 +103,12 @@ static int broken(coll_crux_kind_t kind, void *group)
 {
     switch (kind) {
     case COLL_CRUX_HOST: return crux_coll_group_broken(group);
-    case COLL_CRUX_ENGINE: return crux_dev_group_broken(group);
+    case COLL_CRUX_ENGINE: return crux_engine_group_broken(group);
     default: {
         const crux_layout_t *l = group;
         return (l->group != NULL && crux_coll_group_broken(l->group)) ||
-               (l->lanes != NULL && crux_dev_group_broken(l->lanes));
+               (l->lanes != NULL && crux_engine_group_broken(l->lanes));
     }
-    }
-}
-
-static void destroy(coll_crux_kind_t kind, void *group)
-{
-    switch (kind) {
-    case COLL_CRUX_HOST: crux_coll_group_destroy(group); break;
-    case COLL_CRUX_ENGINE: crux_dev_group_destroy(group); break;
-    default: coll_crux_layout_free(group); free(group);
     }
 }
 
@@ -149,8 +141,8 @@ static coll_crux_shared_t *idlest(coll_crux_kind_t kind, const uint64_t *sorted,
 }
 
 /* Release the group 'id' of 'kind' to make room (under the lock); what to
- * destroy once the lock is dropped. */
-static void *release_early(coll_crux_kind_t kind, uint64_t id)
+ * destroy once the lock is dropped, and how (*destroy). */
+static void *release_early(coll_crux_kind_t kind, uint64_t id, void (**destroy)(void *))
 {
     for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
         if (s->kind == kind && s->id == id && !s->released) {
@@ -158,6 +150,7 @@ static void *release_early(coll_crux_kind_t kind, uint64_t id)
             s->released = true;
             s->group = NULL;
             live[kind]--;
+            *destroy = s->destroy;
             return group;
         }
     }
@@ -185,7 +178,7 @@ static void drop(coll_crux_shared_t *s, bool pin)
     pthread_mutex_unlock(&lock);
     if (s != NULL) {
         if (group != NULL) {
-            destroy(s->kind, group);
+            s->destroy(group);
         }
         free(s->names);
         free(s);
@@ -236,14 +229,15 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
     if (!same && !room && evict) {
         /* every member holds the group proposed and releases it here */
         pthread_mutex_lock(&lock);
-        void *gone = release_early(kind, all[0].victim);
+        void (*destroy)(void *) = NULL;
+        void *gone = release_early(kind, all[0].victim, &destroy);
         if (!mine.room) {
             live[kind]++;
             mine.room = 1;
         }
         pthread_mutex_unlock(&lock);
         if (gone != NULL) {
-            destroy(kind, gone);
+            destroy(gone);
         }
         room = 1;
         CRUX_VERBOSE(2,
@@ -282,6 +276,7 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
             .names = names,
             .sorted = names + size,
             .group = group,
+            .destroy = req->destroy,
         };
         groups = fresh;
         live[kind]++;

@@ -119,7 +119,7 @@ static bool device_allreduce(MPI_Op op, size_t count, bool in_place, int rank, i
     return device_allreduce_on(MPI_COMM_WORLD, op, count, in_place, rank, size, NULL);
 }
 
-/* A sum on a new communicator (a device group of its own, nothing agreed
+/* A sum on a new communicator (an engine group of its own, nothing agreed
  * before), with 'var'=value set in every rank's environment (NULL: none)
  * and rank 1's device memory full when 'oom'.  Communicators over the same
  * processes in the same order share one group, MPI_COMM_WORLD's included;

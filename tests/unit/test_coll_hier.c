@@ -67,13 +67,13 @@ static int run_hier(fork_group_member_t *m, void *arg)
     config.chunk_size = 8192;       /* several chunks per shard */
     crux_coll_oob_t local_oob = fork_subgroup_oob(&local_sub);
     crux_coll_group_t *g = NULL, *cross;
-    crux_dev_group_t *dg = NULL;
+    crux_engine_group_t *dg = NULL;
     crux_dev_config_t dev_config = CRUX_DEV_CONFIG_DEFAULT;
     dev_config.host_chunk_size = 8192; /* several chunks per shard */
     dev_config.calibrate = 0;
     dev_config.engine.kinds = CRUX_TL_KINDS_HOST;
     dev_config.engine.calib_path = "";
-    if (c->lanes ? crux_dev_group_create(&local_oob, &dev_config, &dg) != CRUX_OK
+    if (c->lanes ? crux_engine_group_create(&local_oob, &dev_config, &dg) != CRUX_OK
                  : crux_coll_group_create(&local_oob, &config, &g) != CRUX_OK) {
         return 3;
     }
@@ -90,8 +90,8 @@ static int run_hier(fork_group_member_t *m, void *arg)
         r[i] = c->in_place ? s[i] : -77.0f;
     }
     crux_status_t status =
-        c->lanes ? crux_dev_allreduce_hier(dg, &inter, c->depth, c->in_place ? NULL : s, r,
-                                           c->count, CRUX_DT_FLOAT, CRUX_OP_SUM)
+        c->lanes ? crux_engine_allreduce_hier(dg, &inter, c->depth, c->in_place ? NULL : s, r,
+                                              c->count, CRUX_DT_FLOAT, CRUX_OP_SUM)
                  : crux_coll_allreduce_hier(g, &inter, c->depth, c->in_place ? NULL : s, r,
                                             c->count, CRUX_DT_FLOAT, CRUX_OP_SUM);
     if (c->lanes && c->per_group == 1) {
@@ -127,7 +127,7 @@ static int run_hier(fork_group_member_t *m, void *arg)
     }
     crux_coll_group_destroy(cross);
     crux_coll_group_destroy(g);
-    crux_dev_group_destroy(dg);
+    crux_engine_group_destroy(dg);
     free(s);
     free(r);
     return 0;

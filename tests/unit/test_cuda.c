@@ -552,8 +552,8 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
     cfg.engine.kinds = CRUX_TL_KINDS_CUDA;
     cfg.engine.calib_path = "";
     crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+    crux_engine_group_t *g;
+    if (crux_engine_group_create(&oob, &cfg, &g) != CRUX_OK) {
         return 10;
     }
     float *in = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)),
@@ -574,7 +574,7 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
         if (crux_dev_alloc(device, n * sizeof(float), &d) != CRUX_OK ||
             (!in_place && crux_dev_alloc(device, n * sizeof(float), &s) != CRUX_OK) ||
             crux_dev_copy(in_place ? d : s, in, n * sizeof(float)) != CRUX_OK ||
-            crux_dev_allreduce(g, s, d, n, CRUX_DT_FLOAT, CRUX_OP_SUM) != CRUX_OK ||
+            crux_engine_allreduce(g, s, d, n, CRUX_DT_FLOAT, CRUX_OP_SUM) != CRUX_OK ||
             crux_dev_copy(got, d, n * sizeof(float)) != CRUX_OK) {
             rc = 11;
         } else if (memcmp(got, want, n * sizeof(float)) != 0) {
@@ -583,7 +583,7 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
         crux_dev_free(device, d);
         crux_dev_free(device, s);
     }
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     free(in);
     free(want);
     free(got);
@@ -964,7 +964,7 @@ static crux_topo_t *two_gpus_topo(void)
     return topo;
 }
 
-/* A device group given the topology stripes a transfer between its two
+/* An engine group given the topology stripes a transfer between its two
  * GPUs as the topology's figures say: the direct NVLink path and staging
  * through host memory in proportion to their bandwidths (without them, the
  * direct copy carries it all).  Under MIG the two devices share the PCI bus
@@ -977,9 +977,9 @@ static int topo_body(fork_group_member_t *m, void *arg)
     cfg.calibrate = 0;
     cfg.engine.calib_path = "";
     crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    if (set == NULL || crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK ||
-        crux_dev_group_use_topo(g, topo) != CRUX_OK) {
+    crux_engine_group_t *g;
+    if (set == NULL || crux_engine_group_create(&oob, &cfg, &g) != CRUX_OK ||
+        crux_engine_group_use_topo(g, topo) != CRUX_OK) {
         return 10;
     }
     double want[CRUX_TL_CHAN_KIND_COUNT] = { 0 }, total = 0, share[CRUX_TL_CHAN_KIND_COUNT];
@@ -990,7 +990,7 @@ static int topo_body(fork_group_member_t *m, void *arg)
         total += set->paths[i].gbps;
     }
     int mig = *(int *)arg, rc = 0;
-    if (cross_transfer(crux_dev_group_engine(g), 0, 1, 64u << 20, 0, share) != 0) {
+    if (cross_transfer(crux_engine_group_engine(g), 0, 1, 64u << 20, 0, share) != 0) {
         rc = 11;
     }
     for (int k = 0; rc == 0 && k < CRUX_TL_CHAN_KIND_COUNT; k++) {
@@ -1001,7 +1001,7 @@ static int topo_body(fork_group_member_t *m, void *arg)
             rc = 12;
         }
     }
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     crux_topo_free(topo);
     return rc;
 }

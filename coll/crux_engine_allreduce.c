@@ -27,7 +27,7 @@
 #include "coll/crux_dev_call.h"
 #include "coll/crux_oob.h"
 
-crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
+crux_status_t crux_dev_scratch(crux_engine_group_t *g, int device, size_t bytes)
 {
     if (g->scratch != NULL && g->scratch_device == device && g->scratch_size >= bytes) {
         return CRUX_OK;
@@ -51,7 +51,7 @@ crux_status_t crux_dev_scratch(crux_dev_group_t *g, int device, size_t bytes)
     return st;
 }
 
-void crux_dev_release_scratch(crux_dev_group_t *g)
+void crux_dev_release_scratch(crux_engine_group_t *g)
 {
     if (g->scratch_device < 0) {
         free(g->scratch);
@@ -145,7 +145,7 @@ int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot)
 
 static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     size_t n = crux_dev_chunk_count(c, g->rank, k);
     size_t at = crux_dev_chunk_first(c, g->rank, k) * c->esize;
     uint8_t *out = c->in_place ? accumulator(c, k) : c->dst + at;
@@ -185,7 +185,7 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
 
 static unsigned post_scatter_receives(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     unsigned events = 0;
     while (c->do_rs && c->rs_posted < c->chunks[g->rank] &&
            c->rs_posted < c->reduced + g->config.window) {
@@ -203,7 +203,7 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
 
 static unsigned launch_reductions(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     unsigned events = 0;
     while (c->launched < c->rs_posted) {
         int ready = 1;
@@ -228,7 +228,7 @@ static unsigned launch_reductions(crux_dev_call_t *c)
 /* Chunks whose reduction finished go out to every peer. */
 static unsigned send_reduced(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     unsigned events = 0;
     while (c->reduced < c->launched) {
         if (c->do_rs && c->device >= 0 && c->status == CRUX_OK) {
@@ -256,7 +256,7 @@ static unsigned send_reduced(crux_dev_call_t *c)
 /* Gathered chunks land straight in the result, in each peer's order. */
 static void post_gather_receives(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     for (int q = 0; c->do_ag && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c->chunks[q]; k++) {
             crux_dev_recv_chunk(c, g->ag[q], &c->ag_recv[q * c->kmax + k],
@@ -273,7 +273,7 @@ static int complete(const crux_dev_call_t *c)
 
 static unsigned step(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
     events += post_scatter_receives(c);
     events += launch_reductions(c);
@@ -316,7 +316,7 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
  * per shard and the four transfer tables. */
 static crux_status_t call_arrays(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
     size_t counts = size * sizeof(unsigned);
     size_t bytes = 4 * slots * sizeof(crux_tl_xfer_t *) + counts;
@@ -340,7 +340,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
 
 static crux_status_t setup(crux_dev_call_t *c)
 {
-    crux_dev_group_t *g = c->g;
+    crux_engine_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
     c->cut = crux_cut(c->count, c->esize, chunk, g->size);
     c->chunk = c->cut.chunk;
@@ -364,7 +364,7 @@ static crux_status_t setup(crux_dev_call_t *c)
     return CRUX_OK;
 }
 
-static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
+static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, size_t count,
                          crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag,
                          const crux_coll_inter_t *inter, unsigned depth)
 {
@@ -444,26 +444,27 @@ static crux_status_t run(crux_dev_group_t *g, const void *sbuf, void *rbuf, size
     return st == CRUX_ERR_UNSUPPORTED && c.in_place ? CRUX_ERR_IO : st;
 }
 
-crux_status_t crux_dev_reduce_scatter(crux_dev_group_t *g, const void *sbuf, void *rbuf,
+crux_status_t crux_dev_reduce_scatter(crux_engine_group_t *g, const void *sbuf, void *rbuf,
                                       size_t count, crux_dtype_t dtype, crux_op_t op)
 {
     return run(g, sbuf, rbuf, count, dtype, op, 1, 0, NULL, 0);
 }
 
-crux_status_t crux_dev_allgather(crux_dev_group_t *g, void *rbuf, size_t count, crux_dtype_t dtype)
+crux_status_t crux_dev_allgather(crux_engine_group_t *g, void *rbuf, size_t count,
+                                 crux_dtype_t dtype)
 {
     return run(g, NULL, rbuf, count, dtype, CRUX_OP_SUM, 0, 1, NULL, 0);
 }
 
-crux_status_t crux_dev_allreduce(crux_dev_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                 crux_dtype_t dtype, crux_op_t op)
+crux_status_t crux_engine_allreduce(crux_engine_group_t *g, const void *sbuf, void *rbuf,
+                                    size_t count, crux_dtype_t dtype, crux_op_t op)
 {
     return run(g, sbuf, rbuf, count, dtype, op, 1, 1, NULL, 0);
 }
 
-crux_status_t crux_dev_allreduce_hier(crux_dev_group_t *g, const crux_coll_inter_t *inter,
-                                      unsigned depth, const void *sbuf, void *rbuf, size_t count,
-                                      crux_dtype_t dtype, crux_op_t op)
+crux_status_t crux_engine_allreduce_hier(crux_engine_group_t *g, const crux_coll_inter_t *inter,
+                                         unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                         crux_dtype_t dtype, crux_op_t op)
 {
     return run(g, sbuf, rbuf, count, dtype, op, 1, 1, inter, depth);
 }

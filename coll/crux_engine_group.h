@@ -1,6 +1,6 @@
-/* Internal to libcrux_dev: the group structure. */
-#ifndef CRUX_DEV_GROUP_H
-#define CRUX_DEV_GROUP_H
+/* Internal to libcrux_coll: the engine group's structure. */
+#ifndef CRUX_ENGINE_GROUP_H
+#define CRUX_ENGINE_GROUP_H
 
 #include "coll/crux_dev_internal.h"
 
@@ -19,7 +19,7 @@ typedef struct {
     uint8_t order[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE];
 } crux_dev_card_t;
 
-struct crux_dev_group {
+struct crux_engine_group {
     int rank, size;
     /* the members' allgather, kept: device calls agree through it */
     crux_coll_oob_t oob;
@@ -61,9 +61,9 @@ struct crux_dev_group {
     int lanes;        /* every member has the stage: host calls use lanes */
     int lanes_broken; /* a call abandoned them: host calls fail */
     int whole;        /* lanes, and whole calls are on */
-    uint64_t caller;  /* crux_dev_group_set_caller's word, mixed into lane tags */
-    void *call_mem;   /* a call's arrays (crux_dev_allreduce.c) */
-    /* the node's topology (crux_dev_group_use_topo), and whether its GPU
+    uint64_t caller;  /* crux_engine_group_set_caller's word, mixed into lane tags */
+    void *call_mem;   /* a call's arrays (crux_engine_allreduce.c) */
+    /* the node's topology (crux_engine_group_use_topo), and whether its GPU
      * paths went to the engine (they need the driver) */
     const struct crux_topo *topo;
     int topo_applied;
@@ -72,27 +72,27 @@ struct crux_dev_group {
 
 /* Reserve the lanes' stage (collective use: every member must have it);
  * CRUX_ERR_UNSUPPORTED when a pair has no shm-direct. */
-crux_status_t crux_dev_lanes_reserve(crux_dev_group_t *group);
-void crux_dev_lanes_release(crux_dev_group_t *group);
+crux_status_t crux_dev_lanes_reserve(crux_engine_group_t *group);
+void crux_dev_lanes_release(crux_engine_group_t *group);
 
 /* Record our default streams' events (on 'device') for a call, make our
  * queue wait on them, and give their IPC handles for our card. */
-crux_status_t crux_dev_order_record(crux_dev_group_t *group, int device,
+crux_status_t crux_dev_order_record(crux_engine_group_t *group, int device,
                                     uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE]);
 /* Open the members' events named in their cards (those not open yet);
  * CRUX_ERR_UNSUPPORTED when one cannot be. */
-crux_status_t crux_dev_order_open(crux_dev_group_t *group, int device,
+crux_status_t crux_dev_order_open(crux_engine_group_t *group, int device,
                                   const crux_dev_card_t *cards);
 /* Make the engine's CUDA channels wait on every member's events. */
-crux_status_t crux_dev_order_apply(crux_dev_group_t *group);
-void crux_dev_order_release(crux_dev_group_t *group);
+crux_status_t crux_dev_order_apply(crux_engine_group_t *group);
+void crux_dev_order_release(crux_engine_group_t *group);
 
 /* Give the topology's GPU paths to the engine, once, when the driver is
  * there (crux_dev_topo.c); CRUX_OK without a topology or a driver. */
-crux_status_t crux_dev_topo_apply(crux_dev_group_t *group);
+crux_status_t crux_dev_topo_apply(crux_engine_group_t *group);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
-crux_status_t crux_dev_scratch(crux_dev_group_t *group, int device, size_t bytes);
-void crux_dev_release_scratch(crux_dev_group_t *group);
+crux_status_t crux_dev_scratch(crux_engine_group_t *group, int device, size_t bytes);
+void crux_dev_release_scratch(crux_engine_group_t *group);
 
 #endif

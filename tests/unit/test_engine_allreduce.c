@@ -10,7 +10,7 @@
 
 #include "check_main.h"
 #include "coll/crux_dev.h"
-#include "coll/crux_dev_group.h" /* the pairs, to see them found far */
+#include "coll/crux_engine_group.h" /* the pairs, to see them found far */
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)
@@ -86,8 +86,8 @@ static int body(fork_group_member_t *m, void *arg)
     cfg.engine.calib_path = "";
     cfg.stream_min_bytes = 1u << 20; /* the larger cases land gathered chunks streamed */
     crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    if (crux_dev_group_create(&oob, &cfg, &g) != CRUX_OK) {
+    crux_engine_group_t *g;
+    if (crux_engine_group_create(&oob, &cfg, &g) != CRUX_OK) {
         return 10;
     }
     size_t esize = crux_dtype_size(c->dtype), bytes = c->count * esize, first, length;
@@ -104,7 +104,7 @@ static int body(fork_group_member_t *m, void *arg)
     crux_status_t st;
     const void *sbuf = c->in_place ? NULL : in;
     switch (c->step) {
-    case ALLREDUCE: st = crux_dev_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
+    case ALLREDUCE: st = crux_engine_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
     case REDUCE_SCATTER:
         st = crux_dev_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op);
         break;
@@ -149,7 +149,7 @@ static int body(fork_group_member_t *m, void *arg)
     }
     free(want);
     free(x);
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     return rc;
 }
 
@@ -171,8 +171,8 @@ static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, cr
 
 /* A group over every host channel kind, uncalibrated (0: default chunk,
  * window, latency past which a peer is far). */
-static crux_dev_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window,
-                                    double far_latency)
+static crux_engine_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window,
+                                       double far_latency)
 {
     crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
     cfg.host_chunk_size = host_chunk;
@@ -182,8 +182,8 @@ static crux_dev_group_t *host_group(fork_group_member_t *m, size_t host_chunk, u
     cfg.engine.kinds = CRUX_TL_KINDS_HOST;
     cfg.engine.calib_path = "";
     crux_coll_oob_t oob = fork_group_oob(m);
-    crux_dev_group_t *g;
-    return crux_dev_group_create(&oob, &cfg, &g) == CRUX_OK ? g : NULL;
+    crux_engine_group_t *g;
+    return crux_engine_group_create(&oob, &cfg, &g) == CRUX_OK ? g : NULL;
 }
 
 static void run_case(int size, step_t step, crux_dtype_t dtype, crux_op_t op, size_t count,
@@ -254,7 +254,7 @@ END_TEST
 static int successive(fork_group_member_t *m, void *arg)
 {
     double far_latency = *(const double *)arg;
-    crux_dev_group_t *g = host_group(m, 48u << 10, 3, far_latency);
+    crux_engine_group_t *g = host_group(m, 48u << 10, 3, far_latency);
     if (g == NULL) {
         return 10;
     }
@@ -272,7 +272,7 @@ static int successive(fork_group_member_t *m, void *arg)
             in[j] = (int32_t)((size_t)m->rank * 1000 + (j + i) % 97);
             out[j] = in_place ? in[j] : -1;
         }
-        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
+        if (crux_engine_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
             CRUX_OK) {
             rc = 11;
         }
@@ -283,7 +283,7 @@ static int successive(fork_group_member_t *m, void *arg)
     }
     free(in);
     free(out);
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     return rc;
 }
 
@@ -314,7 +314,7 @@ END_TEST
  * stays exact, in place and not. */
 static int rows_reused(fork_group_member_t *m, void *arg)
 {
-    crux_dev_group_t *g = host_group(m, 4096, *(const unsigned *)arg, 10.0);
+    crux_engine_group_t *g = host_group(m, 4096, *(const unsigned *)arg, 10.0);
     if (g == NULL) {
         return 10;
     }
@@ -327,7 +327,7 @@ static int rows_reused(fork_group_member_t *m, void *arg)
             in[j] = (int32_t)((size_t)m->rank * 7 + (j * 31 + (size_t)i) % 1009);
             out[j] = in_place ? in[j] : -1;
         }
-        if (crux_dev_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
+        if (crux_engine_allreduce(g, in_place ? NULL : in, out, n, CRUX_DT_INT32, CRUX_OP_SUM) !=
             CRUX_OK) {
             rc = 11;
         }
@@ -339,7 +339,7 @@ static int rows_reused(fork_group_member_t *m, void *arg)
     }
     free(in);
     free(out);
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     return rc;
 }
 
@@ -367,23 +367,24 @@ END_TEST
 /* Each member refuses the same calls alike, before moving anything. */
 static int refusals(fork_group_member_t *m, void *arg)
 {
-    crux_dev_group_t *g = host_group(m, 0, 0, 0);
+    crux_engine_group_t *g = host_group(m, 0, 0, 0);
     if (g == NULL) {
         return 10;
     }
     double in[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, out[8];
     int rc = 0;
-    if (crux_dev_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_BAND) != CRUX_ERR_UNSUPPORTED ||
-        crux_dev_allreduce(g, in, out, 8, CRUX_DT_COUNT, CRUX_OP_SUM) != CRUX_ERR_INVALID ||
-        crux_dev_allreduce(g, in, out, 0, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK) {
+    if (crux_engine_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_BAND) !=
+            CRUX_ERR_UNSUPPORTED ||
+        crux_engine_allreduce(g, in, out, 8, CRUX_DT_COUNT, CRUX_OP_SUM) != CRUX_ERR_INVALID ||
+        crux_engine_allreduce(g, in, out, 0, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK) {
         rc = 11;
     }
     /* host channels with private buffers: an allreduce through cma and shm */
-    if (rc == 0 && (crux_dev_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK ||
+    if (rc == 0 && (crux_engine_allreduce(g, in, out, 8, CRUX_DT_DOUBLE, CRUX_OP_SUM) != CRUX_OK ||
                     out[7] != 8.0 * m->size)) {
         rc = 12;
     }
-    crux_dev_group_destroy(g);
+    crux_engine_group_destroy(g);
     return rc;
 }
 
@@ -442,7 +443,7 @@ END_TEST
 
 static Suite *dev_suite(void)
 {
-    Suite *s = suite_create("dev_allreduce");
+    Suite *s = suite_create("engine_allreduce");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_allreduce_two_to_four_members);

@@ -1,4 +1,4 @@
-/* A device group: the engine and its pairs to every other member.  Each
+/* An engine group: the engine and its pairs to every other member.  Each
  * member has two pairs to every peer, one for reduce-scatter traffic and one
  * for allgather traffic: a pair's transfers match in posting order, and a
  * receiver posts its reduce-scatter receives only as scratch frees up, so
@@ -8,12 +8,12 @@
 #include <string.h>
 
 #include "common/crux_cpus.h"
-#include "coll/crux_dev_group.h"
+#include "coll/crux_engine_group.h"
 #include "coll/crux_oob.h"
 
 #define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
 
-static crux_status_t exchange_cards(crux_dev_group_t *g, const crux_coll_oob_t *oob,
+static crux_status_t exchange_cards(crux_engine_group_t *g, const crux_coll_oob_t *oob,
                                     uint8_t **cards_p, size_t *size_p)
 {
     size_t size = crux_tl_engine_card_size(g->engine);
@@ -32,7 +32,7 @@ static crux_status_t exchange_cards(crux_dev_group_t *g, const crux_coll_oob_t *
     return CRUX_OK;
 }
 
-static crux_status_t connect_all(crux_dev_group_t *g, crux_tl_pair_t **pairs, int shift,
+static crux_status_t connect_all(crux_engine_group_t *g, crux_tl_pair_t **pairs, int shift,
                                  const uint8_t *cards, size_t card_size)
 {
     for (int q = 0; q < g->size; q++) {
@@ -48,11 +48,11 @@ static crux_status_t connect_all(crux_dev_group_t *g, crux_tl_pair_t **pairs, in
     return CRUX_OK;
 }
 
-crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
-                                    crux_dev_group_t **group_p)
+crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
+                                       crux_engine_group_t **group_p)
 {
     const crux_dev_config_t defaults = CRUX_DEV_CONFIG_DEFAULT;
-    crux_dev_group_t *g = calloc(1, sizeof(*g));
+    crux_engine_group_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         return CRUX_ERR_NO_MEMORY;
     }
@@ -129,14 +129,14 @@ crux_status_t crux_dev_group_create(const crux_coll_oob_t *oob, const crux_dev_c
     }
     free(cards);
     if (st != CRUX_OK) {
-        crux_dev_group_destroy(g);
+        crux_engine_group_destroy(g);
         return st;
     }
     *group_p = g;
     return CRUX_OK;
 }
 
-void crux_dev_group_destroy(crux_dev_group_t *g)
+void crux_engine_group_destroy(crux_engine_group_t *g)
 {
     if (g == NULL) {
         return;
@@ -156,27 +156,28 @@ void crux_dev_group_destroy(crux_dev_group_t *g)
     free(g);
 }
 
-crux_tl_engine_t *crux_dev_group_engine(crux_dev_group_t *g)
+crux_tl_engine_t *crux_engine_group_engine(crux_engine_group_t *g)
 {
     return g->engine;
 }
 
-int crux_dev_group_lanes(const crux_dev_group_t *g)
+int crux_engine_group_lanes(const crux_engine_group_t *g)
 {
     return g->lanes;
 }
 
-void crux_dev_group_set_caller(crux_dev_group_t *g, uint64_t caller)
+void crux_engine_group_set_caller(crux_engine_group_t *g, uint64_t caller)
 {
     g->caller = caller * 0x9e3779b97f4a7c15ull; /* spread over the tag's bits */
 }
 
-int crux_dev_group_broken(const crux_dev_group_t *g)
+int crux_engine_group_broken(const crux_engine_group_t *g)
 {
     return g->lanes_broken;
 }
 
-void crux_dev_shard(const crux_dev_group_t *g, size_t count, int p, size_t *first, size_t *length)
+void crux_dev_shard(const crux_engine_group_t *g, size_t count, int p, size_t *first,
+                    size_t *length)
 {
     size_t base = count / (size_t)g->size, rem = count % (size_t)g->size;
     *first = (size_t)p * base + ((size_t)p < rem ? (size_t)p : rem);
