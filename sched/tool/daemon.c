@@ -406,14 +406,7 @@ int tool_daemon(int argc, char **argv)
             break;
         case 'm': bad = tool_int_opt("daemon", "--orders", optarg, 1, 1000, &d.o.orders); break;
         case 's': bad = tool_seed_opt("daemon", optarg, &d.o.seed); break;
-        case 'N': {
-            static const char *const models[] = { "paper", "network", NULL };
-            int m;
-            bad = tool_choice_opt("daemon", "--priorities", optarg, models, &m);
-            if (!bad)
-                d.o.priorities = m ? CRUX_SCHED_PRIORITIES_NETWORK : CRUX_SCHED_PRIORITIES_PAPER;
-            break;
-        }
+        case 'N': bad = tool_priorities_opt("daemon", optarg, &d.o.priorities); break;
         case 'R': d.report = optarg; break;
         case 'S': bad = tool_int_opt("daemon", "--settle-ms", optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;

@@ -96,3 +96,15 @@ int tool_choice_opt(const char *cmd, const char *name, const char *s, const char
     tool_usage_error(cmd, "%s: \"%s\" is not one of %s", name, s, list);
     return -1;
 }
+
+int tool_priorities_opt(const char *cmd, const char *s, crux_sched_priorities_t *out)
+{
+    static const char *const models[] = { "paper", "network", NULL };
+    static const crux_sched_priorities_t value[] = { CRUX_SCHED_PRIORITIES_PAPER,
+                                                     CRUX_SCHED_PRIORITIES_NETWORK };
+    int m;
+    if (tool_choice_opt(cmd, "--priorities", s, models, &m) != 0)
+        return -1;
+    *out = value[m];
+    return 0;
+}

@@ -63,9 +63,6 @@ int tool_plan(int argc, char **argv)
     static const crux_sched_path_mode_t path_value[] = { CRUX_SCHED_PATHS_CRUX,
                                                          CRUX_SCHED_PATHS_ECMP,
                                                          CRUX_SCHED_PATHS_RANDOM };
-    static const char *const prio_models[] = { "paper", "network", NULL };
-    static const crux_sched_priorities_t prio_value[] = { CRUX_SCHED_PRIORITIES_PAPER,
-                                                          CRUX_SCHED_PRIORITIES_NETWORK };
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         int bad = 0, mode;
@@ -86,11 +83,7 @@ int tool_plan(int argc, char **argv)
             if (!bad)
                 o.paths = path_value[mode];
             break;
-        case 'P':
-            bad = tool_choice_opt("plan", "--priorities", optarg, prio_models, &mode);
-            if (!bad)
-                o.priorities = prio_value[mode];
-            break;
+        case 'P': bad = tool_priorities_opt("plan", optarg, &o.priorities); break;
         case 'o': out = optarg; break;
         case 'R': report = optarg; break;
         case 'J': json = 1; break;

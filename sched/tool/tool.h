@@ -67,6 +67,8 @@ int tool_seed_opt(const char *cmd, const char *s, uint64_t *out);
 /* *out = the index of s in choices (NULL-terminated). */
 int tool_choice_opt(const char *cmd, const char *name, const char *s, const char *const *choices,
                     int *out);
+/* --priorities paper|network, for plan and daemon alike. */
+int tool_priorities_opt(const char *cmd, const char *s, crux_sched_priorities_t *out);
 
 /* Cluster file: a builder or an explicit list; also the level table. */
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,

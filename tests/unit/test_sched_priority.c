@@ -264,34 +264,44 @@ START_TEST(default_table_leaves_cs6_cs7)
 }
 END_TEST
 
+/* On sched_test_uplink_cluster(4): a ring "wide" over h0, h4, h8, h12 (one
+ * host per ToR; compute 4 s, 'overlap' of it hiding communication) and on
+ * each of its hops a small job s<k> from h<4k+1> to h<4k+5> (1 GB of work
+ * 'weight'); their indices in *w and small[]. */
+static void add_ring_over_hops(crux_sched_plan_t *plan, crux_sched_cluster_t *c, double overlap,
+                               double weight, int *w, int small[4])
+{
+    crux_sched_place_t ring[4];
+    for (int k = 0; k < 4; k++) {
+        char h[8];
+        snprintf(h, sizeof(h), "h%d", 4 * k);
+        ring[k] = (crux_sched_place_t){ crux_sched_cluster_find_host(c, h), 0 };
+    }
+    crux_sched_job_t wide = { .id = "wide",
+                              .placement = ring,
+                              .nplacement = 4,
+                              .compute_s = 4,
+                              .overlap = overlap,
+                              .allreduce_bytes = 1e9 * 32 / 62.0 };
+    char err[256];
+    *w = -1;
+    ck_assert_msg(crux_sched_plan_add_job(plan, &wide, w, err, sizeof(err)) == CRUX_OK, "%s", err);
+    for (int k = 0; k < 4; k++) {
+        char id[8], a[8], b[8];
+        snprintf(id, sizeof(id), "s%d", k);
+        snprintf(a, sizeof(a), "h%d", 4 * k + 1);
+        snprintf(b, sizeof(b), "h%d", (4 * k + 5) % 16);
+        small[k] = add_flow_job(plan, c, id, a, b, 1e9, weight, 1, 0);
+    }
+}
+
 START_TEST(network_priorities_lift_a_wide_ring)
 {
     crux_sched_cluster_t *c = sched_test_uplink_cluster(4);
     for (int net = 0; net <= 1; net++) {
         crux_sched_plan_t *plan = crux_sched_plan_new(c);
-        crux_sched_place_t ring[4];
-        for (int k = 0; k < 4; k++) {
-            char h[8];
-            snprintf(h, sizeof(h), "h%d", 4 * k);
-            ring[k] = (crux_sched_place_t){ crux_sched_cluster_find_host(c, h), 0 };
-        }
-        crux_sched_job_t wide = { .id = "wide",
-                                  .placement = ring,
-                                  .nplacement = 4,
-                                  .compute_s = 4,
-                                  .overlap = 0.3,
-                                  .allreduce_bytes = 1e9 * 32 / 62.0 };
-        int w = -1, small[4];
-        char err[256];
-        ck_assert_msg(crux_sched_plan_add_job(plan, &wide, &w, err, sizeof(err)) == CRUX_OK, "%s",
-                      err);
-        for (int k = 0; k < 4; k++) {
-            char id[8], a[8], b[8];
-            snprintf(id, sizeof(id), "s%d", k);
-            snprintf(a, sizeof(a), "h%d", 4 * k + 1);
-            snprintf(b, sizeof(b), "h%d", (4 * k + 5) % 16);
-            small[k] = add_flow_job(plan, c, id, a, b, 1e9, 40, 1, 0);
-        }
+        int w, small[4];
+        add_ring_over_hops(plan, c, 0.3, 40, &w, small);
         ck_assert_int_eq(crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_CRUX, 1), CRUX_OK);
         ck_assert_int_eq(crux_sched_plan_assign_priorities(plan, 3.0), CRUX_OK);
         if (net)
@@ -334,29 +344,8 @@ START_TEST(network_levels_merge_only_where_sharing_gains)
     crux_sched_cluster_t *c = sched_test_uplink_cluster(4);
     for (int net = 0; net <= 1; net++) {
         crux_sched_plan_t *plan = crux_sched_plan_new(c);
-        crux_sched_place_t ring[4];
-        for (int k = 0; k < 4; k++) {
-            char h[8];
-            snprintf(h, sizeof(h), "h%d", 4 * k);
-            ring[k] = (crux_sched_place_t){ crux_sched_cluster_find_host(c, h), 0 };
-        }
-        crux_sched_job_t wide = { .id = "wide",
-                                  .placement = ring,
-                                  .nplacement = 4,
-                                  .compute_s = 4,
-                                  .overlap = 0.6,
-                                  .allreduce_bytes = 1e9 * 32 / 62.0 };
-        int w = -1, small[4];
-        char err[256];
-        ck_assert_msg(crux_sched_plan_add_job(plan, &wide, &w, err, sizeof(err)) == CRUX_OK, "%s",
-                      err);
-        for (int k = 0; k < 4; k++) {
-            char id[8], a[8], b[8];
-            snprintf(id, sizeof(id), "s%d", k);
-            snprintf(a, sizeof(a), "h%d", 4 * k + 1);
-            snprintf(b, sizeof(b), "h%d", (4 * k + 5) % 16);
-            small[k] = add_flow_job(plan, c, id, a, b, 1e9, 20, 1, 0);
-        }
+        int w, small[4];
+        add_ring_over_hops(plan, c, 0.6, 20, &w, small);
         ck_assert_int_eq(crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_CRUX, 1), CRUX_OK);
         ck_assert_int_eq(crux_sched_plan_merge_levels(plan), CRUX_ERR_INVALID); /* not compressed */
         ck_assert_int_eq(crux_sched_plan_assign_priorities(plan, 3.0), CRUX_OK);
