@@ -195,6 +195,9 @@ typedef struct {
     ompi_communicator_t *comm;
     const crux_coll_oob_t *oob; /* an allgather over comm that never enters crux */
     coll_crux_kind_t kind;
+    /* what else a group of the kind must match to be shared: a layout is
+     * built with or without the engine's lanes by the asked hand-off */
+    int variant;
     bool pin;
     /* builds a group over comm, collectively, exchanging through oob */
     crux_status_t (*build)(void *arg, const crux_coll_oob_t *oob, void **group);

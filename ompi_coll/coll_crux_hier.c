@@ -244,6 +244,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     crux_status_t status;
     const coll_crux_share_request_t how = {
         .kind = COLL_CRUX_LAYOUT,
+        .variant = m->request.handoff == CRUX_HANDOFF_FLAGS, /* layout_build: no lanes */
         .build = layout_build,
         .destroy = layout_destroy,
     };

@@ -50,6 +50,7 @@
 struct coll_crux_shared {
     struct coll_crux_shared *next; /* newest first */
     coll_crux_kind_t kind;
+    int variant; /* coll_crux_share_request_t's */
     uint64_t id; /* the same on every member: member 0's pid and count */
     int refs;
     int pins;      /* references that keep it from being released early */
@@ -112,11 +113,12 @@ static int broken(coll_crux_kind_t kind, void *group)
     }
 }
 
-/* The newest usable group of 'kind' over exactly these processes. */
-static coll_crux_shared_t *find(coll_crux_kind_t kind, const uint64_t *names, int size)
+/* The newest usable group of 'kind' and 'variant' over exactly these
+ * processes. */
+static coll_crux_shared_t *find(coll_crux_kind_t kind, int variant, const uint64_t *names, int size)
 {
     for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
-        if (s->kind == kind && !s->released && s->size == size &&
+        if (s->kind == kind && s->variant == variant && !s->released && s->size == size &&
             memcmp(s->names, names, (size_t)size * sizeof(*names)) == 0 &&
             !broken(kind, s->group)) {
             return s;
@@ -201,7 +203,7 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
     }
     bool ok = names != NULL && all != NULL && fresh != NULL, alone = ompi_mpi_thread_multiple;
     pthread_mutex_lock(&lock);
-    coll_crux_shared_t *s = ok && !alone ? find(kind, names, size) : NULL;
+    coll_crux_shared_t *s = ok && !alone ? find(kind, req->variant, names, size) : NULL;
     if (s != NULL) {
         s->refs++; /* kept while the others decide */
         mine.proposal = s->id;
@@ -268,6 +270,7 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
         *fresh = (coll_crux_shared_t){
             .next = groups,
             .kind = kind,
+            .variant = req->variant,
             .id = all[0].fresh,
             .refs = 1,
             .pins = req->pin,

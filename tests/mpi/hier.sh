@@ -51,4 +51,12 @@ expect_stderr "allreduce on MPI_COMM_WORLD: hier from 4 bytes" "[np=4 k=2 hier f
 run_mpi 4 "k=2 hier lanes" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_topology hier \
   --mca coll_crux_allreduce_handoff lanes "${verbose[@]}" -- $prog counts bits
 expect_stderr "groups of 2 ranks, the engine's lanes within them" "[np=4 k=2 hier lanes] lanes within the rank groups"
+# a duplicate asking for flags does not take MPI_COMM_WORLD's layout, whose
+# rank groups have the engine's lanes: it gets one of its own
+run_mpi 4 "k=2 hier info" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_topology hier \
+  "${verbose[@]}" -- $prog info
+expect_stderr "communicator MPI_COMM_WORLD: 2 groups of 2 ranks, the engine's lanes within them" \
+  "[np=4 k=2 hier info] MPI_COMM_WORLD's layout has the engine's lanes"
+expect_stderr "communicator info handoff=flags: 2 groups of 2 ranks, staging within them" \
+  "[np=4 k=2 hier info] the flags duplicate built a layout of its own, staging"
 finish
