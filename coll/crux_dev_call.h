@@ -36,21 +36,6 @@ typedef struct {
     crux_status_t status;
 } crux_dev_call_t;
 
-/* Chunk k of member p's shard: its first element and its element count. */
-size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k);
-size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k);
-/* Account a posted transfer in 'slot', or the error that kept it from posting. */
-void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x);
-/* Post the receive of chunk k of member p's shard into 'to'. */
-void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                         uint8_t *to, int p, unsigned k);
-/* Retire a finished transfer; 1 when the slot holds none (any more). */
-int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot);
-
-/* Post the send of chunk k of member p's shard from 'from'. */
-void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                         const uint8_t *from, int p, unsigned k);
-
 /* crux_dev_agree.c (collective): a device call goes ahead on every member,
  * CRUX_OK, or on none: CRUX_ERR_UNSUPPORTED when a member cannot take part
  * ('mine' not CRUX_OK) or a pair of the members' devices has no peer

@@ -20,10 +20,10 @@
  * A failed transfer does not stop the exchange: the member goes on posting
  * what the protocol expects (skipping reductions) so no peer waits forever,
  * then reports the error. */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crux_idle.h"
 #include "coll/crux_dev_call.h"
 #include "coll/crux_oob.h"
 
@@ -66,12 +66,12 @@ void crux_dev_release_scratch(crux_engine_group_t *g)
 
 /* --- where things are ---------------------------------------------------------- */
 
-size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
+static size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
 {
     return crux_chunk_offset(&c->cut, p, k) / c->esize;
 }
 
-size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
+static size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
 {
     return crux_chunk_bytes(&c->cut, p, k) / c->esize;
 }
@@ -92,7 +92,8 @@ static uint8_t *accumulator(const crux_dev_call_t *c, unsigned k)
 
 /* --- transfers ---------------------------------------------------------------- */
 
-void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, crux_tl_xfer_t *x)
+static void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot,
+                          crux_tl_xfer_t *x)
 {
     if (st != CRUX_OK) {
         if (c->status == CRUX_OK) {
@@ -104,16 +105,16 @@ void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot, 
     c->pending++;
 }
 
-void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                         const uint8_t *from, int p, unsigned k)
+static void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                                const uint8_t *from, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
     crux_status_t st = crux_tl_send(pair, from, crux_dev_chunk_count(c, p, k) * c->esize, NULL, &x);
     crux_dev_post(c, st, slot, x);
 }
 
-void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                         uint8_t *to, int p, unsigned k)
+static void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                                uint8_t *to, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
     crux_tl_xfer_params_t params = { .stream = c->stream && p != c->g->rank };
@@ -123,7 +124,7 @@ void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_
 }
 
 /* Retire finished transfers; 1 when the slot holds none (any more). */
-int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot)
+static int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot)
 {
     if (*slot == NULL) {
         return 1;
@@ -426,12 +427,13 @@ static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, s
         }
     }
     post_gather_receives(&c);
-    unsigned idle = 0;
+    /* what we wait for moves only while we poll: the wait loop yields, never sleeps */
+    crux_idle_t idle = crux_idle_start(g->spins);
     while (!complete(&c)) {
         if (step(&c) > 0) {
-            idle = 0;
-        } else if (++idle > g->spins) {
-            sched_yield(); /* what we wait for needs a peer to run */
+            crux_idle_reset(&idle);
+        } else {
+            (void)crux_idle_poll(&idle, 0);
         }
     }
     if (c.device < 0) {

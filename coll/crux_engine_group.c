@@ -9,6 +9,7 @@
 
 #include "common/crux_cpus.h"
 #include "coll/crux_engine_group.h"
+#include "coll/crux_shard.h"
 #include "coll/crux_oob.h"
 
 #define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
@@ -179,7 +180,7 @@ int crux_engine_group_broken(const crux_engine_group_t *g)
 void crux_dev_shard(const crux_engine_group_t *g, size_t count, int p, size_t *first,
                     size_t *length)
 {
-    size_t base = count / (size_t)g->size, rem = count % (size_t)g->size;
-    *first = (size_t)p * base + ((size_t)p < rem ? (size_t)p : rem);
-    *length = base + ((size_t)p < rem);
+    crux_cut_t cut = crux_cut(count, 1, 1, g->size);
+    *first = crux_shard_first(&cut, p);
+    *length = crux_shard_length(&cut, p);
 }

@@ -1,6 +1,6 @@
 /* Internal to libcrux_coll: how a buffer is cut into one shard per member
  * and each shard into pipeline chunks.  Every member computes the same cut.
- * Every algorithm of the library cuts this way (crux_dev_shard too). */
+ * Every algorithm of the library cuts this way. */
 #ifndef CRUX_SHARD_H
 #define CRUX_SHARD_H
 
