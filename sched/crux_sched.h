@@ -233,6 +233,12 @@ crux_status_t crux_sched_plan_assign_priorities(crux_sched_plan_t *plan, double 
 crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int reserve, int orders,
                                        uint64_t seed);
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
+/* The model's two halves, as run uses them after path selection (and
+ * crux-sched and crux-sim too): the jobs' order (assign_priorities, then
+ * with CRUX_SCHED_PRIORITIES_NETWORK network_priorities), and their levels
+ * (compress, then with CRUX_SCHED_PRIORITIES_NETWORK merge_levels). */
+crux_status_t crux_sched_plan_order(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
+crux_status_t crux_sched_plan_levels(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
 /* Priorities that see the network, after crux_sched_plan_assign_priorities:
  * replaces each P_j by the job's place in an order built from the bottom,
  * each time the job that loses the least computation when every job left

@@ -82,16 +82,30 @@ static crux_status_t choose_paths(sim_t *s, crux_sched_plan_t *plan, int n)
     }
 }
 
-/* The policies whose priorities see the network (the others: P = k I). */
-static int net_priorities(crux_sim_policy_t p)
+/* The planner's options for Crux's policies: the run's levels, orders and
+ * seed; the network model for those that see the network (the others:
+ * P = k I). */
+static crux_sched_options_t crux_options(const sim_t *s)
 {
-    return p == CRUX_SIM_CRUX_FULL || p == CRUX_SIM_CRUX_PA_NET || p == CRUX_SIM_CRUX_PS_PA_NET;
+    crux_sim_policy_t p = s->cfg.policy;
+    crux_sched_options_t o;
+    crux_sched_options_defaults(&o);
+    o.levels = s->cfg.levels;
+    o.reserve = 0;
+    o.orders = s->cfg.orders;
+    o.seed = s->cfg.seed;
+    o.priorities =
+        p == CRUX_SIM_CRUX_FULL || p == CRUX_SIM_CRUX_PA_NET || p == CRUX_SIM_CRUX_PS_PA_NET
+            ? CRUX_SCHED_PRIORITIES_NETWORK
+            : CRUX_SCHED_PRIORITIES_PAPER;
+    return o;
 }
 
 static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int *jobs, int n)
 {
     int K = s->cfg.levels;
     crux_status_t st = CRUX_OK;
+    crux_sched_options_t o = crux_options(s);
     switch (s->cfg.policy) {
     case CRUX_SIM_SINCRONIA: return sim_sincronia_levels(s, jobs, n);
     case CRUX_SIM_TACCL: return sim_taccl_levels(s, plan, jobs, n);
@@ -99,19 +113,13 @@ static crux_status_t choose_levels(sim_t *s, crux_sched_plan_t *plan, const int 
     case CRUX_SIM_CRUX_PS_PA:
     case CRUX_SIM_CRUX_PA_NET:
     case CRUX_SIM_CRUX_PS_PA_NET:
-        st = crux_sched_plan_assign_priorities(plan, 3.0);
-        if (st == CRUX_OK && net_priorities(s->cfg.policy))
-            st = crux_sched_plan_network_priorities(plan);
+        st = crux_sched_plan_order(plan, &o);
         return st == CRUX_OK ? rank_levels(s, plan, jobs, n) : st;
     case CRUX_SIM_CRUX_FULL:
     case CRUX_SIM_CRUX_FULL_PAPER:
-        st = crux_sched_plan_assign_priorities(plan, 3.0);
-        if (st == CRUX_OK && net_priorities(s->cfg.policy))
-            st = crux_sched_plan_network_priorities(plan);
+        st = crux_sched_plan_order(plan, &o);
         if (st == CRUX_OK)
-            st = crux_sched_plan_compress(plan, K, 0, s->cfg.orders, s->cfg.seed);
-        if (st == CRUX_OK && net_priorities(s->cfg.policy))
-            st = crux_sched_plan_merge_levels(plan);
+            st = crux_sched_plan_levels(plan, &o);
         return st == CRUX_OK ? plan_levels(s, plan, jobs, n) : st;
     case CRUX_SIM_FIXED:
         for (int i = 0; i < n; i++) {

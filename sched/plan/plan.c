@@ -289,13 +289,28 @@ crux_status_t crux_sched_plan_run(crux_sched_plan_t *p, const crux_sched_options
     }
     crux_status_t st = crux_sched_plan_select_paths(p, o->paths, o->seed);
     if (st == CRUX_OK)
-        st = crux_sched_plan_assign_priorities(p, o->horizon_iters);
-    int net = o->priorities == CRUX_SCHED_PRIORITIES_NETWORK;
-    if (st == CRUX_OK && net)
-        st = crux_sched_plan_network_priorities(p);
+        st = crux_sched_plan_order(p, o);
     if (st == CRUX_OK)
-        st = crux_sched_plan_compress(p, o->levels, o->reserve, o->orders, o->seed);
-    if (st == CRUX_OK && net)
+        st = crux_sched_plan_levels(p, o);
+    return st;
+}
+
+crux_status_t crux_sched_plan_order(crux_sched_plan_t *p, const crux_sched_options_t *o)
+{
+    if (p == NULL || o == NULL)
+        return CRUX_ERR_INVALID;
+    crux_status_t st = crux_sched_plan_assign_priorities(p, o->horizon_iters);
+    if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
+        st = crux_sched_plan_network_priorities(p);
+    return st;
+}
+
+crux_status_t crux_sched_plan_levels(crux_sched_plan_t *p, const crux_sched_options_t *o)
+{
+    if (p == NULL || o == NULL)
+        return CRUX_ERR_INVALID;
+    crux_status_t st = crux_sched_plan_compress(p, o->levels, o->reserve, o->orders, o->seed);
+    if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
         st = crux_sched_plan_merge_levels(p);
     return st;
 }

@@ -128,16 +128,11 @@ int tool_plan(int argc, char **argv)
     if (rc == TOOL_OK) {
         crux_status_t st = crux_sched_plan_select_paths(plan, o.paths, o.seed);
         t3 = now_s();
-        int net = o.priorities == CRUX_SCHED_PRIORITIES_NETWORK;
         if (st == CRUX_OK)
-            st = crux_sched_plan_assign_priorities(plan, o.horizon_iters);
-        if (st == CRUX_OK && net)
-            st = crux_sched_plan_network_priorities(plan);
+            st = crux_sched_plan_order(plan, &o);
         t4 = now_s();
         if (st == CRUX_OK)
-            st = crux_sched_plan_compress(plan, o.levels, o.reserve, o.orders, o.seed);
-        if (st == CRUX_OK && net)
-            st = crux_sched_plan_merge_levels(plan);
+            st = crux_sched_plan_levels(plan, &o);
         t5 = now_s();
         if (st != CRUX_OK) {
             tool_error(jobs, 0, "planning failed: %s", crux_status_string(st));

@@ -371,6 +371,31 @@ START_TEST(network_levels_merge_only_where_sharing_gains)
         }
         crux_sched_plan_free(plan);
     }
+    /* crux_sched_plan_levels (what plan_run, crux-sched and crux-sim use)
+     * merges with the network model and not with the paper's, on the
+     * paper's order of the same jobs */
+    for (int net = 0; net <= 1; net++) {
+        crux_sched_plan_t *plan = crux_sched_plan_new(c);
+        int w, small[4];
+        add_ring_over_hops(plan, c, 0.6, 20, &w, small);
+        crux_sched_options_t o;
+        crux_sched_options_defaults(&o);
+        o.priorities = net ? CRUX_SCHED_PRIORITIES_NETWORK : CRUX_SCHED_PRIORITIES_PAPER;
+        ck_assert_int_eq(crux_sched_plan_select_paths(plan, o.paths, o.seed), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_assign_priorities(plan, o.horizon_iters), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_levels(plan, &o), CRUX_OK);
+        crux_sched_job_result_t rw, rs;
+        crux_sched_plan_job(plan, w, &rw);
+        for (int k = 0; k < 4; k++) {
+            crux_sched_plan_job(plan, small[k], &rs);
+            ck_assert_msg(net ? rw.level == rs.level : rw.level < rs.level,
+                          "%s levels: wide level %d, s%d level %d", net ? "network" : "paper",
+                          rw.level, k, rs.level);
+        }
+        crux_sched_plan_free(plan);
+    }
+    ck_assert_int_eq(crux_sched_plan_levels(NULL, NULL), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_plan_order(NULL, NULL), CRUX_ERR_INVALID);
     crux_sched_plan_t *plan = crux_sched_plan_new(c);
     int a = add_flow_job(plan, c, "a", "h0", "h4", 1e9, 10, 1, 0);
     int b = add_flow_job(plan, c, "b", "h1", "h5", 1e9, 10, 1, 0);
