@@ -306,8 +306,15 @@ int main(int argc, char **argv)
         tap_check(after_default_stream(defaults[k].stream, rank, size, &host_waited),
                   "the input still being written on the %s default stream is waited for",
                   defaults[k].name);
-        tap_check(!host_waited, "the %s default stream is waited for on the GPU, not by the host",
-                  defaults[k].name);
+        char what[96];
+        snprintf(what, sizeof(what),
+                 "the %s default stream is waited for on the GPU, not by the host",
+                 defaults[k].name);
+        if (p_default_syncs != NULL) {
+            tap_check(!host_waited, "%s", what);
+        } else { /* only the stand-in driver counts the host's waits */
+            tap_skip(what, "no count of the host's waits on this driver");
+        }
         tap_check(managed_allreduce(defaults[k].stream, rank, size),
                   "managed memory goes the host path, after the %s default stream's work",
                   defaults[k].name);

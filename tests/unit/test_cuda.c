@@ -867,6 +867,13 @@ static int t_relay_hops(void)
         FAIL(2);
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
+    /* each hop's GPU has peer access to the next one (the relay's to the
+     * receiver's too, not only the sender's to the relay) */
+    int (*enabled)(int, int) = mock_sym("mock_cuda_peer_enabled");
+    if (enabled != NULL && (!enabled(0, 1) || !enabled(1, 2))) {
+        fprintf(stderr, "# peer access 0>1 %d, 1>2 %d\n", enabled(0, 1), enabled(1, 2));
+        return 6;
+    }
     if (copies != NULL && (copies(0, 0, 1) == 0 || copies(1, 1, 2) == 0 || copies(2, 0, 1) != 0 ||
                            copies(2, 1, 2) != 0)) {
         fprintf(stderr, "# 0>1 by GPU 0 %lu, by GPU 2 %lu; 1>2 by GPU 1 %lu, by GPU 2 %lu\n",
@@ -884,16 +891,17 @@ static int t_relay_hops(void)
         cross_transfer(e, 0, 2, 16u << 20, 0, share) != 0 ||
         crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
         FAIL(4);
+    int rc = 0;
     for (unsigned i = 0, n = crux_tl_pair_channels(pair, attrs, 4); i < n; i++) {
         if (attrs[i].kind == CRUX_TL_CHAN_CUDA_PEER) {
             fprintf(stderr, "# a relay channel without peer access from the relay\n");
-            return 5;
+            rc = 5;
         }
     }
     crux_tl_pair_disconnect(pair);
     crux_tl_engine_destroy(e);
     crux_tl_context_close(ctx);
-    return 0;
+    return rc;
 #else
     return 1; /* a build without CUDA sees no GPU: never run */
 #endif
