@@ -48,6 +48,9 @@ launch() {
 pair() {
   awk -F, -v OFS=, '
   NR == FNR { a[FNR] = $0; next }
+  # the two builds must have run the same variants, sizes in the same order
+  FNR == 1 && $0 != a[1] { print "the two builds ran different variants: " a[1] " / " $0 > "/dev/stderr"; bad = 1; exit 1 }
+  FNR > 1 && split(a[FNR], y, ",") && (y[1] != $1 || y[2] != $2) { print "the two builds ran different sizes" > "/dev/stderr"; bad = 1; exit 1 }
   FNR == 1 {
     n = split(a[1], h, ",")
     for (c = 3; c <= n; c++) if (h[c] ~ /_us(_inplace)?$/) { t = h[c]; sub(/_us_inplace$/, "_ip", t); sub(/_us$/, "", t); col[++k] = c; nm[k] = t }
@@ -58,7 +61,7 @@ pair() {
   }
   { split(a[FNR], x, ","); line = x[1] "," x[2]
     for (i = 1; i <= k; i++) line = line "," x[col[i]] "," $(col[i])
-    for (i = 1; i <= k; i++) line = line "," sprintf("%.4f", $(col[i]) / x[col[i]])
+    for (i = 1; i <= k; i++) line = line "," (x[col[i]] > 0 ? sprintf("%.4f", $(col[i]) / x[col[i]]) : "nan")
     print line }' "$1" "$2"
 }
 
@@ -70,7 +73,8 @@ for i in $(seq "$launches"); do
     [ $((i % 2)) = 0 ] && first=$build_b second=$build
     launch "$first" "$csv.$i.1" "$@" && launch "$second" "$csv.$i.2" "$@" ||
       { echo "$0: launch $i failed" >&2; exit 1; }
-    if [ "$first" = "$build" ]; then pair "$csv.$i.1" "$csv.$i.2"; else pair "$csv.$i.2" "$csv.$i.1"; fi >"$csv.$i"
+    if [ "$first" = "$build" ]; then pair "$csv.$i.1" "$csv.$i.2"; else pair "$csv.$i.2" "$csv.$i.1"; fi >"$csv.$i" ||
+      { echo "$0: launch $i: the builds' results do not pair" >&2; exit 1; }
     rm -f "$csv.$i.1" "$csv.$i.2"
   fi
   [ "$i" = 1 ] && head -1 "$csv.$i" >"$csv"

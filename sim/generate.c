@@ -82,7 +82,8 @@ crux_status_t crux_sim_generate(const crux_sim_gen_t *g, const crux_sched_cluste
      * exp(mu + sigma^2 / 2) (before the bounds cut the tails) */
     double mean_s = g->load * g->span_s * sh.total / (g->jobs * mean_gpus);
     double mu = log(mean_s) - g->sigma * g->sigma / 2;
-    crux_rng_t rng = { g->seed };
+    crux_rng_t rng;
+    crux_rng_seed(&rng, g->seed);
     double *arrival = malloc((size_t)g->jobs * sizeof(double));
     if (arrival == NULL)
         return CRUX_ERR_NO_MEMORY;
