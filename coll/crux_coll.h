@@ -61,8 +61,6 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
                                      crux_coll_group_t **group_p);
 void crux_coll_group_destroy(crux_coll_group_t *group);
 
-int crux_coll_group_rank(const crux_coll_group_t *group);
-int crux_coll_group_size(const crux_coll_group_t *group);
 /* Calls made from now on carry 'caller', a word the same on every member
  * (e.g. the communicator's context id): members of a group shared by
  * several communicators whose calls crossed (entered it in different
@@ -73,7 +71,6 @@ void crux_coll_group_set_caller(crux_coll_group_t *group, uint64_t caller);
 /* 1 once this member gave the group up (a call failed halfway or found a
  * peer's call of another shape): its later calls fail */
 int crux_coll_group_broken(const crux_coll_group_t *group);
-const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *group);
 
 /* Flat two-step Allreduce (reduce-scatter, then allgather), pipelined in
  * chunks.  'sbuf' NULL means in place (the input is in 'rbuf').  Each shard

@@ -169,7 +169,7 @@ int crux_engine_group_lanes(const crux_engine_group_t *g)
 
 void crux_engine_group_set_caller(crux_engine_group_t *g, uint64_t caller)
 {
-    g->caller = caller * 0x9e3779b97f4a7c15ull; /* spread over the tag's bits */
+    g->caller = crux_caller_word(caller);
 }
 
 int crux_engine_group_broken(const crux_engine_group_t *g)

@@ -190,27 +190,12 @@ void crux_coll_group_destroy(crux_coll_group_t *g)
     free(g);
 }
 
-int crux_coll_group_rank(const crux_coll_group_t *g)
-{
-    return g->rank;
-}
-
-int crux_coll_group_size(const crux_coll_group_t *g)
-{
-    return g->size;
-}
-
 void crux_coll_group_set_caller(crux_coll_group_t *g, uint64_t caller)
 {
-    g->caller = caller * 0x9e3779b97f4a7c15ull; /* spread over the shape's bits */
+    g->caller = crux_caller_word(caller);
 }
 
 int crux_coll_group_broken(const crux_coll_group_t *g)
 {
     return crux_abandoned(g);
-}
-
-const crux_coll_config_t *crux_coll_group_config(const crux_coll_group_t *g)
-{
-    return &g->config;
 }

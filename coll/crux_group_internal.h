@@ -78,9 +78,21 @@ struct crux_coll_group {
  * passed different counts or datatype sizes see different shapes, mixed
  * with the caller's word (crux_coll_group_set_caller), so members in calls
  * of different callers of a shared group see different shapes too. */
+static inline uint64_t crux_call_shape(uint64_t caller, size_t count, size_t esize)
+{
+    return ((uint64_t)(count * esize) << 8 | esize) ^ caller;
+}
+
 static inline uint64_t crux_shape(const crux_coll_group_t *group, size_t count, size_t esize)
 {
-    return ((uint64_t)(count * esize) << 8 | esize) ^ group->caller;
+    return crux_call_shape(group->caller, count, esize);
+}
+
+/* A caller's word, from its id (a communicator's context id): spread over
+ * the shape's bits, so nearby ids differ in many. */
+static inline uint64_t crux_caller_word(uint64_t caller)
+{
+    return caller * 0x9e3779b97f4a7c15ull;
 }
 
 /* Whether member q reads best what we write for it with streaming stores. */

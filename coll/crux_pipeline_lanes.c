@@ -381,7 +381,7 @@ crux_status_t crux_lanes_run(const crux_dev_call_t *c)
     lanes_t l = {
         .g = g,
         .row0 = g->stage_row,
-        .tag = ((uint64_t)(c->count * c->esize) << 8 | c->esize) ^ g->caller,
+        .tag = crux_call_shape(g->caller, c->count, c->esize),
     };
     p.handoff = &l;
     g->stage_row = (unsigned)((g->stage_row + p.kmax) % span);
