@@ -635,9 +635,14 @@ static int t_calibration(void)
     return found == 3 ? 0 : 3;
 }
 
-/* A push is one driver call: each device's primary context is retained
- * once, not on every push (counted by the stand-in driver; nothing to
- * count on a real one). */
+/* A function of the stand-in driver (counters, for tests), NULL on a real one. */
+static void *mock_sym(const char *name)
+{
+    const char *path = getenv("CRUX_CUDA_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    return lib != NULL ? dlsym(lib, name) : NULL;
+}
+
 /* Chunks on one stream finish in order: a poll tests the oldest chunk of the
  * stream and stops at the first unfinished one, so over the host-staged
  * channel (one final stream) a transfer makes at most one event query per
@@ -646,12 +651,7 @@ static int t_calibration(void)
 static int t_polls_in_order(void)
 {
     const size_t bytes = 16u << 20;
-    const char *path = getenv("CRUX_CUDA_LIBRARY");
-    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    unsigned long (*queries)(void) = NULL;
-    if (lib != NULL) {
-        *(void **)&queries = dlsym(lib, "mock_cuda_queries");
-    }
+    unsigned long (*queries)(void) = mock_sym("mock_cuda_queries");
     if (queries == NULL) {
         return 0; /* a real driver: nothing counts its queries */
     }
@@ -689,14 +689,12 @@ static int t_polls_in_order(void)
     return rc;
 }
 
+/* A push is one driver call: each device's primary context is retained
+ * once, not on every push (counted by the stand-in driver; nothing to
+ * count on a real one). */
 static int t_contexts_cached(void)
 {
-    const char *path = getenv("CRUX_CUDA_LIBRARY");
-    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    int (*retains)(int) = NULL;
-    if (lib != NULL) {
-        *(void **)&retains = dlsym(lib, "mock_cuda_retains");
-    }
+    int (*retains)(int) = mock_sym("mock_cuda_retains");
     if (retains == NULL) {
         return 0;
     }
@@ -714,14 +712,6 @@ static int t_contexts_cached(void)
         return 3;
     }
     return 0;
-}
-
-/* A function of the stand-in driver (counters, for tests), NULL on a real one. */
-static void *mock_sym(const char *name)
-{
-    const char *path = getenv("CRUX_CUDA_LIBRARY");
-    void *lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    return lib != NULL ? dlsym(lib, name) : NULL;
 }
 
 /* One transfer within this process from a buffer on device 'from' to one on
