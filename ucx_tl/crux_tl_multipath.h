@@ -227,8 +227,7 @@ typedef struct {
      * cache, for large results the caller does not read again soon.  Only
      * the channels the receiver lands itself can (shm, model: cma copies
      * inside the kernel), so the transfer keeps to those when the pair has
-     * one.  A reducing receive streams its second place (reduce.also)
-     * instead. */
+     * one. */
     int stream;
 } crux_tl_xfer_params_t;
 
@@ -245,53 +244,15 @@ crux_status_t crux_tl_send(crux_tl_pair_t *pair, const void *buffer, size_t byte
 crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
                            const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
 
-/* A receive that reduces what arrives into the buffer instead of storing it:
- *     buffer[i] = local[i] op incoming[i]   (incoming_first: incoming[i] op local[i])
- * element by element with 'fn', as the bytes land, so the reduction costs no
- * copy of its own ('local' spans the buffer's length and may be the buffer
- * itself).  Host memory at both ends.  It travels only over the channels on
- * which the receiver reads the incoming bytes itself, the shm slots and model
- * channels (cma lands inside the kernel); a pair without them, or a device
- * buffer at either end, fails the transfer on both sides with
- * CRUX_ERR_UNSUPPORTED.  The receiver never takes the sender's stripes over
- * (that would be cma).  CRUX_ERR_INVALID at posting unless esize divides 64
- * (stripes and chunks start on 64-byte multiples) and 'bytes'. */
-typedef void (*crux_tl_reduce_fn_t)(void *out, const void *a, const void *b, size_t count);
-
-typedef struct {
-    crux_tl_reduce_fn_t fn;
-    size_t esize; /* bytes per element */
-    const void *local;
-    int incoming_first; /* the incoming element is the left operand */
-    /* NULL, or a receive of this engine (on another pair) that must be done
-     * before anything of this one lands: a chain of reductions into one
-     * buffer, posted at once, applied in order.  It must not be released
-     * before this transfer is done. */
-    const crux_tl_xfer_t *after;
-    /* NULL, or a second place (spanning the buffer's length) every landed
-     * result is also written to, while it is still in cache: e.g. a shared
-     * buffer (crux_tl_shared_alloc) the result is then sent on from. */
-    void *also;
-    int also_stream; /* write 'also' with streaming stores */
-} crux_tl_reduce_t;
-
-crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
-                                  const crux_tl_reduce_t *reduce,
-                                  const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p);
-
-/* 1 when the pair has a channel a reducing receive can use whatever the
- * sender's buffer (shm slots, model channels). */
-int crux_tl_pair_reduces(const crux_tl_pair_t *pair);
-
 /* --- shared buffers ---------------------------------------------------------- */
 
 /* Host memory that every peer of the engine reads in place.  A send whose
  * buffer lies within one travels in a single copy: the receiver copies (or
- * reduces, or streams) straight out of its own mapping of it, over the
+ * streams) straight out of its own mapping of it, over the
  * pair's shm-direct channel, with no staging by the sender and no system
  * call; the sender only publishes it and waits for the receiver's word.  So
  * one shared buffer written once can be sent to every peer (a gather reads
- * it once per peer), and a reducing receive from it needs no shm slots.
+ * it once per peer).
  * The receiver maps a peer's shared buffer the first time a send names it
  * and keeps a few mappings per pair.  CRUX_ERR_UNSUPPORTED when the engine
  * does not use CRUX_TL_CHAN_SHM_DIRECT, CRUX_ERR_NO_MEMORY when the shared

@@ -362,23 +362,15 @@ START_TEST(test_dead_peer_fails_the_transfer)
 }
 END_TEST
 
-static void add_u8(void *out, const void *a, const void *b, size_t count)
-{
-    for (size_t i = 0; i < count; i++) {
-        ((uint8_t *)out)[i] = (uint8_t)(((const uint8_t *)a)[i] + ((const uint8_t *)b)[i]);
-    }
-}
-
-/* Host channels between two processes with private buffers: a reducing
- * receive folds over the shm slots; a streamed receive keeps to them too;
- * an engine without shm cannot reduce, and says so on both sides. */
-static int folds(fork_group_member_t *m, void *argp)
+/* Host channels between two processes with private buffers: a streamed
+ * receive keeps to the shm slots where there are any. */
+static int streams(fork_group_member_t *m, void *argp)
 {
     (void)argp;
     const size_t n = (3u << 20) + 5;
     unsigned kinds[2] = { CRUX_TL_KINDS_HOST,
                           CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) };
-    unsigned char *out = malloc(n), *in = malloc(n + 1), *want = malloc(n);
+    unsigned char *out = malloc(n), *in = malloc(n);
     int rc = 0;
     for (int e = 0; e < 2 && rc == 0; e++) {
         tl_engine_t t;
@@ -390,31 +382,7 @@ static int folds(fork_group_member_t *m, void *argp)
             return 11;
         }
         tl_fill(out, n, (unsigned)m->rank);
-        tl_fill(in, n, 77);
-        in[n] = 0x5a;
-        tl_fill(want, n, (unsigned)(1 - m->rank));
-        add_u8(want, want, in, n);
-        crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = in };
         crux_tl_xfer_t *s, *r;
-        if (crux_tl_recv_reduce(pair, in, n, &red, NULL, &r) != CRUX_OK ||
-            crux_tl_send(pair, out, n, NULL, &s) != CRUX_OK) {
-            return 12;
-        }
-        crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
-        if (e == 1) { /* cma only */
-            rc = crux_tl_pair_reduces(pair) != 0                            ? 13
-                 : rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 14
-                                                                            : 0;
-        } else if (rs != CRUX_OK || ss != CRUX_OK || memcmp(in, want, n) != 0 || in[n] != 0x5a) {
-            rc = 15;
-        } else {
-            const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
-            for (unsigned i = 0; i < st->nstripes; i++) {
-                rc |= st->stripe[i].channel != 2 ? 16 : 0; /* shm */
-            }
-        }
-        crux_tl_xfer_release(s);
-        crux_tl_xfer_release(r);
         /* a streamed plain receive: over shm alone where there is shm */
         crux_tl_xfer_params_t stream = { .stream = 1 };
         tl_prepare_dst(in, n, (unsigned)(1 - m->rank));
@@ -438,20 +406,19 @@ static int folds(fork_group_member_t *m, void *argp)
     }
     free(out);
     free(in);
-    free(want);
     return rc;
 }
 
-START_TEST(test_reducing_and_streamed_receives)
+START_TEST(test_streamed_receives)
 {
-    ck_assert_int_eq(fork_group_run(2, folds, NULL), 0);
+    ck_assert_int_eq(fork_group_run(2, streams, NULL), 0);
 }
 END_TEST
 
 /* Eager sends: rank 0 sends and stages before rank 1 has posted anything;
  * up to eager_max they go over shm whatever the receiver asks, past it the
  * receiver's plan rules; a size mismatch fails both sides and the slots are
- * drained for the next transfer; a reducing receive takes an eager send. */
+ * drained for the next transfer. */
 static int eager(fork_group_member_t *m, void *argp)
 {
     (void)argp;
@@ -468,7 +435,7 @@ static int eager(fork_group_member_t *m, void *argp)
     if (pair == NULL) {
         return 11;
     }
-    static unsigned char buf[(64u << 10) + 1], want[(64u << 10) + 1];
+    static unsigned char buf[(64u << 10) + 1];
     const size_t sizes[] = { 1, 4099, 64u << 10, (64u << 10) + 1, 100, 100, 1000 };
     const size_t takes[] = { 1, 4099, 64u << 10, (64u << 10) + 1, 50, 100, 1000 };
     int rc = 0;
@@ -488,11 +455,8 @@ static int eager(fork_group_member_t *m, void *argp)
         } else {
             fork_group_barrier(m); /* the sender has staged before we post */
             crux_tl_xfer_params_t get_only = { .channels = 1u << 0 };
-            crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = want };
             tl_prepare_dst(buf, takes[i], (unsigned)i);
-            memset(want, 1, takes[i]);
-            crux_status_t st = i == 6 ? crux_tl_recv_reduce(pair, buf, takes[i], &red, NULL, &x)
-                                      : crux_tl_recv(pair, buf, takes[i], &get_only, &x);
+            crux_status_t st = crux_tl_recv(pair, buf, takes[i], &get_only, &x);
             if (st != CRUX_OK) {
                 return 14;
             }
@@ -501,12 +465,8 @@ static int eager(fork_group_member_t *m, void *argp)
             unsigned want_channel = sizes[i] <= cfg.eager_max ? 2 : 0; /* shm, else cma-get */
             if (st != want_st || stats->nstripes != 1 || stats->stripe[0].channel != want_channel) {
                 rc = 15;
-            } else if (st == CRUX_OK && i != 6 &&
-                       tl_landed_once(buf, takes[i], (unsigned)i, x) != 0) {
+            } else if (st == CRUX_OK && tl_landed_once(buf, takes[i], (unsigned)i, x) != 0) {
                 rc = 16;
-            }
-            for (size_t b = 0; i == 6 && rc == 0 && b < takes[i]; b++) {
-                rc = buf[b] != (unsigned char)(tl_pattern(b, 6) + 1) ? 17 : 0;
             }
         }
         crux_tl_xfer_release(x);
@@ -525,9 +485,9 @@ END_TEST
 
 /* Sends from shared buffers: one stripe over shm-direct (index 3) at every
  * size and unaligned offset, the same bytes to two receives at once, a
- * streamed receive, cma get forced instead, shm (a push) refused; a reducing receive with a second
- * place on an engine without shm slots (cma and shm-direct only); more
- * shared buffers than a pair keeps mapped; and the refusals. */
+ * streamed receive, cma get forced instead, shm (a push) refused; more
+ * shared buffers than a pair keeps mapped, on an engine without shm slots
+ * (cma and shm-direct only); and the refusals. */
 static int check_direct(const crux_tl_xfer_t *r, unsigned channel)
 {
     const crux_tl_xfer_stats_t *st = crux_tl_xfer_stats(r);
@@ -619,11 +579,9 @@ static int shared_plain(fork_group_member_t *m, crux_tl_pair_t *pair, tl_engine_
     return rc;
 }
 
-/* On an engine with cma and shm-direct only: a reducing receive from a
- * private buffer is refused, from a shared one it folds, writing the
- * result to the second place too; then ten shared buffers in turn, more
- * than the pair keeps mapped. */
-static int shared_reduce(fork_group_member_t *m)
+/* On an engine with cma and shm-direct only: ten shared buffers in turn,
+ * more than the pair keeps mapped. */
+static int shared_many(fork_group_member_t *m)
 {
     tl_engine_t t;
     unsigned kinds = CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT) |
@@ -632,39 +590,11 @@ static int shared_reduce(fork_group_member_t *m)
         return 30;
     }
     crux_tl_pair_t *pair = tl_connect(m, &t);
-    if (pair == NULL || crux_tl_pair_reduces(pair) || !crux_tl_pair_direct(pair)) {
+    if (pair == NULL || !crux_tl_pair_direct(pair)) {
         return 31;
     }
-    const size_t n = (2u << 20) + 6;
-    unsigned char *sh, *acc = malloc(n), *also = malloc(n + 1), *want = malloc(n);
-    if (crux_tl_shared_alloc(t.engine, n, (void **)&sh) != CRUX_OK) {
-        return 32;
-    }
+    unsigned char *acc = malloc(4000);
     int rc = 0;
-    for (int shared = 0; shared < 2 && rc == 0; shared++) {
-        tl_fill(sh, n, (unsigned)m->rank);
-        tl_fill(acc, n, 40);
-        tl_fill(want, n, (unsigned)(1 - m->rank));
-        add_u8(want, acc, want, n);
-        memset(also, 0, n + 1);
-        crux_tl_reduce_t red = { .fn = add_u8, .esize = 1, .local = acc, .also = also };
-        crux_tl_xfer_t *s, *r;
-        if (crux_tl_recv_reduce(pair, acc, n, &red, NULL, &r) != CRUX_OK ||
-            crux_tl_send(pair, shared ? sh : want, n, NULL, &s) != CRUX_OK) {
-            return 33;
-        }
-        crux_status_t rs = crux_tl_xfer_wait(r), ss = crux_tl_xfer_wait(s);
-        if (!shared) {
-            rc = rs != CRUX_ERR_UNSUPPORTED || ss != CRUX_ERR_UNSUPPORTED ? 34 : 0;
-        } else if (rs != CRUX_OK || ss != CRUX_OK || memcmp(acc, want, n) != 0 ||
-                   memcmp(also, want, n) != 0 || also[n] != 0 || check_direct(r, 2)) {
-            rc = 35;
-        }
-        crux_tl_xfer_release(s);
-        crux_tl_xfer_release(r);
-        fork_group_barrier(m);
-    }
-    crux_tl_shared_free(t.engine, sh);
     for (unsigned i = 0; i < 10 && rc == 0; i++) {
         unsigned char *b;
         if (crux_tl_shared_alloc(t.engine, 4096 * (i + 1), (void **)&b) != CRUX_OK) {
@@ -687,8 +617,6 @@ static int shared_reduce(fork_group_member_t *m)
     crux_tl_pair_disconnect(pair);
     tl_engine_close(&t);
     free(acc);
-    free(also);
-    free(want);
     return rc;
 }
 
@@ -706,7 +634,7 @@ static int shared_sends(fork_group_member_t *m, void *argp)
     int rc = shared_plain(m, pair, &t);
     crux_tl_pair_disconnect(pair);
     tl_engine_close(&t);
-    return rc != 0 ? rc : shared_reduce(m);
+    return rc != 0 ? rc : shared_many(m);
 }
 
 START_TEST(test_shared_buffers_go_in_one_copy)
@@ -1024,7 +952,7 @@ static Suite *host_suite(void)
     tcase_add_test(tc, test_receiver_takes_over_from_a_sleeping_sender);
     tcase_add_test(tc, test_dead_peer_fails_the_transfer);
     tcase_add_test(tc, test_bad_cards_and_configurations);
-    tcase_add_test(tc, test_reducing_and_streamed_receives);
+    tcase_add_test(tc, test_streamed_receives);
     tcase_add_test(tc, test_eager_sends);
     tcase_add_test(tc, test_shared_buffers_go_in_one_copy);
     tcase_add_test(tc, test_far_peers_are_measured);

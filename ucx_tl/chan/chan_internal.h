@@ -15,10 +15,8 @@ typedef struct crux_tl_chunk crux_tl_chunk_t;
 
 /* What a channel asks of the owner of a chunk: the transfer it belongs to. */
 typedef struct {
-    /* 0 while the chunk's bytes may not land yet (a chained reduction) */
-    int (*may_land)(const crux_tl_chunk_t *chunk);
-    /* land 'length' bytes from 'src' at byte 'at' of the chunk: a copy
-     * (streaming if asked) or a reduction */
+    /* land 'length' bytes from 'src' at byte 'at' of the chunk: a copy,
+     * streaming if asked */
     void (*land)(const crux_tl_chunk_t *chunk, size_t at, const void *src, size_t length);
     /* the chunk finished (chunk->status says how): the channel let it go */
     void (*finish)(crux_tl_chunk_t *chunk);
@@ -31,8 +29,7 @@ struct crux_tl_chunk {
     crux_tl_xfer_t *xfer; /* the owner's: never looked into by a channel */
     unsigned run;         /* the owner's: index of the transfer's run */
     size_t length;
-    size_t grain; /* land whole multiples of this many bytes but the last (1: any) */
-    void *dst;    /* local, or mapped */
+    void *dst; /* local, or mapped */
     const void *src;
     uint64_t remote; /* cma: the peer's address */
     crux_status_t status;
@@ -76,7 +73,7 @@ void crux_tl_chan_init(crux_tl_chan_t *chan, const crux_tl_chan_ops_t *ops,
  * plus the chunks that made headway. */
 unsigned crux_tl_chan_poll(crux_tl_chan_t *chan);
 /* 1 for the channels whose landings the receiver writes itself, from memory
- * it reads (shm, shm-direct, model): the only ones that can reduce or stream. */
+ * it reads (shm, shm-direct, model): the only ones that can stream. */
 int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind);
 
 /* host_chan.c: the host and model channels, with nominal figures (NULL

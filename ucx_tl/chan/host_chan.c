@@ -7,9 +7,7 @@
  * receiver's plan, hence its higher latency.  The shm channel copies twice,
  * once on each side, and pipelines the two copies through its slots.  The
  * shm-direct channel copies once, by the receiver, out of its mapping of
- * the sender's buffer, which must be a shared buffer (engine/shared_buffer.c).
- * The channels that the receiver copies out of memory it addresses (shm,
- * shm-direct, model) can also reduce on landing (through the chunk's owner). */
+ * the sender's buffer, which must be a shared buffer (engine/shared_buffer.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +62,6 @@ static crux_status_t direct_issue(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 static int direct_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 {
     (void)chan;
-    if (!c->owner->may_land(c)) {
-        return 0; /* a chained reduction: its turn has not come */
-    }
     c->owner->land(c, 0, c->src, c->length);
     c->status = CRUX_OK;
     return 1;
@@ -101,15 +96,9 @@ static int model_test(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
 {
     model_chan_t *m = (model_chan_t *)chan;
     double now = crux_tl_now();
-    if (!c->owner->may_land(c)) {
-        return 0; /* a chained reduction: its turn has not come */
-    }
     if (c->copied < c->length && now > c->start) {
         double carried = (now - c->start) * m->model.bandwidth;
         size_t upto = carried >= (double)c->length ? c->length : (size_t)carried;
-        if (c->grain > 1 && upto < c->length) {
-            upto -= upto % c->grain; /* e.g. reduce whole elements */
-        }
         if (upto > c->copied) {
             c->owner->land(c, c->copied, (const uint8_t *)c->src + c->copied, upto - c->copied);
             c->copied = upto;
@@ -167,8 +156,7 @@ crux_tl_chan_t *crux_tl_chan_shm(const char *shm_name, size_t slot_size, unsigne
     return c;
 }
 
-/* Chunks keep a landing's source and destination within L2 and let a
- * chained reduction behind it start early. */
+/* Chunks keep a landing's source and destination within L2. */
 crux_tl_chan_t *crux_tl_chan_shm_direct(void)
 {
     crux_tl_chan_t *c = calloc(1, sizeof(*c));

@@ -46,7 +46,6 @@ struct crux_tl_xfer {
     size_t bytes;
     crux_tl_mem_t mem;
     crux_tl_xfer_params_t params;
-    crux_tl_reduce_t reduce; /* receiver: fn set for a reducing receive */
     xfer_state_t state;
     crux_status_t status;
     int released;
@@ -175,9 +174,7 @@ unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x);
 /* Stop issuing (what is in flight drains) with this status, the first one. */
 void crux_tl_xfer_fail(crux_tl_xfer_t *x, crux_status_t status);
 /* Land 'length' bytes that arrived for offset 'at' of the receive's buffer:
- * a copy (streaming if asked) or the reduction of a reducing receive. */
+ * a copy, streaming if asked. */
 void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length);
-/* 0 while a reducing receive must wait for the one it comes after. */
-int crux_tl_may_land(const crux_tl_xfer_t *x);
 
 #endif

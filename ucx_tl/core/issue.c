@@ -1,40 +1,15 @@
 /* Issuing a transfer's runs to their channels, and what the channels call
- * back on each chunk: whether it may land yet, landing its bytes (a copy, a
- * streamed copy or a reduction), and retiring it. */
+ * back on each chunk: landing its bytes (a copy or a streamed copy), and
+ * retiring it. */
 #include <string.h>
 
 #include "common/crux_copy.h"
 #include "ucx_tl/core/core_internal.h"
 
-#define ALSO_BLOCK (16u << 10) /* a multiple of the granule, so of every element size */
-
-int crux_tl_may_land(const crux_tl_xfer_t *x)
-{
-    return x->reduce.after == NULL || x->reduce.after->state == XFER_DONE;
-}
-
 void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length)
 {
     uint8_t *out = x->buffer + at;
-    if (x->reduce.fn != NULL) {
-        /* with a second place, in blocks that its copy reads from L1 */
-        size_t block = x->reduce.also != NULL ? ALSO_BLOCK : length;
-        for (size_t done = 0; done < length; done += block) {
-            size_t n = length - done < block ? length - done : block;
-            const uint8_t *local = (const uint8_t *)x->reduce.local + at + done;
-            const uint8_t *in = (const uint8_t *)src + done;
-            if (x->reduce.incoming_first) {
-                x->reduce.fn(out + done, in, local, n / x->reduce.esize);
-            } else {
-                x->reduce.fn(out + done, local, in, n / x->reduce.esize);
-            }
-            if (x->reduce.also != NULL && (x->params.stream || x->reduce.also_stream)) {
-                crux_copy_stream((uint8_t *)x->reduce.also + at + done, out + done, n);
-            } else if (x->reduce.also != NULL) {
-                memcpy((uint8_t *)x->reduce.also + at + done, out + done, n);
-            }
-        }
-    } else if (x->params.stream) {
+    if (x->params.stream) {
         crux_copy_stream(out, src, length);
     } else {
         memcpy(out, src, length);
@@ -47,11 +22,6 @@ void crux_tl_xfer_fail(crux_tl_xfer_t *x, crux_status_t status)
         x->failed = 1;
         x->status = status;
     }
-}
-
-static int chunk_may_land(const crux_tl_chunk_t *c)
-{
-    return crux_tl_may_land(c->xfer);
 }
 
 /* A chunk lands at its place in the transfer's buffer. */
@@ -75,7 +45,7 @@ static void chunk_finish(crux_tl_chunk_t *c)
     crux_tl_chunk_put(x->pair->engine, c);
 }
 
-static const crux_tl_chunk_owner_t chunk_owner = { chunk_may_land, chunk_land, chunk_finish };
+static const crux_tl_chunk_owner_t chunk_owner = { chunk_land, chunk_finish };
 
 unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
 {
@@ -97,7 +67,6 @@ unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
             c->owner = &chunk_owner;
             c->xfer = x;
             c->run = i;
-            c->grain = x->reduce.fn != NULL ? x->reduce.esize : 1;
             c->length =
                 run->bytes - run->issued < run->chunk ? run->bytes - run->issued : run->chunk;
             if (x->is_send) {

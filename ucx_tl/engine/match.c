@@ -14,15 +14,6 @@ static int receiver_acts(crux_tl_chan_kind_t kind)
     return kind != CRUX_TL_CHAN_CMA_PUT && kind != CRUX_TL_CHAN_SHM;
 }
 
-/* A reducing receive's chunks start on element boundaries: multiples of
- * the granule (every element size divides it), within the channel's cap. */
-static size_t granular_chunk(size_t chunk, size_t max_chunk)
-{
-    size_t cap = max_chunk / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
-    chunk = (chunk + CRUX_TL_GRANULE - 1) / CRUX_TL_GRANULE * CRUX_TL_GRANULE;
-    return cap >= CRUX_TL_GRANULE && chunk > cap ? cap : chunk;
-}
-
 /* Host and model channels usable for a host to host transfer. */
 static unsigned host_candidates(crux_tl_pair_t *pair, unsigned *index)
 {
@@ -154,7 +145,7 @@ static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wi
     run->chan = chan;
     run->index = (unsigned)index;
     run->bytes = x->bytes;
-    run->chunk = x->reduce.fn != NULL ? granular_chunk(chunk, chan->attr.max_chunk) : chunk;
+    run->chunk = chunk;
     run->depth = chan->attr.max_depth;
     one_stripe(x);
     x->stats.predicted = chan->attr.latency + (double)x->bytes / chan->attr.bandwidth;
@@ -172,10 +163,6 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         return CRUX_OK;
     }
     unsigned candidates[CRUX_TL_MAX_PATHS], index[CRUX_TL_MAX_PATHS], n = 0, all;
-    int reducing = x->reduce.fn != NULL;
-    if (reducing && (sbuf->mem_type != CRUX_TL_MEM_HOST || x->mem.type != CRUX_TL_MEM_HOST)) {
-        return CRUX_ERR_UNSUPPORTED;
-    }
     if (sbuf->mem_type == CRUX_TL_MEM_HOST && x->mem.type == CRUX_TL_MEM_HOST) {
         crux_status_t st = CRUX_OK;
         if (plan_direct(pair, x, sbuf, &st)) {
@@ -197,13 +184,13 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
      * one the transfer goes on with ordinary stores.  Channels whose figures
      * are a guess join only when nothing else may carry the transfer (the
      * configured kinds leave no other). */
-    int streaming = x->params.stream && !reducing, sure = 1;
+    int streaming = x->params.stream, sure = 1;
     for (int pass = 0; pass < 3 && n == 0; pass++, streaming = 0, sure = pass < 2) {
         for (unsigned j = 0; j < all; j++) {
             const crux_tl_chan_t *c = pair->chan[candidates[j]];
             int kind_on = c->attr.kind == CRUX_TL_CHAN_MODEL ||
                           (pair->engine->config.kinds & CRUX_TL_KIND(c->attr.kind)) != 0;
-            kind_on &= !(reducing || streaming) || crux_tl_chan_lands_by_receiver(c->attr.kind);
+            kind_on &= !streaming || crux_tl_chan_lands_by_receiver(c->attr.kind);
             kind_on &= sbuf->shared_id == 0 || receiver_acts(c->attr.kind); /* see publish_send */
             uint32_t asked = x->params.channels;
             kind_on &= !sure || asked != 0 || !c->attr.guessed || c->attr.calibrated;
@@ -215,7 +202,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
     if (n == 0) {
         return CRUX_ERR_UNSUPPORTED;
     }
-    for (unsigned j = 0; j < n && !reducing; j++) {
+    for (unsigned j = 0; j < n; j++) {
         if (pair->chan[index[j]]->attr.kind == CRUX_TL_CHAN_CMA_GET) {
             x->steal_index = (int)index[j]; /* host_candidates kept it: usable */
         }
@@ -239,7 +226,7 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         run->index = e->index[j];
         run->offset = s->offset;
         run->bytes = s->bytes;
-        run->chunk = reducing ? granular_chunk(s->chunk, chan->attr.max_chunk) : s->chunk;
+        run->chunk = s->chunk;
         run->depth = s->depth;
         x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT;
         x->sender_runs += !receiver_acts(run->kind);

@@ -23,17 +23,6 @@ int crux_tl_pair_direct(const crux_tl_pair_t *pair)
     return crux_tl_pair_channel(pair, CRUX_TL_CHAN_SHM_DIRECT) >= 0;
 }
 
-int crux_tl_pair_reduces(const crux_tl_pair_t *pair)
-{
-    for (unsigned i = 0; i < pair->nhost; i++) {
-        crux_tl_chan_kind_t kind = pair->chan[i]->attr.kind;
-        if (kind != CRUX_TL_CHAN_SHM_DIRECT && crux_tl_chan_lands_by_receiver(kind)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* --- the table ------------------------------------------------------------- */
 
 /* Figures from the calibration cache replace a channel's nominal ones. */

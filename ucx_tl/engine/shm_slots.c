@@ -82,9 +82,6 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair)
         if (run == NULL) {
             return events; /* an eager send's chunks wait for the receive's match */
         }
-        if (!x->failed && !crux_tl_may_land(x)) {
-            return events; /* a chained reduction: its turn has not come */
-        }
         if (!x->failed) {
             crux_tl_land(x, slot->offset, pair->their_slots + (size_t)k * cfg->shm_slot_size,
                          slot->bytes);

@@ -58,22 +58,6 @@ crux_status_t crux_tl_recv(crux_tl_pair_t *pair, void *buffer, size_t bytes,
     return post(pair, 0, buffer, bytes, params, xfer_p);
 }
 
-crux_status_t crux_tl_recv_reduce(crux_tl_pair_t *pair, void *buffer, size_t bytes,
-                                  const crux_tl_reduce_t *reduce,
-                                  const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
-{
-    if (reduce == NULL || reduce->fn == NULL || reduce->esize == 0 ||
-        CRUX_TL_GRANULE % reduce->esize != 0 || bytes % reduce->esize != 0 ||
-        (reduce->local == NULL && bytes > 0)) {
-        return CRUX_ERR_INVALID;
-    }
-    crux_status_t st = post(pair, 0, buffer, bytes, params, xfer_p);
-    if (st == CRUX_OK) {
-        (*xfer_p)->reduce = *reduce;
-    }
-    return st;
-}
-
 /* --- the sender ------------------------------------------------------------ */
 
 /* A small host send goes out eagerly when the pair has shm slots: one
@@ -246,7 +230,7 @@ static unsigned receiver_complete(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
             status = (crux_status_t)s->status;
         }
     }
-    if (x->params.stream || x->reduce.also_stream) {
+    if (x->params.stream) {
         crux_copy_fence(); /* the landed bytes before the word that says so */
     }
     crux_tl_wire_done_t *d = &pair->mine->recv_done[k];
