@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -114,7 +115,8 @@ static inline crux_coll_oob_t fork_group_oob(fork_group_member_t *m)
 }
 
 /* Run body(member, arg) in 'size' processes; returns the number of members
- * that exited with a non-zero status or were killed. */
+ * that exited with a non-zero status or were killed, each named on stderr
+ * with its status (the body's return value tells where it failed). */
 static inline int fork_group_run(int size, int (*body)(fork_group_member_t *, void *), void *arg)
 {
     fork_group_shared_t *shared =
@@ -131,14 +133,23 @@ static inline int fork_group_run(int size, int (*body)(fork_group_member_t *, vo
         pids[r] = fork();
         if (pids[r] == 0) {
             fork_group_member_t m = { shared, r, size };
-            _exit(body(&m, arg) == 0 ? 0 : 1);
+            int rc = body(&m, arg);
+            _exit(rc < 0 || rc > 255 ? 255 : rc);
         }
     }
     int failed = 0;
     for (int r = 0; r < size; r++) {
         int status;
-        if (pids[r] < 0 || waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0) {
+        if (pids[r] < 0 || waitpid(pids[r], &status, 0) < 0) {
+            fprintf(stderr, "fork_group: member %d of %d was not started or not reaped\n", r, size);
+            failed++;
+        } else if (WIFSIGNALED(status)) {
+            fprintf(stderr, "fork_group: member %d of %d killed by signal %d\n", r, size,
+                    WTERMSIG(status));
+            failed++;
+        } else if (WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "fork_group: member %d of %d returned %d\n", r, size,
+                    WEXITSTATUS(status));
             failed++;
         }
     }

@@ -5,6 +5,7 @@
  * and sequential, in and out of place, against the exact sum; identical bits
  * everywhere; and an inter-group step that fails. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,8 @@ static int run_hier(fork_group_member_t *m, void *arg)
         return status == CRUX_OK ? 5 : 0;
     }
     if (status != CRUX_OK) {
+        fprintf(stderr, "member %d: status %d (%s)\n", m->rank, (int)status,
+                crux_status_string(status));
         return 6;
     }
     int size = c->groups * c->per_group;
