@@ -257,7 +257,13 @@ crux_status_t crux_pipe_run(crux_pipe_t *p)
         if (moved) {
             crux_idle_reset(&idle);
         } else if (p->status == CRUX_OK && crux_idle_check_due(&idle)) {
-            p->status = p->ops->check(p);
+            /* a peer may hand over its last piece and exit between our pass
+             * and the check: what it handed over before it went still
+             * counts, so look once more before giving up */
+            crux_status_t st = p->ops->check(p);
+            if (st != CRUX_OK && !pass(p) && !complete(p)) {
+                fail(p, st);
+            }
         }
     }
     if (p->status == CRUX_OK && p->stream) {

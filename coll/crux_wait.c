@@ -70,7 +70,8 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
             crux_idle_slept(&idle);
         }
         if (crux_idle_check_due(&idle) && !crux_proc_alive(group->pids[peer])) {
-            return CRUX_ERR_PEER;
+            /* it may have published and exited since our last look */
+            return crux_look(group, peer, offset, target) ? CRUX_OK : CRUX_ERR_PEER;
         }
     }
 }

@@ -303,11 +303,9 @@ static unsigned peer_gone(crux_tl_pair_t *pair)
 
 /* --- progress ------------------------------------------------------------------ */
 
-unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
+/* One look at every transfer of the pair and its channels. */
+static unsigned poll_pair(crux_tl_pair_t *pair)
 {
-    if (pair->sends == NULL && pair->recvs == NULL) {
-        return 0;
-    }
     unsigned events = 0;
     for (crux_tl_xfer_t *x = pair->sends; x != NULL; x = x->next) {
         if (x->state == XFER_QUEUED && !pair->send_busy[x->seq % CRUX_TL_RING]) {
@@ -349,10 +347,24 @@ unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
             events += receiver_complete(pair, x);
         }
     }
+    return events;
+}
+
+unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
+{
+    if (pair->sends == NULL && pair->recvs == NULL) {
+        return 0;
+    }
+    unsigned events = poll_pair(pair);
     if (events > 0) {
         pair->idle_polls = 0;
     } else if (++pair->idle_polls % LIVENESS_POLLS == 0 && !crux_tl_peer_alive(pair)) {
-        events = peer_gone(pair);
+        /* what the peer published before it exited (possibly since our
+         * look) still counts: one more look before its transfers fail */
+        events = poll_pair(pair);
+        if (events == 0) {
+            events = peer_gone(pair);
+        }
     }
     return events;
 }
