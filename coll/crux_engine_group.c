@@ -7,12 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/crux_cpus.h"
+#include "common/crux_idle.h"
 #include "coll/crux_engine_group.h"
 #include "coll/crux_shard.h"
 #include "coll/crux_oob.h"
-
-#define IDLE_SPINS 64u /* idle polls before a member with a core of its own yields it */
 
 static crux_status_t exchange_cards(crux_engine_group_t *g, const crux_coll_oob_t *oob,
                                     uint8_t **cards_p, size_t *size_p)
@@ -71,7 +69,7 @@ crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_de
     g->size = oob->size;
     unsigned local =
         g->config.local_procs > 0 ? (unsigned)g->config.local_procs : (unsigned)g->size;
-    g->spins = local > crux_cpus_online() ? 0 : IDLE_SPINS;
+    g->spins = crux_idle_spins(local);
     g->oob = *oob;
     g->rs = calloc((size_t)g->size, sizeof(*g->rs));
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));

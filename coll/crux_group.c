@@ -8,11 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/crux_cpus.h"
+#include "common/crux_idle.h"
 #include "coll/crux_group_internal.h"
 #include "coll/crux_oob.h"
-
-#define CRUX_SPIN_POLLS 4096u
 
 /* What members exchange first: fixed size, so it can be sent even by a
  * member whose setup already failed. */
@@ -157,7 +155,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     if (status == CRUX_OK) {
         unsigned local =
             config->local_procs > 0 ? (unsigned)config->local_procs : (unsigned)g->size;
-        g->spin = local > crux_cpus_online() ? 0 : CRUX_SPIN_POLLS;
+        g->spin = crux_idle_spins(local);
     }
 
 out:

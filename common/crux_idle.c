@@ -1,8 +1,14 @@
 /* The wait loops' policy (crux_idle.h). */
 #include <sched.h>
 
+#include "common/crux_cpus.h"
 #include "common/crux_futex.h"
 #include "common/crux_idle.h"
+
+unsigned crux_idle_spins(unsigned local)
+{
+    return local > crux_cpus_online() ? 0 : CRUX_IDLE_SPINS;
+}
 
 int crux_idle_poll(crux_idle_t *idle, int may_sleep)
 {

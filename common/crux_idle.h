@@ -4,10 +4,17 @@
  * futex or a doorbell, CRUX_IDLE_SLEEP_NS at most): a sleeping waiter leaves
  * its core to the process it waits for, which matters on oversubscribed
  * nodes.  It also says when the peers' liveness is due a check (a look at
- * /proc costs a system call or more, so not on every poll). */
+ * /proc costs a system call or more, so not on every poll).
+ *
+ * A sleep is dear: the peer's wake is a system call, and the sleeper runs
+ * again only once the scheduler gets to it (on a 2-core VM a futex hand-off
+ * there and back took 58 us, against 1 us polling with yields).  So a
+ * process with a core of its own spins through a peer's chunk of work (tens
+ * to hundreds of microseconds) and sleeps only in a longer wait. */
 #ifndef CRUX_IDLE_H
 #define CRUX_IDLE_H
 
+#define CRUX_IDLE_SPINS        4096u    /* idle polls that spin, with a core of our own */
 #define CRUX_IDLE_YIELDS       8u       /* idle polls that yield before sleeping */
 #define CRUX_IDLE_SLEEP_NS     1000000L /* a sleep ends after this long at most */
 #define CRUX_IDLE_CHECK_POLLS  4096u    /* idle polls between liveness checks ... */
@@ -19,6 +26,10 @@ typedef struct {
     unsigned sleeps; /* sleeps since then */
     int check;       /* liveness is due a check */
 } crux_idle_t;
+
+/* The spins of a wait among 'local' processes of the node:
+ * CRUX_IDLE_SPINS when each can have a core, else 0 (a peer may need ours). */
+unsigned crux_idle_spins(unsigned local);
 
 static inline crux_idle_t crux_idle_start(unsigned spins)
 {

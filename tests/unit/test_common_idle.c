@@ -2,8 +2,11 @@
  * budget, then yields CRUX_IDLE_YIELDS times, then asks for a sleep (never
  * when sleeping is not allowed); something that moved starts it over; a
  * liveness check falls due once every CRUX_IDLE_CHECK_POLLS idle polls and
- * once every CRUX_IDLE_CHECK_SLEEPS sleeps, and only once each time. */
+ * once every CRUX_IDLE_CHECK_SLEEPS sleeps, and only once each time.  The
+ * spin budget every group takes: CRUX_IDLE_SPINS while each process of the
+ * node can have a core, none past that. */
 #include "check_main.h"
+#include "common/crux_cpus.h"
 #include "common/crux_idle.h"
 
 START_TEST(test_spins_then_yields_then_sleeps)
@@ -20,6 +23,18 @@ START_TEST(test_spins_then_yields_then_sleeps)
         ck_assert(spins == 0 || crux_idle_poll(&idle, 1) == 0);
         ck_assert_uint_eq(idle.polls, spins == 0 ? 0 : 1);
     }
+}
+END_TEST
+
+START_TEST(test_spins_only_with_a_core_each)
+{
+    unsigned cpus = crux_cpus_online();
+    ck_assert_uint_ge(cpus, 1);
+    ck_assert_uint_eq(crux_idle_spins(1), CRUX_IDLE_SPINS);
+    ck_assert_uint_eq(crux_idle_spins(cpus), CRUX_IDLE_SPINS);
+    ck_assert_uint_eq(crux_idle_spins(cpus + 1), 0);
+    /* a spin outlasts the yields that follow it by far: a sleep is dear */
+    ck_assert_uint_gt(CRUX_IDLE_SPINS, 64 * CRUX_IDLE_YIELDS);
 }
 END_TEST
 
@@ -56,6 +71,7 @@ static Suite *idle_suite(void)
     Suite *s = suite_create("common_idle");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_spins_then_yields_then_sleeps);
+    tcase_add_test(tc, test_spins_only_with_a_core_each);
     tcase_add_test(tc, test_liveness_checks_fall_due_once_per_period);
     suite_add_tcase(s, tc);
     return s;
