@@ -54,13 +54,19 @@ struct crux_sched_cluster {
     sched_names_t *alias_names;
     char **aliases;
     int naliases, cap_aliases;
-    /* after seal: switch -> switch links, CSR by source switch, by link id */
-    int *sw_out_off, *sw_out;
+    /* after seal: switch -> switch links, CSR by source switch, by link id,
+     * and the switch each leads to (sw_out_to[k]: the hop scan's one load) */
+    int *sw_out_off, *sw_out, *sw_out_to;
     /* ToRs (switches with NIC ports) and hop distances from every switch
      * to each ToR: dist[tor_index[t] * nsw + s] */
     int ntors;
     int *tor_index;
     int16_t *dist;
+    /* Hop distances from every switch to each NIC, the one lookup path
+     * finding does per hop: NICs cabled to the same set of switches share
+     * a row, nic_dist[nic_group[n] * nsw + s] (sched_dist_sw_nic's value) */
+    int *nic_group;
+    int *nic_dist;
 };
 
 /* names.c */
