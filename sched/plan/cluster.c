@@ -41,7 +41,9 @@ void crux_sched_cluster_free(crux_sched_cluster_t *c)
     free(c->aliases);
     free(c->sw_out_off);
     free(c->sw_out);
-    free(c->sw_out_to);
+    free(c->sw_run_off);
+    free(c->run_lo);
+    free(c->run_to);
     free(c->tor_index);
     free(c->dist);
     free(c->nic_group);
@@ -303,23 +305,37 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
         in_off[s + 1] += in_off[s];
     }
     c->sw_out = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
-    c->sw_out_to = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
+    c->sw_run_off = calloc((size_t)nsw + 1, sizeof(int));
+    c->run_lo = malloc(((size_t)nsl + 1) * sizeof(int));
+    c->run_to = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
     int *in_from = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
     int *fill_out = malloc((size_t)(nsw ? nsw : 1) * sizeof(int));
     int *fill_in = malloc((size_t)(nsw ? nsw : 1) * sizeof(int));
     crux_status_t st = CRUX_ERR_NO_MEMORY;
-    if (c->sw_out == NULL || c->sw_out_to == NULL || in_from == NULL || fill_out == NULL ||
-        fill_in == NULL)
+    if (c->sw_out == NULL || c->sw_run_off == NULL || c->run_lo == NULL || c->run_to == NULL ||
+        in_from == NULL || fill_out == NULL || fill_in == NULL)
         goto out;
     memcpy(fill_out, c->sw_out_off, (size_t)nsw * sizeof(int));
     memcpy(fill_in, in_off, (size_t)nsw * sizeof(int));
     for (int l = 0; l < c->nlinks; l++) /* ascending link ids per switch */
         if (SCHED_IS_SW(c->links[l].src) && SCHED_IS_SW(c->links[l].dst)) {
             int s = SCHED_SW_OF(c->links[l].src), d = SCHED_SW_OF(c->links[l].dst);
-            c->sw_out_to[fill_out[s]] = d;
             c->sw_out[fill_out[s]++] = l;
             in_from[fill_in[d]++] = s;
         }
+    int nruns = 0;
+    for (int s = 0; s < nsw; s++) {
+        c->sw_run_off[s] = nruns;
+        for (int k = c->sw_out_off[s]; k < c->sw_out_off[s + 1]; k++) {
+            int d = SCHED_SW_OF(c->links[c->sw_out[k]].dst);
+            if (k == c->sw_out_off[s] || d != c->run_to[nruns - 1]) {
+                c->run_lo[nruns] = k;
+                c->run_to[nruns++] = d;
+            }
+        }
+    }
+    c->sw_run_off[nsw] = nruns;
+    c->run_lo[nruns] = nsl;
     for (int s = 0; s < nsw; s++)
         c->tor_index[s] = -1;
     for (int n = 0; n < c->nnics; n++)

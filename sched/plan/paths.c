@@ -96,10 +96,13 @@ static int for_each_hop(walk_t *w, int u, int d, hop_fn fn, void *arg)
                 return 1;
         return 0;
     }
-    for (int k = c->sw_out_off[u]; k < c->sw_out_off[u + 1]; k++) {
-        int v = c->sw_out_to[k];
-        if (w->dist[v] == d - 1 && fn(w, c->sw_out[k], v, arg))
-            return 1;
+    for (int r = c->sw_run_off[u]; r < c->sw_run_off[u + 1]; r++) {
+        int v = c->run_to[r];
+        if (w->dist[v] != d - 1)
+            continue;
+        for (int k = c->run_lo[r]; k < c->run_lo[r + 1]; k++)
+            if (fn(w, c->sw_out[k], v, arg))
+                return 1;
     }
     return 0;
 }
