@@ -262,7 +262,7 @@ static crux_status_t build_nic_dist(crux_sched_cluster_t *c)
         c->nic_group[ps[i].nic] = ngroups - 1;
     }
     free(ps);
-    c->nic_dist = malloc((size_t)(ngroups ? ngroups : 1) * nsw * sizeof(int));
+    c->nic_dist = malloc((size_t)(ngroups ? ngroups : 1) * nsw * sizeof(int16_t));
     if (c->nic_dist == NULL) {
         free(rep);
         return CRUX_ERR_NO_MEMORY;
@@ -276,7 +276,7 @@ static crux_status_t build_nic_dist(crux_sched_cluster_t *c)
                 if (d < best)
                     best = d;
             }
-            c->nic_dist[(size_t)g * nsw + s] = best == INT16_MAX ? INT16_MAX : best + 1;
+            c->nic_dist[(size_t)g * nsw + s] = (int16_t)(best == INT16_MAX ? INT16_MAX : best + 1);
         }
     }
     free(rep);

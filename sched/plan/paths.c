@@ -41,7 +41,7 @@ static void next_stamp(sched_scratch_t *s)
 }
 
 /* The distances from every switch to NIC nic. */
-static const int *dist_row(const crux_sched_cluster_t *c, int nic)
+static const int16_t *dist_row(const crux_sched_cluster_t *c, int nic)
 {
     return c->nic_dist + (size_t)c->nic_group[nic] * (size_t)c->nsw;
 }
@@ -64,7 +64,7 @@ typedef struct {
     int dst;
     const double *load;
     double rate;
-    const int *dist; /* from every switch to dst */
+    const int16_t *dist; /* from every switch to dst */
 } walk_t;
 
 static double link_cost(const walk_t *w, int l)

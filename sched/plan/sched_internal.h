@@ -70,7 +70,7 @@ struct crux_sched_cluster {
      * finding does per hop: NICs cabled to the same set of switches share
      * a row, nic_dist[nic_group[n] * nsw + s] (sched_dist_sw_nic's value) */
     int *nic_group;
-    int *nic_dist;
+    int16_t *nic_dist; /* INT16_MAX: unreachable */
 };
 
 /* names.c */
