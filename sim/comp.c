@@ -43,7 +43,7 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->jcap);
     free(c->job_mark);
     free(c->set);
-    free(c->done);
+    free(c->act);
     free(c->snap);
     free(c->delta);
 }
@@ -105,7 +105,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->heap = grab(sn * sizeof(int), &bad);
     c->job_mark = grab(sn * sizeof(int), &bad);
     c->set = grab(sn * sizeof(int), &bad);
-    c->done = grab(sn * sizeof(int), &bad);
+    c->act = grab(sn * sizeof(int), &bad);
     c->delta = grab(3 * sn * sizeof(double), &bad);
     c->slot_link = grab(se * sizeof(int), &bad);
     c->slot_bw = grab(se * sizeof(double), &bad);

@@ -102,17 +102,19 @@ static void list_transferring(sim_comp_t *c, int q, int on)
  * that only one of them uses is just a cap on that job (what the levels
  * above left of it over the job's weight), so the rounds look at shared
  * slots only: each finds the fill level r where the next shared slot
- * saturates or a cap binds, then freezes the jobs it limits. */
+ * saturates or a cap binds, then freezes the jobs it limits.  The rounds
+ * scan only the jobs still rising (act) and the shared slots one of them
+ * still uses, both in their first order, so every sum and comparison is
+ * the one a scan of all of them would make. */
 static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
 {
-    int active = 0, ntouched = 0, ns = 0;
+    int nact = 0, ntouched = 0, ns = 0;
     for (int i = a; i < b; i++) {
         int q = c->set[i];
         c->rate[q] = 0;
-        c->done[q] = !sim_transferring(&s->jobs[c->jobs[q]]);
-        if (c->done[q])
+        if (!sim_transferring(&s->jobs[c->jobs[q]]))
             continue;
-        active++;
+        c->act[nact++] = q;
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
             if (c->slot_cnt[e]++ == 0)
@@ -126,20 +128,18 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
         if (c->slot_cnt[e] > 1)
             c->live[ns++] = e;
     }
-    for (int i = a; i < b; i++) {
-        int q = c->set[i];
-        if (c->done[q])
-            continue;
+    for (int x = 0; x < nact; x++) {
+        int q = c->act[x];
         c->jcap[q] = c->rcap[q];
         for (int k = c->off[q]; k < c->off[q + 1]; k++)
             if (c->slot_cnt[c->slot[k]] == 1 && c->slot_rem[c->slot[k]] < c->jcap[q] * c->w[k])
                 c->jcap[q] = c->slot_rem[c->slot[k]] / c->w[k];
     }
-    while (active > 0) {
+    while (nact > 0) {
         double r = INFINITY;
-        for (int i = a; i < b; i++)
-            if (!c->done[c->set[i]] && c->jcap[c->set[i]] < r)
-                r = c->jcap[c->set[i]];
+        for (int x = 0; x < nact; x++)
+            if (c->jcap[c->act[x]] < r)
+                r = c->jcap[c->act[x]];
         for (int x = 0; x < ns; x++) {
             int e = c->live[x];
             if (c->slot_sum[e] > 1e-12 && c->slot_rem[e] < r * c->slot_sum[e])
@@ -152,26 +152,34 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             int e = c->live[x];
             c->slot_full[e] = c->slot_sum[e] > 1e-12 && c->slot_rem[e] <= lim * c->slot_sum[e];
         }
-        for (int i = a; i < b; i++) {
-            int q = c->set[i];
-            if (c->done[q])
-                continue;
+        int kept = 0;
+        for (int x = 0; x < nact; x++) {
+            int q = c->act[x];
             int bound = c->jcap[q] <= lim;
             for (int k = c->off[q]; k < c->off[q + 1] && !bound; k++)
                 bound = c->slot_full[c->slot[k]];
-            if (!bound)
+            if (!bound) {
+                c->act[kept++] = q;
                 continue;
-            c->done[q] = 1;
+            }
             c->rate[q] = r;
-            active--;
             for (int k = c->off[q]; k < c->off[q + 1]; k++) {
                 int e = c->slot[k];
                 c->slot_rem[e] -= c->w[k] * r;
                 if (c->slot_rem[e] < 0)
                     c->slot_rem[e] = 0;
                 c->slot_sum[e] -= c->w[k];
+                c->slot_cnt[e]--;
             }
         }
+        nact = kept;
+        /* a slot no rising job uses is read again only by the scan for r,
+         * which skips it as long as its sum (now fixed) is at most 1e-12 */
+        int live = 0;
+        for (int x = 0; x < ns; x++)
+            if (c->slot_cnt[c->live[x]] > 0 || c->slot_sum[c->live[x]] > 1e-12)
+                c->live[live++] = c->live[x];
+        ns = live;
     }
     for (int x = 0; x < ntouched; x++) { /* the next level starts afresh */
         c->slot_sum[c->touched[x]] = 0;

@@ -140,7 +140,7 @@ typedef struct {
     int *slot_mark, *job_mark, *set, mark;
     int *live, *slot_full, *slot_cnt, *touched;
     double *jcap;
-    int *done;
+    int *act;     /* jobs still rising in the filling */
     double now;   /* the time it has been simulated to */
     uint64_t gen; /* heap entries of older generations are stale */
     /* steady-state detection: snapshots at the anchor's iteration ends */

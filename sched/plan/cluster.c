@@ -41,8 +41,13 @@ void crux_sched_cluster_free(crux_sched_cluster_t *c)
     free(c->aliases);
     free(c->sw_out_off);
     free(c->sw_out);
+    free(c->sw_run_off);
+    free(c->run_lo);
+    free(c->run_to);
     free(c->tor_index);
     free(c->dist);
+    free(c->nic_group);
+    free(c->nic_dist);
     free(c);
 }
 
@@ -200,6 +205,84 @@ static void bfs_to(const crux_sched_cluster_t *c, const int *in_off, const int *
     }
 }
 
+/* A NIC's switches, sorted: NICs with the same set share distances. */
+typedef struct {
+    int nports, nic;
+    int sw[CRUX_SCHED_MAX_PORTS];
+} port_set_t;
+
+static int port_set_cmp(const port_set_t *a, const port_set_t *b)
+{
+    if (a->nports != b->nports)
+        return a->nports < b->nports ? -1 : 1;
+    for (int p = 0; p < a->nports; p++)
+        if (a->sw[p] != b->sw[p])
+            return a->sw[p] < b->sw[p] ? -1 : 1;
+    return 0;
+}
+
+static int port_set_order(const void *x, const void *y)
+{
+    const port_set_t *a = x, *b = y;
+    int d = port_set_cmp(a, b);
+    return d ? d : (a->nic > b->nic) - (a->nic < b->nic);
+}
+
+/* nic_group and nic_dist from dist: the distance from switch s to a NIC
+ * is one more than the nearest of its ToRs' distances. */
+static crux_status_t build_nic_dist(crux_sched_cluster_t *c)
+{
+    size_t nn = (size_t)(c->nnics ? c->nnics : 1), nsw = (size_t)(c->nsw ? c->nsw : 1);
+    port_set_t *ps = malloc(nn * sizeof(*ps));
+    int *rep = malloc(nn * sizeof(int)); /* a NIC of each group */
+    c->nic_group = malloc(nn * sizeof(int));
+    if (ps == NULL || rep == NULL || c->nic_group == NULL) {
+        free(ps);
+        free(rep);
+        return CRUX_ERR_NO_MEMORY;
+    }
+    for (int n = 0; n < c->nnics; n++) {
+        const sched_nic_t *x = &c->nics[n];
+        ps[n].nports = x->nports;
+        ps[n].nic = n;
+        for (int p = 0; p < x->nports; p++) { /* insertion sort: a few ports */
+            int k = p;
+            while (k > 0 && ps[n].sw[k - 1] > x->port_sw[p]) {
+                ps[n].sw[k] = ps[n].sw[k - 1];
+                k--;
+            }
+            ps[n].sw[k] = x->port_sw[p];
+        }
+    }
+    qsort(ps, (size_t)c->nnics, sizeof(*ps), port_set_order);
+    int ngroups = 0;
+    for (int i = 0; i < c->nnics; i++) {
+        if (i == 0 || port_set_cmp(&ps[i - 1], &ps[i]) != 0)
+            rep[ngroups++] = ps[i].nic;
+        c->nic_group[ps[i].nic] = ngroups - 1;
+    }
+    free(ps);
+    c->nic_dist = malloc((size_t)(ngroups ? ngroups : 1) * nsw * sizeof(int16_t));
+    if (c->nic_dist == NULL) {
+        free(rep);
+        return CRUX_ERR_NO_MEMORY;
+    }
+    for (int g = 0; g < ngroups; g++) {
+        const sched_nic_t *x = &c->nics[rep[g]];
+        for (int s = 0; s < c->nsw; s++) {
+            int best = INT16_MAX;
+            for (int p = 0; p < x->nports; p++) {
+                int d = c->dist[(size_t)c->tor_index[x->port_sw[p]] * (size_t)c->nsw + s];
+                if (d < best)
+                    best = d;
+            }
+            c->nic_dist[(size_t)g * nsw + s] = (int16_t)(best == INT16_MAX ? INT16_MAX : best + 1);
+        }
+    }
+    free(rep);
+    return CRUX_OK;
+}
+
 static crux_status_t build_index(crux_sched_cluster_t *c)
 {
     int nsw = c->nsw;
@@ -222,11 +305,15 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
         in_off[s + 1] += in_off[s];
     }
     c->sw_out = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
+    c->sw_run_off = calloc((size_t)nsw + 1, sizeof(int));
+    c->run_lo = malloc(((size_t)nsl + 1) * sizeof(int));
+    c->run_to = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
     int *in_from = malloc((size_t)(nsl ? nsl : 1) * sizeof(int));
     int *fill_out = malloc((size_t)(nsw ? nsw : 1) * sizeof(int));
     int *fill_in = malloc((size_t)(nsw ? nsw : 1) * sizeof(int));
     crux_status_t st = CRUX_ERR_NO_MEMORY;
-    if (c->sw_out == NULL || in_from == NULL || fill_out == NULL || fill_in == NULL)
+    if (c->sw_out == NULL || c->sw_run_off == NULL || c->run_lo == NULL || c->run_to == NULL ||
+        in_from == NULL || fill_out == NULL || fill_in == NULL)
         goto out;
     memcpy(fill_out, c->sw_out_off, (size_t)nsw * sizeof(int));
     memcpy(fill_in, in_off, (size_t)nsw * sizeof(int));
@@ -236,6 +323,19 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
             c->sw_out[fill_out[s]++] = l;
             in_from[fill_in[d]++] = s;
         }
+    int nruns = 0;
+    for (int s = 0; s < nsw; s++) {
+        c->sw_run_off[s] = nruns;
+        for (int k = c->sw_out_off[s]; k < c->sw_out_off[s + 1]; k++) {
+            int d = SCHED_SW_OF(c->links[c->sw_out[k]].dst);
+            if (k == c->sw_out_off[s] || d != c->run_to[nruns - 1]) {
+                c->run_lo[nruns] = k;
+                c->run_to[nruns++] = d;
+            }
+        }
+    }
+    c->sw_run_off[nsw] = nruns;
+    c->run_lo[nruns] = nsl;
     for (int s = 0; s < nsw; s++)
         c->tor_index[s] = -1;
     for (int n = 0; n < c->nnics; n++)
@@ -250,7 +350,7 @@ static crux_status_t build_index(crux_sched_cluster_t *c)
     for (int s = 0; s < nsw; s++)
         if (c->tor_index[s] >= 0)
             bfs_to(c, in_off, in_from, s, c->dist + (size_t)c->tor_index[s] * nsw, fill_out);
-    st = CRUX_OK;
+    st = build_nic_dist(c);
 out:
     free(in_off);
     free(in_from);

@@ -40,16 +40,15 @@ static void next_stamp(sched_scratch_t *s)
     }
 }
 
+/* The distances from every switch to NIC nic. */
+static const int16_t *dist_row(const crux_sched_cluster_t *c, int nic)
+{
+    return c->nic_dist + (size_t)c->nic_group[nic] * (size_t)c->nsw;
+}
+
 int sched_dist_sw_nic(const crux_sched_cluster_t *c, int sw, int nic)
 {
-    const sched_nic_t *n = &c->nics[nic];
-    int best = INT16_MAX;
-    for (int p = 0; p < n->nports; p++) {
-        int d = c->dist[(size_t)c->tor_index[n->port_sw[p]] * c->nsw + sw];
-        if (d < best)
-            best = d;
-    }
-    return best == INT16_MAX ? INT16_MAX : best + 1;
+    return dist_row(c, nic)[sw];
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -65,6 +64,7 @@ typedef struct {
     int dst;
     const double *load;
     double rate;
+    const int16_t *dist; /* from every switch to dst */
 } walk_t;
 
 static double link_cost(const walk_t *w, int l)
@@ -96,11 +96,13 @@ static int for_each_hop(walk_t *w, int u, int d, hop_fn fn, void *arg)
                 return 1;
         return 0;
     }
-    for (int k = c->sw_out_off[u]; k < c->sw_out_off[u + 1]; k++) {
-        int l = c->sw_out[k];
-        int v = SCHED_SW_OF(c->links[l].dst);
-        if (sched_dist_sw_nic(c, v, w->dst) == d - 1 && fn(w, l, v, arg))
-            return 1;
+    for (int r = c->sw_run_off[u]; r < c->sw_run_off[u + 1]; r++) {
+        int v = c->run_to[r];
+        if (w->dist[v] != d - 1)
+            continue;
+        for (int k = c->run_lo[r]; k < c->run_lo[r + 1]; k++)
+            if (fn(w, c->sw_out[k], v, arg))
+                return 1;
     }
     return 0;
 }
@@ -141,7 +143,7 @@ static void visit(walk_t *w, int u)
     if (s->seen[u] == s->stamp)
         return;
     acc_t a = { 0, 0.0, 0.0, -1 };
-    for_each_hop(w, u, sched_dist_sw_nic(w->c, u, w->dst), visit_hop, &a);
+    for_each_hop(w, u, w->dist[u], visit_hop, &a);
     s->seen[u] = s->stamp;
     s->count[u] = a.count;
     s->best[u] = a.best;
@@ -177,7 +179,7 @@ uint64_t sched_path_count(const crux_sched_cluster_t *c, sched_scratch_t *s, int
 {
     if (!valid_pair(c, src, dst))
         return 0;
-    walk_t w = { c, s, dst, NULL, 0.0 };
+    walk_t w = { c, s, dst, NULL, 0.0, dist_row(c, dst) };
     int links[CRUX_SCHED_MAX_PORTS], sws[CRUX_SCHED_MAX_PORTS];
     int k = first_hops(c, src, dst, links, sws);
     next_stamp(s);
@@ -212,7 +214,7 @@ int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src
 {
     if (sched_path_count(c, s, src, dst) <= index) /* also fills the memo */
         return -1;
-    walk_t w = { c, s, dst, NULL, 0.0 };
+    walk_t w = { c, s, dst, NULL, 0.0, dist_row(c, dst) };
     int first[CRUX_SCHED_MAX_PORTS], sws[CRUX_SCHED_MAX_PORTS];
     int k = first_hops(c, src, dst, first, sws), hops = 0, u = -1;
     for (int i = 0; i < k; i++) {
@@ -227,7 +229,7 @@ int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src
         if (hops == max)
             return -1;
         pick_t p = { index, -1, -1 };
-        for_each_hop(&w, u, sched_dist_sw_nic(c, u, dst), pick_hop, &p);
+        for_each_hop(&w, u, w.dist[u], pick_hop, &p);
         links[hops++] = p.link;
         index = p.index;
         u = p.next;
@@ -258,7 +260,7 @@ int sched_path_best(const crux_sched_cluster_t *c, sched_scratch_t *s, int src, 
 {
     if (!valid_pair(c, src, dst) || max < 1)
         return -1;
-    walk_t w = { c, s, dst, load, rate };
+    walk_t w = { c, s, dst, load, rate, dist_row(c, dst) };
     int first[CRUX_SCHED_MAX_PORTS], sws[CRUX_SCHED_MAX_PORTS];
     int k = first_hops(c, src, dst, first, sws);
     next_stamp(s);
@@ -290,7 +292,7 @@ int sched_path_best(const crux_sched_cluster_t *c, sched_scratch_t *s, int src, 
             return -1;
         int l = s->best_link[u];
         rank_t r = { l, 0, 0 };
-        for_each_hop(&w, u, sched_dist_sw_nic(c, u, dst), rank_hop, &r);
+        for_each_hop(&w, u, w.dist[u], rank_hop, &r);
         idx = sat_add(idx, r.before);
         links[hops++] = l;
         u = SCHED_IS_SW(c->links[l].dst) ? SCHED_SW_OF(c->links[l].dst) : -1;

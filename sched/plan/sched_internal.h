@@ -54,13 +54,23 @@ struct crux_sched_cluster {
     sched_names_t *alias_names;
     char **aliases;
     int naliases, cap_aliases;
-    /* after seal: switch -> switch links, CSR by source switch, by link id */
+    /* after seal: switch -> switch links, CSR by source switch, by link id;
+     * and the same list cut into runs of consecutive links to one switch
+     * (parallel cables), CSR by source switch: run r is sw_out[run_lo[r] ..
+     * run_lo[r + 1]) to switch run_to[r], so a hop scan looks at each
+     * neighbour's distance once */
     int *sw_out_off, *sw_out;
+    int *sw_run_off, *run_lo, *run_to;
     /* ToRs (switches with NIC ports) and hop distances from every switch
      * to each ToR: dist[tor_index[t] * nsw + s] */
     int ntors;
     int *tor_index;
     int16_t *dist;
+    /* Hop distances from every switch to each NIC, the one lookup path
+     * finding does per hop: NICs cabled to the same set of switches share
+     * a row, nic_dist[nic_group[n] * nsw + s] (sched_dist_sw_nic's value) */
+    int *nic_group;
+    int16_t *nic_dist; /* INT16_MAX: unreachable */
 };
 
 /* names.c */
