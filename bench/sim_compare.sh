@@ -12,9 +12,11 @@
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
 # ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
-# cut to their first days, "topology-placement:days ..." ("lingjun-random:1":
-# random placement on Lingjun makes one contention component of most of
-# its 6,776 GPUs, about 45 CPU-minutes per policy for two weeks), REUSE=1:
+# cut to their first days, "topology-placement:days ..." ("lingjun-random:1
+# lingjun-first-fit:1": random placement on Lingjun makes one contention
+# component of most of its 6,776 GPUs, half a CPU-minute per policy for
+# the first day and about five for the second, so hours for two weeks;
+# first fit on Lingjun was never run for two weeks either), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces).
 # Every run is niced: the build machine is shared.
@@ -26,7 +28,7 @@ sim=$build/sim/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
 PLACEMENTS=${PLACEMENTS:-packed first-fit random}
-SHORT=${SHORT-lingjun-random:1}
+SHORT=${SHORT-lingjun-random:1 lingjun-first-fit:1}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
 POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper"
 mkdir -p "$out"
