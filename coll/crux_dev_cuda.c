@@ -1,4 +1,4 @@
-/* Device detection, reduction kernels, copies and staging.
+/* Device detection, reduction kernels, copies and pinned buffers.
  *
  * The kernels come from crux_dev_kernels.cu as a fat binary embedded at
  * build time; each device's module is loaded once, on first use, in the
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_call.h"
+#include "coll/crux_dev_internal.h"
+#include "ucx_tl/crux_tl.h"
 
 #define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
 #define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
