@@ -48,17 +48,17 @@ int crux_dev_reduce_supported(crux_dtype_t dtype, crux_op_t op);
 crux_status_t crux_dev_reduce(void *out, const void *a, const void *b, size_t count,
                               crux_dtype_t dtype, crux_op_t op);
 
-/* --- staging -------------------------------------------------------------------- */
+/* --- pinned buffers and copies ------------------------------------------------- */
 
 /* Pinned host buffers kept for reuse (plain host memory without a driver). */
-typedef struct crux_dev_stage crux_dev_stage_t;
+typedef struct crux_dev_pinned crux_dev_pinned_t;
 
-crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p);
-void crux_dev_stage_destroy(crux_dev_stage_t *stage);
+crux_status_t crux_dev_pinned_create(crux_dev_pinned_t **pin_p);
+void crux_dev_pinned_destroy(crux_dev_pinned_t *pin);
 /* Host buffer number 'slot' (0 or 1) of at least 'bytes', grown as needed;
  * valid until the next call for the same slot or destroy.  NULL when out of
  * memory. */
-void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes);
+void *crux_dev_pinned_buffer(crux_dev_pinned_t *pin, unsigned slot, size_t bytes);
 
 /* Copy between any two of host and device memory; returns once done. */
 crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes);

@@ -211,17 +211,17 @@ static int t_kernels_nan(void)
 static int t_staging(void)
 {
     const size_t bytes = (8u << 20) + 5;
-    crux_dev_stage_t *stage;
+    crux_dev_pinned_t *pin;
     void *src = device_pattern(0, bytes, 3), *dst;
     if (src == NULL || crux_dev_alloc(0, bytes, &dst) != CRUX_OK ||
-        crux_dev_stage_create(&stage) != CRUX_OK)
+        crux_dev_pinned_create(&pin) != CRUX_OK)
         FAIL(1);
-    unsigned char *h = crux_dev_stage_buffer(stage, 0, bytes);
+    unsigned char *h = crux_dev_pinned_buffer(pin, 0, bytes);
     if (h == NULL || crux_dev_copy(h, src, bytes) != CRUX_OK ||
         h[bytes - 1] != pattern(bytes - 1, 3) || crux_dev_copy(dst, h, bytes) != CRUX_OK ||
         !device_holds(dst, bytes, 3))
         FAIL(2);
-    crux_dev_stage_destroy(stage);
+    crux_dev_pinned_destroy(pin);
     return 0;
 }
 

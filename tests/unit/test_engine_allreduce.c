@@ -408,16 +408,16 @@ START_TEST(test_device_pieces_without_a_gpu)
     ck_assert_int_eq(crux_dev_copy(back, host, sizeof(host)), CRUX_OK);
     ck_assert(memcmp(back, host, sizeof(host)) == 0);
     /* the staging path a user-defined op takes: into host buffers and back */
-    crux_dev_stage_t *stage;
-    ck_assert_int_eq(crux_dev_stage_create(&stage), CRUX_OK);
-    double *a = crux_dev_stage_buffer(stage, 0, sizeof(host));
-    double *b = crux_dev_stage_buffer(stage, 1, 1 << 20);
+    crux_dev_pinned_t *pin;
+    ck_assert_int_eq(crux_dev_pinned_create(&pin), CRUX_OK);
+    double *a = crux_dev_pinned_buffer(pin, 0, sizeof(host));
+    double *b = crux_dev_pinned_buffer(pin, 1, 1 << 20);
     ck_assert(a != NULL && b != NULL && (void *)a != (void *)b);
-    ck_assert_ptr_null(crux_dev_stage_buffer(stage, 2, 8));
+    ck_assert_ptr_null(crux_dev_pinned_buffer(pin, 2, 8));
     ck_assert_int_eq(crux_dev_copy(a, host, sizeof(host)), CRUX_OK);
-    ck_assert(crux_dev_stage_buffer(stage, 0, 8) == a); /* big enough: kept */
+    ck_assert(crux_dev_pinned_buffer(pin, 0, 8) == a); /* big enough: kept */
     ck_assert_double_eq(a[3], 4.0);
-    crux_dev_stage_destroy(stage);
+    crux_dev_pinned_destroy(pin);
 }
 END_TEST
 
