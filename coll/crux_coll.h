@@ -1,14 +1,17 @@
 /* libcrux_coll: crux's collective algorithms, free of MPI.
  *
- * This header (with crux_reduce.h, which it includes) is the library's whole
- * public API; the Open MPI component is a thin adapter over it, and tests
- * drive it from plain forked processes.
+ * This header (with crux_reduce.h, which it includes) is the library's
+ * API for collectives; crux_dev.h is its API for device memory and
+ * crux_net.h its channel between nodes.  The Open MPI component is a thin
+ * adapter over them, and tests drive them from plain forked processes.
  *
  * A group is the set of processes on one node that run a collective
- * together.  Creating one is collective: members exchange segment keys
- * once through the caller's out-of-band allgather and map each other's
- * control and staging segments.  After that, collectives synchronise
- * through flags in shared memory only.
+ * together, of one of two kinds.  A shared-memory group
+ * (crux_coll_group_t): creating one is collective, members exchange
+ * segment keys once through the caller's out-of-band allgather and map
+ * each other's control and staging segments; after that, collectives
+ * synchronise through flags in shared memory only.  An engine group
+ * (crux_engine_group_t, below) runs over the multipath engine instead.
  *
  * A group is used by one thread at a time, and every member calls the same
  * collectives in the same order with matching arguments (as MPI requires). */
@@ -101,6 +104,110 @@ crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll
                                        unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                        crux_dtype_t dtype, crux_op_t op);
 
+/* --- engine groups: collectives over the multipath engine ---------------- */
+
+/* An engine group is the set of processes on one node that run collectives
+ * over the multipath engine (libcrux_tl): host buffers over its lanes (the
+ * pipeline's lanes hand-off), device buffers as transfers between the
+ * members' GPUs, reduced by the kernels of crux_dev.h. */
+
+typedef struct crux_engine_group crux_engine_group_t;
+
+typedef struct {
+    size_t chunk_size;      /* bytes per pipeline chunk of a shard: device buffers ... */
+    size_t host_chunk_size; /* ... and host buffers, whose copies are the CPU's and
+                               * pipeline finer (the stage holds window rows of them) */
+    unsigned window;        /* chunks of the own shard being gathered at once */
+    crux_tl_config_t tl;    /* the transport context */
+    /* channels: kinds, model channels (tests), calibration cache;
+     * max_peers and eager_max (one shm slot) are set by the group */
+    crux_tl_engine_config_t engine;
+    int calibrate; /* calibrate host channels at creation (cached per node) */
+    /* host buffers: results of at least this many bytes land with streaming
+     * stores (0: never) */
+    size_t stream_min_bytes;
+    /* host Allreduce calls of at most this many bytes go in one exchange:
+     * every member sends its whole input to every peer and folds them all in
+     * rank order (one hand-off on the critical path instead of two), when
+     * every member has the shared stage (0: never) */
+    size_t whole_max_bytes;
+    /* processes on this node (0: the group size): a member waiting on its
+     * peers spins only when each has a core, else yields at once */
+    int local_procs;
+} crux_engine_group_config_t;
+
+#define CRUX_ENGINE_GROUP_CONFIG_DEFAULT                                                         \
+    {                                                                                            \
+        .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4,                      \
+        .stream_min_bytes = 2u << 20, .whole_max_bytes = 4u << 10, .tl = CRUX_TL_CONFIG_DEFAULT, \
+        .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT, .calibrate = 1,                                 \
+    }
+
+/* Create a group over the members of 'oob' (collective): an engine, and two
+ * pairs to every other member (reduce-scatter and allgather traffic run in
+ * separate sequences, so that gathers never wait behind scatters).  The
+ * configuration of each member must be the same. */
+crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob,
+                                       const crux_engine_group_config_t *config,
+                                       crux_engine_group_t **group_p);
+void crux_engine_group_destroy(crux_engine_group_t *group);
+crux_tl_engine_t *crux_engine_group_engine(crux_engine_group_t *group);
+/* 1 when host calls go over the engine's lanes: every member has
+ * shm-direct to every other and the shared stage (agreed at creation). */
+int crux_engine_group_lanes(const crux_engine_group_t *group);
+/* As crux_coll_group_set_caller, for the calls over the lanes (their posts'
+ * tags); device transfers match by size and order only. */
+void crux_engine_group_set_caller(crux_engine_group_t *group, uint64_t caller);
+/* 1 once a host call abandoned the lanes: the group's later host calls
+ * fail */
+int crux_engine_group_broken(const crux_engine_group_t *group);
+
+/* Member p's shard of a buffer of 'count' elements: the same balanced cut as
+ * the host algorithms (earlier shards one element longer). */
+void crux_engine_shard(const crux_engine_group_t *group, size_t count, int p, size_t *first,
+                       size_t *length);
+
+/* The steps, collective (every member, same arguments).  Buffers are all
+ * device memory or all host memory; sbuf NULL means in place (input in
+ * rbuf).  Each shard is reduced by its owner in rank order, so every member
+ * gets the same bits.
+ *   reduce_scatter: rbuf's own shard receives the reduction of that shard;
+ *                   the rest of rbuf is left as it was (in place: the input);
+ *   allgather:      every shard of rbuf receives its owner's shard;
+ *   allreduce:      both, pipelined: a chunk goes out to the peers as soon
+ *                   as it is reduced.
+ * CRUX_ERR_UNSUPPORTED (nothing done, on every member alike) for a (dtype,
+ * op) without a kernel for the buffers' memory, or mixed memory; a failed
+ * transfer is reported by the members it involved, after every member has
+ * finished its part of the exchange. */
+crux_status_t crux_engine_reduce_scatter(crux_engine_group_t *group, const void *sbuf, void *rbuf,
+                                         size_t count, crux_dtype_t dtype, crux_op_t op);
+crux_status_t crux_engine_allgather(crux_engine_group_t *group, void *rbuf, size_t count,
+                                    crux_dtype_t dtype);
+crux_status_t crux_engine_allreduce(crux_engine_group_t *group, const void *sbuf, void *rbuf,
+                                    size_t count, crux_dtype_t dtype, crux_op_t op);
+
+/* The hierarchical Allreduce's three steps with this group as one of its
+ * groups (collective over the group): reduce-scatter within the group,
+ * the caller's inter-group step on each chunk of each member's shard (the
+ * same shard of the other groups, crux_coll_inter_t), then the allgather
+ * within the group, pipelined with up to 'depth' chunks in the inter-group
+ * step at once (0: the steps one after the other, over whole shards).
+ * Host buffers over the lanes only: CRUX_ERR_UNSUPPORTED, nothing done, on
+ * a group without them (crux_engine_group_lanes) or for device buffers. */
+crux_status_t crux_engine_allreduce_hier(crux_engine_group_t *group, const crux_coll_inter_t *inter,
+                                         unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                         crux_dtype_t dtype, crux_op_t op);
+
+/* GPU paths from the node's topology: for every ordered pair of GPUs in
+ * 'topo' that the driver shows, its multipath set (crux_topo_multipath)
+ * becomes the engine's CUDA channels between the two devices, their
+ * bandwidths the channels' figures until calibrated.  Call before device
+ * transfers; 'topo' must outlive the group.  Without the driver yet, the
+ * paths are given at the group's first device call. */
+struct crux_topo;
+crux_status_t crux_engine_group_use_topo(crux_engine_group_t *group, const struct crux_topo *topo);
+
 /* --- selection: the one place an Allreduce algorithm is chosen ----------- */
 
 /* What a user may ask for, along three axes that are chosen apart (each
@@ -161,7 +268,7 @@ int crux_request_forced(const crux_request_t *request);
 typedef enum {
     CRUX_ALG_FALLBACK,        /* the caller's own implementation */
     CRUX_ALG_STAGED,          /* flat, flags hand-off (crux_coll_allreduce) */
-    CRUX_ALG_LANES,           /* flat, over the engine's lanes (crux_dev.h) */
+    CRUX_ALG_LANES,           /* flat, over the engine's lanes (crux_engine_allreduce) */
     CRUX_ALG_HIER,            /* three steps, pipelined */
     CRUX_ALG_HIER_SEQUENTIAL, /* three steps one after the other */
     CRUX_ALG_DEVICE,          /* device buffers: GPU kernels over the engine */

@@ -1,4 +1,4 @@
-/* Device detection, reduction kernels, copies and staging.
+/* Device detection, reduction kernels, copies and pinned buffers.
  *
  * The kernels come from crux_dev_kernels.cu as a fat binary embedded at
  * build time; each device's module is loaded once, on first use, in the
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_call.h"
+#include "coll/crux_dev_internal.h"
+#include "ucx_tl/crux_tl.h"
 
 #define ARITH (1u << CRUX_OP_SUM | 1u << CRUX_OP_PROD | 1u << CRUX_OP_MAX | 1u << CRUX_OP_MIN)
 #define LOGIC (1u << CRUX_OP_LAND | 1u << CRUX_OP_LOR | 1u << CRUX_OP_LXOR)
@@ -49,16 +50,16 @@ int crux_dev_count(void)
     return crux_tl_cuda_devices();
 }
 
-struct crux_dev_stage {
+struct crux_dev_pinned {
     void *buf[2];
     size_t size[2];
-    int pinned[2];
+    int locked[2]; /* page-locked by the driver, else malloc'd */
 };
 
-crux_status_t crux_dev_stage_create(crux_dev_stage_t **stage_p)
+crux_status_t crux_dev_pinned_create(crux_dev_pinned_t **pin_p)
 {
-    *stage_p = calloc(1, sizeof(**stage_p));
-    return *stage_p != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+    *pin_p = calloc(1, sizeof(**pin_p));
+    return *pin_p != NULL ? CRUX_OK : CRUX_ERR_NO_MEMORY;
 }
 
 #ifdef CRUX_HAVE_CUDA
@@ -168,39 +169,39 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
     return st;
 }
 
-/* The stage remembers whether its buffers are pinned: the driver may have
+/* The buffers remember whether they are page-locked: the driver may have
  * been loaded (by the application) after they were allocated. */
-void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
+void *crux_dev_pinned_buffer(crux_dev_pinned_t *pin, unsigned slot, size_t bytes)
 {
     if (slot > 1) {
         return NULL;
     }
-    if (stage->size[slot] < bytes) {
-        if (stage->buf[slot] != NULL) {
-            stage->pinned[slot] ? crux_cuda_host_free(stage->buf[slot]) : free(stage->buf[slot]);
+    if (pin->size[slot] < bytes) {
+        if (pin->buf[slot] != NULL) {
+            pin->locked[slot] ? crux_cuda_host_free(pin->buf[slot]) : free(pin->buf[slot]);
         }
-        stage->buf[slot] = NULL;
-        stage->size[slot] = 0;
+        pin->buf[slot] = NULL;
+        pin->size[slot] = 0;
         /* pinned, so copies to and from the device run at full PCIe speed */
-        stage->pinned[slot] = crux_cuda() != NULL;
-        if (stage->pinned[slot] ? crux_cuda_host_alloc(bytes, &stage->buf[slot]) != CRUX_OK
-                                : (stage->buf[slot] = malloc(bytes)) == NULL) {
-            stage->buf[slot] = NULL;
+        pin->locked[slot] = crux_cuda() != NULL;
+        if (pin->locked[slot] ? crux_cuda_host_alloc(bytes, &pin->buf[slot]) != CRUX_OK
+                              : (pin->buf[slot] = malloc(bytes)) == NULL) {
+            pin->buf[slot] = NULL;
             return NULL;
         }
-        stage->size[slot] = bytes;
+        pin->size[slot] = bytes;
     }
-    return stage->buf[slot];
+    return pin->buf[slot];
 }
 
-void crux_dev_stage_destroy(crux_dev_stage_t *stage)
+void crux_dev_pinned_destroy(crux_dev_pinned_t *pin)
 {
-    for (int i = 0; stage != NULL && i < 2; i++) {
-        if (stage->buf[i] != NULL) {
-            stage->pinned[i] ? crux_cuda_host_free(stage->buf[i]) : free(stage->buf[i]);
+    for (int i = 0; pin != NULL && i < 2; i++) {
+        if (pin->buf[i] != NULL) {
+            pin->locked[i] ? crux_cuda_host_free(pin->buf[i]) : free(pin->buf[i]);
         }
     }
-    free(stage);
+    free(pin);
 }
 
 int crux_dev_exportable(const void *ptr)
@@ -396,28 +397,28 @@ crux_status_t crux_dev_copy(void *dst, const void *src, size_t bytes)
     return CRUX_OK;
 }
 
-void *crux_dev_stage_buffer(crux_dev_stage_t *stage, unsigned slot, size_t bytes)
+void *crux_dev_pinned_buffer(crux_dev_pinned_t *pin, unsigned slot, size_t bytes)
 {
     if (slot > 1) {
         return NULL;
     }
-    if (stage->size[slot] < bytes) {
-        void *p = realloc(stage->buf[slot], bytes);
+    if (pin->size[slot] < bytes) {
+        void *p = realloc(pin->buf[slot], bytes);
         if (p == NULL) {
             return NULL;
         }
-        stage->buf[slot] = p;
-        stage->size[slot] = bytes;
+        pin->buf[slot] = p;
+        pin->size[slot] = bytes;
     }
-    return stage->buf[slot];
+    return pin->buf[slot];
 }
 
-void crux_dev_stage_destroy(crux_dev_stage_t *stage)
+void crux_dev_pinned_destroy(crux_dev_pinned_t *pin)
 {
-    if (stage != NULL) {
-        free(stage->buf[0]);
-        free(stage->buf[1]);
-        free(stage);
+    if (pin != NULL) {
+        free(pin->buf[0]);
+        free(pin->buf[1]);
+        free(pin);
     }
 }
 

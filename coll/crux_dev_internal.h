@@ -1,5 +1,6 @@
-/* Internal to libcrux_dev: asynchronous device work for the pipelined
- * Allreduce, a stream and a ring of events on one device. */
+/* Internal to libcrux_coll: device memory and asynchronous device work for
+ * the engine group's Allreduce (a stream and a ring of events on one
+ * device). */
 #ifndef CRUX_DEV_INTERNAL_H
 #define CRUX_DEV_INTERNAL_H
 
@@ -27,5 +28,9 @@ int crux_dev_queue_done(crux_dev_queue_t *queue, unsigned mark);
 /* Device memory on 'device' (crux_dev_free to release). */
 crux_status_t crux_dev_alloc(int device, size_t bytes, void **ptr_p);
 void crux_dev_free(int device, void *ptr);
+
+/* 1 when the driver exports the allocation 'ptr' is in (legacy CUDA IPC;
+ * not stream-ordered or VMM memory). */
+int crux_dev_exportable(const void *ptr);
 
 #endif

@@ -1,6 +1,6 @@
 // Reduction kernels for device buffers: out[i] = a[i] op b[i], grid-stride.
 //
-// Compiled by nvcc into a fat binary that is embedded in libcrux_dev as a
+// Compiled by nvcc into a fat binary that is embedded in libcrux_coll as a
 // byte array and loaded with the driver API (cuModuleLoadData), so nothing
 // links against the CUDA runtime.  Kernel names are "crux_<dtype>_<op>" with
 // crux_reduce.h's dtype and op names; each computes exactly what the CPU

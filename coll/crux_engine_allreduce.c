@@ -24,15 +24,15 @@
 #include <string.h>
 
 #include "common/crux_idle.h"
-#include "coll/crux_dev_call.h"
+#include "coll/crux_engine_call.h"
 #include "coll/crux_oob.h"
 
-crux_status_t crux_dev_scratch(crux_engine_group_t *g, int device, size_t bytes)
+crux_status_t crux_engine_scratch(crux_engine_group_t *g, int device, size_t bytes)
 {
     if (g->scratch != NULL && g->scratch_device == device && g->scratch_size >= bytes) {
         return CRUX_OK;
     }
-    crux_dev_release_scratch(g);
+    crux_engine_release_scratch(g);
     crux_status_t st = CRUX_OK;
     if (device < 0) {
         g->scratch = malloc(bytes > 0 ? bytes : 1);
@@ -46,12 +46,12 @@ crux_status_t crux_dev_scratch(crux_engine_group_t *g, int device, size_t bytes)
     g->scratch_device = device;
     g->scratch_size = bytes;
     if (st != CRUX_OK) {
-        crux_dev_release_scratch(g);
+        crux_engine_release_scratch(g);
     }
     return st;
 }
 
-void crux_dev_release_scratch(crux_engine_group_t *g)
+void crux_engine_release_scratch(crux_engine_group_t *g)
 {
     if (g->scratch_device < 0) {
         free(g->scratch);
@@ -66,18 +66,18 @@ void crux_dev_release_scratch(crux_engine_group_t *g)
 
 /* --- where things are ---------------------------------------------------------- */
 
-static size_t crux_dev_chunk_first(const crux_dev_call_t *c, int p, unsigned k)
+static size_t chunk_first(const crux_engine_call_t *c, int p, unsigned k)
 {
     return crux_chunk_offset(&c->cut, p, k) / c->esize;
 }
 
-static size_t crux_dev_chunk_count(const crux_dev_call_t *c, int p, unsigned k)
+static size_t chunk_count(const crux_engine_call_t *c, int p, unsigned k)
 {
     return crux_chunk_bytes(&c->cut, p, k) / c->esize;
 }
 
 /* Scratch slot of chunk k: one piece per peer, then an accumulator. */
-static uint8_t *piece(const crux_dev_call_t *c, unsigned k, int q)
+static uint8_t *piece(const crux_engine_call_t *c, unsigned k, int q)
 {
     int size = c->g->size;
     size_t index =
@@ -85,15 +85,15 @@ static uint8_t *piece(const crux_dev_call_t *c, unsigned k, int q)
     return (uint8_t *)c->g->scratch + index * c->chunk * c->esize;
 }
 
-static uint8_t *accumulator(const crux_dev_call_t *c, unsigned k)
+static uint8_t *accumulator(const crux_engine_call_t *c, unsigned k)
 {
     return piece(c, k, c->g->size); /* the slot's last place */
 }
 
 /* --- transfers ---------------------------------------------------------------- */
 
-static void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t **slot,
-                          crux_tl_xfer_t *x)
+static void posted(crux_engine_call_t *c, crux_status_t st, crux_tl_xfer_t **slot,
+                   crux_tl_xfer_t *x)
 {
     if (st != CRUX_OK) {
         if (c->status == CRUX_OK) {
@@ -105,26 +105,26 @@ static void crux_dev_post(crux_dev_call_t *c, crux_status_t st, crux_tl_xfer_t *
     c->pending++;
 }
 
-static void crux_dev_send_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                                const uint8_t *from, int p, unsigned k)
+static void send_chunk(crux_engine_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                       const uint8_t *from, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
-    crux_status_t st = crux_tl_send(pair, from, crux_dev_chunk_count(c, p, k) * c->esize, NULL, &x);
-    crux_dev_post(c, st, slot, x);
+    crux_status_t st = crux_tl_send(pair, from, chunk_count(c, p, k) * c->esize, NULL, &x);
+    posted(c, st, slot, x);
 }
 
-static void crux_dev_recv_chunk(crux_dev_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
-                                uint8_t *to, int p, unsigned k)
+static void recv_chunk(crux_engine_call_t *c, crux_tl_pair_t *pair, crux_tl_xfer_t **slot,
+                       uint8_t *to, int p, unsigned k)
 {
     crux_tl_xfer_t *x = NULL;
     crux_tl_xfer_params_t params = { .stream = c->stream && p != c->g->rank };
-    size_t bytes = crux_dev_chunk_count(c, p, k) * c->esize;
+    size_t bytes = chunk_count(c, p, k) * c->esize;
     crux_status_t st = crux_tl_recv(pair, to, bytes, &params, &x);
-    crux_dev_post(c, st, slot, x);
+    posted(c, st, slot, x);
 }
 
 /* Retire finished transfers; 1 when the slot holds none (any more). */
-static int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot)
+static int finished(crux_engine_call_t *c, crux_tl_xfer_t **slot)
 {
     if (*slot == NULL) {
         return 1;
@@ -144,11 +144,11 @@ static int crux_dev_finished(crux_dev_call_t *c, crux_tl_xfer_t **slot)
 
 /* --- the reduction of one chunk of our shard ----------------------------------- */
 
-static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
+static crux_status_t reduce_chunk(crux_engine_call_t *c, unsigned k)
 {
     crux_engine_group_t *g = c->g;
-    size_t n = crux_dev_chunk_count(c, g->rank, k);
-    size_t at = crux_dev_chunk_first(c, g->rank, k) * c->esize;
+    size_t n = chunk_count(c, g->rank, k);
+    size_t at = chunk_first(c, g->rank, k) * c->esize;
     uint8_t *out = c->in_place ? accumulator(c, k) : c->dst + at;
     const uint8_t *x[2];
     for (int p = 0, step = 0; p < g->size; p++) {
@@ -184,7 +184,7 @@ static crux_status_t reduce_chunk(crux_dev_call_t *c, unsigned k)
 
 /* --- one step of the state machine -------------------------------------------------- */
 
-static unsigned post_scatter_receives(crux_dev_call_t *c)
+static unsigned post_scatter_receives(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     unsigned events = 0;
@@ -192,8 +192,8 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
            c->rs_posted < c->reduced + g->config.window) {
         for (int q = 0; q < g->size; q++) {
             if (q != g->rank) {
-                crux_dev_recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
-                                    piece(c, c->rs_posted, q), g->rank, c->rs_posted);
+                recv_chunk(c, g->rs[q], &c->rs_recv[q * c->kmax + c->rs_posted],
+                           piece(c, c->rs_posted, q), g->rank, c->rs_posted);
             }
         }
         c->rs_posted++;
@@ -202,14 +202,14 @@ static unsigned post_scatter_receives(crux_dev_call_t *c)
     return events;
 }
 
-static unsigned launch_reductions(crux_dev_call_t *c)
+static unsigned launch_reductions(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     unsigned events = 0;
     while (c->launched < c->rs_posted) {
         int ready = 1;
         for (int q = 0; q < g->size; q++) {
-            ready &= q == g->rank || crux_dev_finished(c, &c->rs_recv[q * c->kmax + c->launched]);
+            ready &= q == g->rank || finished(c, &c->rs_recv[q * c->kmax + c->launched]);
         }
         if (!ready) {
             break;
@@ -227,7 +227,7 @@ static unsigned launch_reductions(crux_dev_call_t *c)
 }
 
 /* Chunks whose reduction finished go out to every peer. */
-static unsigned send_reduced(crux_dev_call_t *c)
+static unsigned send_reduced(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     unsigned events = 0;
@@ -241,11 +241,11 @@ static unsigned send_reduced(crux_dev_call_t *c)
                 c->status = (crux_status_t)done;
             }
         }
-        const uint8_t *from = c->dst + crux_dev_chunk_first(c, g->rank, c->reduced) * c->esize;
+        const uint8_t *from = c->dst + chunk_first(c, g->rank, c->reduced) * c->esize;
         for (int q = 0; c->do_ag && q < g->size; q++) {
             if (q != g->rank) {
-                crux_dev_send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from,
-                                    g->rank, c->reduced);
+                send_chunk(c, g->ag[q], &c->ag_send[q * c->kmax + c->reduced], from, g->rank,
+                           c->reduced);
             }
         }
         c->reduced++;
@@ -255,24 +255,24 @@ static unsigned send_reduced(crux_dev_call_t *c)
 }
 
 /* Gathered chunks land straight in the result, in each peer's order. */
-static void post_gather_receives(crux_dev_call_t *c)
+static void post_gather_receives(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     for (int q = 0; c->do_ag && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c->chunks[q]; k++) {
-            crux_dev_recv_chunk(c, g->ag[q], &c->ag_recv[q * c->kmax + k],
-                                c->dst + crux_dev_chunk_first(c, q, k) * c->esize, q, k);
+            recv_chunk(c, g->ag[q], &c->ag_recv[q * c->kmax + k],
+                       c->dst + chunk_first(c, q, k) * c->esize, q, k);
         }
     }
 }
 
 /* Done once every transfer finished. */
-static int complete(const crux_dev_call_t *c)
+static int complete(const crux_engine_call_t *c)
 {
     return c->reduced >= c->chunks[c->g->rank] && c->pending == 0;
 }
 
-static unsigned step(crux_dev_call_t *c)
+static unsigned step(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     unsigned events = crux_tl_engine_progress(g->engine);
@@ -280,16 +280,16 @@ static unsigned step(crux_dev_call_t *c)
     events += launch_reductions(c);
     events += send_reduced(c);
     for (size_t i = 0; i < (size_t)g->size * c->kmax; i++) {
-        crux_dev_finished(c, &c->rs_send[i]);
-        crux_dev_finished(c, &c->ag_send[i]);
-        crux_dev_finished(c, &c->ag_recv[i]);
+        finished(c, &c->rs_send[i]);
+        finished(c, &c->ag_send[i]);
+        finished(c, &c->ag_recv[i]);
     }
     return events;
 }
 
 /* --- a call --------------------------------------------------------------------------- */
 
-static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
+static crux_status_t check(crux_engine_call_t *c, const void *sbuf, void *rbuf)
 {
     crux_tl_mem_t d = crux_tl_mem_query(rbuf), s = crux_tl_mem_query(c->src);
     /* any device memory makes it a device call, agreed by every member */
@@ -315,7 +315,7 @@ static crux_status_t check(crux_dev_call_t *c, const void *sbuf, void *rbuf)
 /* The call's arrays, zeroed, carved from memory the group keeps (calls
  * are many and small ones showed their allocations in profiles): chunks
  * per shard and the four transfer tables. */
-static crux_status_t call_arrays(crux_dev_call_t *c)
+static crux_status_t call_arrays(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     size_t size = (size_t)g->size, slots = size * c->kmax;
@@ -339,7 +339,7 @@ static crux_status_t call_arrays(crux_dev_call_t *c)
     return CRUX_OK;
 }
 
-static crux_status_t setup(crux_dev_call_t *c)
+static crux_status_t setup(crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     size_t chunk = c->device < 0 ? g->config.host_chunk_size : g->config.chunk_size;
@@ -355,7 +355,7 @@ static crux_status_t setup(crux_dev_call_t *c)
     if (c->do_rs) {
         size_t bytes = (size_t)g->config.window * (size_t)g->size * c->chunk * c->esize;
         /* device memory short: the members agree on the fallback (run) */
-        crux_status_t st = crux_dev_scratch(g, c->device, bytes);
+        crux_status_t st = crux_engine_scratch(g, c->device, bytes);
         if (st != CRUX_OK) {
             return st;
         }
@@ -369,7 +369,7 @@ static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, s
                          crux_dtype_t dtype, crux_op_t op, int do_rs, int do_ag,
                          const crux_coll_inter_t *inter, unsigned depth)
 {
-    crux_dev_call_t c = {
+    crux_engine_call_t c = {
         .g = g,
         .esize = crux_dtype_size(dtype),
         .dtype = dtype,
@@ -412,7 +412,7 @@ static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, s
         if (st == CRUX_OK && ((uintptr_t)c.src % c.esize != 0 || (uintptr_t)rbuf % c.esize != 0)) {
             st = CRUX_ERR_UNSUPPORTED;
         }
-        st = crux_dev_agree(&c, st);
+        st = crux_engine_agree(&c, st);
         if (st != CRUX_OK) {
             return st == CRUX_ERR_PEER ? st : CRUX_ERR_UNSUPPORTED;
         }
@@ -422,8 +422,8 @@ static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, s
     }
     for (int q = 0; do_rs && q < g->size; q++) {
         for (unsigned k = 0; q != g->rank && k < c.chunks[q]; k++) {
-            crux_dev_send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
-                                c.src + crux_dev_chunk_first(&c, q, k) * c.esize, q, k);
+            send_chunk(&c, g->rs[q], &c.rs_send[q * c.kmax + k],
+                       c.src + chunk_first(&c, q, k) * c.esize, q, k);
         }
     }
     post_gather_receives(&c);
@@ -446,14 +446,14 @@ static crux_status_t run(crux_engine_group_t *g, const void *sbuf, void *rbuf, s
     return st == CRUX_ERR_UNSUPPORTED && c.in_place ? CRUX_ERR_IO : st;
 }
 
-crux_status_t crux_dev_reduce_scatter(crux_engine_group_t *g, const void *sbuf, void *rbuf,
-                                      size_t count, crux_dtype_t dtype, crux_op_t op)
+crux_status_t crux_engine_reduce_scatter(crux_engine_group_t *g, const void *sbuf, void *rbuf,
+                                         size_t count, crux_dtype_t dtype, crux_op_t op)
 {
     return run(g, sbuf, rbuf, count, dtype, op, 1, 0, NULL, 0);
 }
 
-crux_status_t crux_dev_allgather(crux_engine_group_t *g, void *rbuf, size_t count,
-                                 crux_dtype_t dtype)
+crux_status_t crux_engine_allgather(crux_engine_group_t *g, void *rbuf, size_t count,
+                                    crux_dtype_t dtype)
 {
     return run(g, NULL, rbuf, count, dtype, CRUX_OP_SUM, 0, 1, NULL, 0);
 }

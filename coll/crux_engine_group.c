@@ -47,10 +47,11 @@ static crux_status_t connect_all(crux_engine_group_t *g, crux_tl_pair_t **pairs,
     return CRUX_OK;
 }
 
-crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_dev_config_t *config,
+crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob,
+                                       const crux_engine_group_config_t *config,
                                        crux_engine_group_t **group_p)
 {
-    const crux_dev_config_t defaults = CRUX_DEV_CONFIG_DEFAULT;
+    const crux_engine_group_config_t defaults = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     crux_engine_group_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         return CRUX_ERR_NO_MEMORY;
@@ -76,9 +77,9 @@ crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_de
     g->agree_cards = calloc((size_t)g->size, sizeof(*g->agree_cards));
     g->peer_ids = calloc((size_t)g->size, CRUX_DEV_ID_SIZE);
     g->order_device = -1;
-    g->order_peer = calloc((size_t)g->size * CRUX_DEV_ORDER_EVENTS, sizeof(void *));
+    g->order_peer = calloc((size_t)g->size * CRUX_ENGINE_ORDER_EVENTS, sizeof(void *));
     g->order_peer_handle =
-        calloc((size_t)g->size * CRUX_DEV_ORDER_EVENTS, sizeof(*g->order_peer_handle));
+        calloc((size_t)g->size * CRUX_ENGINE_ORDER_EVENTS, sizeof(*g->order_peer_handle));
     crux_tl_engine_config_t ecfg = g->config.engine;
     ecfg.max_peers = 2 * g->size;
     ecfg.eager_max = ecfg.shm_slot_size; /* small pieces and chunks skip the plan's round trip */
@@ -120,10 +121,10 @@ crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob, const crux_de
     }
     /* a member without the lanes' stage keeps every member from them */
     if (st == CRUX_OK) {
-        g->lanes = crux_oob_agree(oob, crux_dev_lanes_reserve(g), 1, NULL) == CRUX_OK;
+        g->lanes = crux_oob_agree(oob, crux_engine_lanes_reserve(g), 1, NULL) == CRUX_OK;
         g->whole = g->lanes && g->config.whole_max_bytes > 0;
         if (!g->lanes) {
-            crux_dev_lanes_release(g);
+            crux_engine_lanes_release(g);
         }
     }
     free(cards);
@@ -140,9 +141,9 @@ void crux_engine_group_destroy(crux_engine_group_t *g)
     if (g == NULL) {
         return;
     }
-    crux_dev_release_scratch(g);
-    crux_dev_lanes_release(g);
-    crux_dev_order_release(g);
+    crux_engine_release_scratch(g);
+    crux_engine_lanes_release(g);
+    crux_engine_order_release(g);
     crux_tl_engine_destroy(g->engine); /* disconnects every pair */
     crux_tl_context_close(g->ctx);
     free(g->call_mem);
@@ -175,8 +176,8 @@ int crux_engine_group_broken(const crux_engine_group_t *g)
     return g->lanes_broken;
 }
 
-void crux_dev_shard(const crux_engine_group_t *g, size_t count, int p, size_t *first,
-                    size_t *length)
+void crux_engine_shard(const crux_engine_group_t *g, size_t count, int p, size_t *first,
+                       size_t *length)
 {
     crux_cut_t cut = crux_cut(count, 1, 1, g->size);
     *first = crux_shard_first(&cut, p);

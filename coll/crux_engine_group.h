@@ -2,28 +2,29 @@
 #ifndef CRUX_ENGINE_GROUP_H
 #define CRUX_ENGINE_GROUP_H
 
+#include "coll/crux_coll.h"
 #include "coll/crux_dev_internal.h"
 
 #define CRUX_DEV_ID_SIZE 48 /* a device's name: "GPU-" and its UUID (crux_cuda_name) */
 
-/* The events a device call's copies wait on (crux_dev_order.c): one on the
+/* The events a device call's copies wait on (crux_engine_order.c): one on the
  * legacy, one on the per-thread default stream; IPC handles of 64 bytes. */
-#define CRUX_DEV_ORDER_EVENTS 2
-#define CRUX_DEV_ORDER_HANDLE 64
+#define CRUX_ENGINE_ORDER_EVENTS 2
+#define CRUX_ENGINE_ORDER_HANDLE 64
 
-/* A member's card in a device call's agreement (crux_dev_agree.c). */
+/* A member's card in a device call's agreement (crux_engine_agree.c). */
 typedef struct {
     int32_t status;
     int32_t pad;
     uint8_t id[CRUX_DEV_ID_SIZE];
-    uint8_t order[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE];
-} crux_dev_card_t;
+    uint8_t order[CRUX_ENGINE_ORDER_EVENTS][CRUX_ENGINE_ORDER_HANDLE];
+} crux_engine_card_t;
 
 struct crux_engine_group {
     int rank, size;
     /* the members' allgather, kept: device calls agree through it */
     crux_coll_oob_t oob;
-    crux_dev_card_t *agree_cards; /* [size] */
+    crux_engine_card_t *agree_cards; /* [size] */
     /* the members' devices at the last agreement, and whether each reaches
      * every other's (peer access) */
     uint8_t *peer_ids; /* [size][CRUX_DEV_ID_SIZE] */
@@ -32,11 +33,11 @@ struct crux_engine_group {
      * handles, and every member's opened here ([size][EVENTS], with the
      * handles they were opened from) */
     int order_device;
-    void *order_own[CRUX_DEV_ORDER_EVENTS];
-    uint8_t order_handle[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE];
+    void *order_own[CRUX_ENGINE_ORDER_EVENTS];
+    uint8_t order_handle[CRUX_ENGINE_ORDER_EVENTS][CRUX_ENGINE_ORDER_HANDLE];
     void **order_peer;
-    uint8_t (*order_peer_handle)[CRUX_DEV_ORDER_HANDLE];
-    crux_dev_config_t config;
+    uint8_t (*order_peer_handle)[CRUX_ENGINE_ORDER_HANDLE];
+    crux_engine_group_config_t config;
     crux_tl_context_t *ctx;
     crux_tl_engine_t *engine;
     crux_tl_pair_t **rs; /* [size]: reduce-scatter pairs, NULL at our rank */
@@ -72,27 +73,28 @@ struct crux_engine_group {
 
 /* Reserve the lanes' stage (collective use: every member must have it);
  * CRUX_ERR_UNSUPPORTED when a pair has no shm-direct. */
-crux_status_t crux_dev_lanes_reserve(crux_engine_group_t *group);
-void crux_dev_lanes_release(crux_engine_group_t *group);
+crux_status_t crux_engine_lanes_reserve(crux_engine_group_t *group);
+void crux_engine_lanes_release(crux_engine_group_t *group);
 
 /* Record our default streams' events (on 'device') for a call, make our
  * queue wait on them, and give their IPC handles for our card. */
-crux_status_t crux_dev_order_record(crux_engine_group_t *group, int device,
-                                    uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE]);
+crux_status_t
+crux_engine_order_record(crux_engine_group_t *group, int device,
+                         uint8_t handles[CRUX_ENGINE_ORDER_EVENTS][CRUX_ENGINE_ORDER_HANDLE]);
 /* Open the members' events named in their cards (those not open yet);
  * CRUX_ERR_UNSUPPORTED when one cannot be. */
-crux_status_t crux_dev_order_open(crux_engine_group_t *group, int device,
-                                  const crux_dev_card_t *cards);
+crux_status_t crux_engine_order_open(crux_engine_group_t *group, int device,
+                                     const crux_engine_card_t *cards);
 /* Make the engine's CUDA channels wait on every member's events. */
-crux_status_t crux_dev_order_apply(crux_engine_group_t *group);
-void crux_dev_order_release(crux_engine_group_t *group);
+crux_status_t crux_engine_order_apply(crux_engine_group_t *group);
+void crux_engine_order_release(crux_engine_group_t *group);
 
 /* Give the topology's GPU paths to the engine, once, when the driver is
- * there (crux_dev_topo.c); CRUX_OK without a topology or a driver. */
-crux_status_t crux_dev_topo_apply(crux_engine_group_t *group);
+ * there (crux_engine_topo.c); CRUX_OK without a topology or a driver. */
+crux_status_t crux_engine_topo_apply(crux_engine_group_t *group);
 
 /* Scratch of at least 'bytes' on 'device' (-1: host), and a queue there. */
-crux_status_t crux_dev_scratch(crux_engine_group_t *group, int device, size_t bytes);
-void crux_dev_release_scratch(crux_engine_group_t *group);
+crux_status_t crux_engine_scratch(crux_engine_group_t *group, int device, size_t bytes);
+void crux_engine_release_scratch(crux_engine_group_t *group);
 
 #endif

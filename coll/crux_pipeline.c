@@ -248,7 +248,8 @@ crux_status_t crux_pipe_run(crux_pipe_t *p)
     while (!complete(p) && p->status == CRUX_OK) {
         int moved = pass(p);
         if (!moved && p->status == CRUX_OK &&
-            crux_idle_poll(&idle, p->inter == NULL || p->inter_done >= p->reduced)) {
+            crux_idle_poll(&idle, p->inter == NULL || p->inter_done >= p->reduced) ==
+                CRUX_IDLE_SLEEP) {
             p->ops->doze(p);
             moved = pass(p);
             p->ops->sleep(p, moved);

@@ -14,7 +14,7 @@
  *   flags  staging banks in the group's shared segment and progress words
  *          (crux_pipeline_flags.c: the staged Allreduce of crux_coll.h)
  *   lanes  the multipath engine's shared stage and its lanes' posts
- *          (crux_pipeline_lanes.c: host calls of crux_dev.h)
+ *          (crux_pipeline_lanes.c: the engine group's host calls)
  */
 #ifndef CRUX_PIPELINE_H
 #define CRUX_PIPELINE_H

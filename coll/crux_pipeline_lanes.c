@@ -1,4 +1,4 @@
-/* The pipeline's lanes backend (crux_pipeline.h): host calls of crux_dev.h
+/* The pipeline's lanes backend (crux_pipeline.h): the engine group's host calls
  * over the engine's lanes, when every pair has shm-direct.
  *
  * Each member keeps a shared stage (crux_tl_shared_alloc): a ring of
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/crux_dev_call.h"
+#include "coll/crux_engine_call.h"
 #include "coll/crux_pipeline.h"
 #include "common/crux_idle.h"
 
@@ -63,7 +63,7 @@ static void abandon(crux_engine_group_t *g)
     g->lanes_broken = 1;
 }
 
-crux_status_t crux_dev_lanes_reserve(crux_engine_group_t *g)
+crux_status_t crux_engine_lanes_reserve(crux_engine_group_t *g)
 {
     if (g->size < 2 || g->config.window > CRUX_TL_LANE_DEPTH || !all_direct(g)) {
         return CRUX_ERR_UNSUPPORTED;
@@ -99,7 +99,7 @@ static void drain(crux_engine_group_t *g)
     }
 }
 
-void crux_dev_lanes_release(crux_engine_group_t *g)
+void crux_engine_lanes_release(crux_engine_group_t *g)
 {
     if (g->lanes && !g->lanes_broken) {
         drain(g);
@@ -337,7 +337,7 @@ static const crux_handoff_ops_t lanes_ops = {
 
 /* --- a call --------------------------------------------------------------------------- */
 
-crux_status_t crux_lanes_run(const crux_dev_call_t *c)
+crux_status_t crux_lanes_run(const crux_engine_call_t *c)
 {
     crux_engine_group_t *g = c->g;
     if (g->lanes_broken) {

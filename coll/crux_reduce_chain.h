@@ -1,4 +1,4 @@
-/* Internal to libcrux_coll and libcrux_dev: a chunk's reduction over every
+/* Internal to libcrux_coll: a chunk's reduction over every
  * member's input, in rank order, shared by the algorithms that have all the
  * inputs in place at once (the staged Allreduce, the lanes of host calls
  * over the engine). */

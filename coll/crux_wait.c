@@ -63,7 +63,7 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
         if (crux_load(&ctrl->failed) >= group->seq) {
             return CRUX_ERR_PEER;
         }
-        if (crux_idle_poll(&idle, 1)) {
+        if (crux_idle_poll(&idle, 1) == CRUX_IDLE_SLEEP) {
             crux_sleep_t sleep;
             crux_sleep_begin(group, peer, offset, &sleep);
             crux_sleep_end(&sleep, crux_load(sleep.word) >= target);

@@ -10,16 +10,16 @@ unsigned crux_idle_spins(unsigned local)
     return local > crux_cpus_online() ? 0 : CRUX_IDLE_SPINS;
 }
 
-int crux_idle_poll(crux_idle_t *idle, int may_sleep)
+crux_idle_phase_t crux_idle_poll(crux_idle_t *idle, int may_sleep)
 {
     idle->check |= ++idle->polls % CRUX_IDLE_CHECK_POLLS == 0;
     if (idle->polls <= idle->spins) {
         crux_cpu_relax();
-        return 0;
+        return CRUX_IDLE_SPIN;
     }
     if (!may_sleep || idle->polls <= idle->spins + CRUX_IDLE_YIELDS) {
         sched_yield();
-        return 0;
+        return CRUX_IDLE_YIELD;
     }
-    return 1;
+    return CRUX_IDLE_SLEEP;
 }

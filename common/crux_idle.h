@@ -44,12 +44,20 @@ static inline void crux_idle_reset(crux_idle_t *idle)
     idle->check = 0;
 }
 
-/* One poll found nothing: pause or yield the core, and return 0; or return
- * 1 when the caller should sleep now.  With 'may_sleep' 0 (what the caller
- * waits for moves only while it polls) it yields instead of sleeping. */
-int crux_idle_poll(crux_idle_t *idle, int may_sleep);
+/* The phase an idle poll was in: what it did, or asks of its caller. */
+typedef enum {
+    CRUX_IDLE_SPIN,  /* it paused the core (spin) */
+    CRUX_IDLE_YIELD, /* it yielded the core */
+    CRUX_IDLE_SLEEP  /* it did nothing: the caller should sleep now */
+} crux_idle_phase_t;
 
-/* The caller slept (after crux_idle_poll returned 1). */
+/* One poll found nothing: pause or yield the core (CRUX_IDLE_SPIN,
+ * CRUX_IDLE_YIELD), or return CRUX_IDLE_SLEEP when the caller should sleep
+ * now.  With 'may_sleep' 0 (what the caller waits for moves only while it
+ * polls, or nothing would wake a sleep) it yields instead of sleeping. */
+crux_idle_phase_t crux_idle_poll(crux_idle_t *idle, int may_sleep);
+
+/* The caller slept (after crux_idle_poll returned CRUX_IDLE_SLEEP). */
 static inline void crux_idle_slept(crux_idle_t *idle)
 {
     idle->check |= ++idle->sleeps % CRUX_IDLE_CHECK_SLEEPS == 0;

@@ -130,8 +130,8 @@ typedef struct {
     crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
     struct crux_engine_group *engine_group;
     struct coll_crux_shared *engine_share;
-    struct crux_dev_stage *dev_stage; /* pinned host buffers for staging */
-    uint32_t logged;                  /* bit 1 << alg: said at verbose 2 */
+    struct crux_dev_pinned *dev_pinned; /* pinned host buffers (the host-staged path) */
+    uint32_t logged;                    /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_crux_module_t);

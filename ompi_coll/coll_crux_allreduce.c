@@ -9,7 +9,6 @@
 #include "opal/util/show_help.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
 
 static int fallback(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                     struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m)

@@ -82,12 +82,12 @@ static void span(ompi_datatype_t *dtype, int count, ptrdiff_t *lb, size_t *bytes
 int coll_crux_stage_in(mca_coll_crux_module_t *m, const void *sbuf, const void *rbuf, int count,
                        ompi_datatype_t *dtype, coll_crux_staged_t *s)
 {
-    if (m->dev_stage == NULL && crux_dev_stage_create(&m->dev_stage) != CRUX_OK) {
+    if (m->dev_pinned == NULL && crux_dev_pinned_create(&m->dev_pinned) != CRUX_OK) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     span(dtype, count, &s->lb, &s->bytes);
-    char *in = crux_dev_stage_buffer(m->dev_stage, 0, s->bytes);
-    char *out = crux_dev_stage_buffer(m->dev_stage, 1, s->bytes);
+    char *in = crux_dev_pinned_buffer(m->dev_pinned, 0, s->bytes);
+    char *out = crux_dev_pinned_buffer(m->dev_pinned, 1, s->bytes);
     if (in == NULL || out == NULL ||
         crux_dev_copy(in, (const char *)(sbuf == MPI_IN_PLACE ? rbuf : sbuf) + s->lb, s->bytes) !=
             CRUX_OK) {

@@ -15,7 +15,6 @@
 #include "orte/util/proc_info.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
 
 /* UCX's component discovery is process-wide; keep group set-ups of
  * communicators used from different threads apart.  Never across an
@@ -137,7 +136,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
 
 crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_engine_group_t **group)
 {
-    crux_dev_config_t config = CRUX_DEV_CONFIG_DEFAULT;
+    crux_engine_group_config_t config = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     crux_coll_config_t host = coll_crux_config();
     config.tl = host.tl;
     config.stream_min_bytes = host.stream_min_bytes;

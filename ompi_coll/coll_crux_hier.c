@@ -33,7 +33,6 @@
 #include "topo/crux_topo.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
 
 /* This process's CPU binding as a list ("0-3,8"); "" when unknown. */
 static void binding(char *list, size_t size)

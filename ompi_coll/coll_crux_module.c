@@ -27,14 +27,14 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->engine_state = CRUX_GROUP_UNTRIED;
     m->engine_group = NULL;
     m->engine_share = NULL;
-    m->dev_stage = NULL;
+    m->dev_pinned = NULL;
     m->logged = 0;
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
 {
     coll_crux_module_release(m);
-    crux_dev_stage_destroy(m->dev_stage);
+    crux_dev_pinned_destroy(m->dev_pinned);
     if (m->previous_allreduce_module != NULL) {
         OBJ_RELEASE(m->previous_allreduce_module);
     }

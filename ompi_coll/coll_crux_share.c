@@ -45,7 +45,6 @@
 #include "ompi/runtime/mpiruntime.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
 
 struct coll_crux_shared {
     struct coll_crux_shared *next; /* newest first */

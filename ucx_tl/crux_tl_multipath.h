@@ -349,7 +349,8 @@ crux_status_t crux_tl_xfer_status(const crux_tl_xfer_t *xfer);
  * the receiver), or it is done.  Its sender may then stop progressing the
  * engine until it wants the send finished. */
 int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *xfer);
-/* Progress the engine until the transfer is done; returns its status. */
+/* Progress the engine until the transfer is done; returns its status.  It
+ * spins, then yields the core (common/crux_idle.h), never sleeps. */
 crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *xfer);
 /* Release a finished transfer. */
 void crux_tl_xfer_release(crux_tl_xfer_t *xfer);

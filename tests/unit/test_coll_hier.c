@@ -1,5 +1,5 @@
-/* The hierarchical three-stage Allreduce in forked processes, over
- * libcrux_coll's staging group and over libcrux_dev's lanes: G groups of L
+/* The hierarchical three-step Allreduce in forked processes, over
+ * libcrux_coll's shared-memory group and over its engine group's lanes: G groups of L
  * members; member i of every group forms a "cross" group, and the
  * inter-group step is a flat Allreduce over it.  Every layout, pipelined
  * and sequential, in and out of place, against the exact sum; identical bits
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "coll/crux_dev.h"
+#include "coll/crux_coll.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {
@@ -20,7 +20,7 @@ typedef struct {
     int in_place;
     int fail_inter;   /* the inter-group step of member 0 fails */
     uint64_t *hashes; /* shared, one per member, or NULL */
-    int lanes;        /* within groups over libcrux_dev's lanes */
+    int lanes;        /* within groups over the engine group's lanes */
 } hier_case_t;
 
 typedef struct {
@@ -69,12 +69,12 @@ static int run_hier(fork_group_member_t *m, void *arg)
     crux_coll_oob_t local_oob = fork_subgroup_oob(&local_sub);
     crux_coll_group_t *g = NULL, *cross;
     crux_engine_group_t *dg = NULL;
-    crux_dev_config_t dev_config = CRUX_DEV_CONFIG_DEFAULT;
-    dev_config.host_chunk_size = 8192; /* several chunks per shard */
-    dev_config.calibrate = 0;
-    dev_config.engine.kinds = CRUX_TL_KINDS_HOST;
-    dev_config.engine.calib_path = "";
-    if (c->lanes ? crux_engine_group_create(&local_oob, &dev_config, &dg) != CRUX_OK
+    crux_engine_group_config_t engine_config = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
+    engine_config.host_chunk_size = 8192; /* several chunks per shard */
+    engine_config.calibrate = 0;
+    engine_config.engine.kinds = CRUX_TL_KINDS_HOST;
+    engine_config.engine.calib_path = "";
+    if (c->lanes ? crux_engine_group_create(&local_oob, &engine_config, &dg) != CRUX_OK
                  : crux_coll_group_create(&local_oob, &config, &g) != CRUX_OK) {
         return 3;
     }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/crux_cuda.h"
+#include "coll/crux_coll.h"
 #include "coll/crux_dev_internal.h"
 #include "topo/crux_topo.h"
 #include "tests/unit/fork_group.h"
@@ -210,17 +211,17 @@ static int t_kernels_nan(void)
 static int t_staging(void)
 {
     const size_t bytes = (8u << 20) + 5;
-    crux_dev_stage_t *stage;
+    crux_dev_pinned_t *pin;
     void *src = device_pattern(0, bytes, 3), *dst;
     if (src == NULL || crux_dev_alloc(0, bytes, &dst) != CRUX_OK ||
-        crux_dev_stage_create(&stage) != CRUX_OK)
+        crux_dev_pinned_create(&pin) != CRUX_OK)
         FAIL(1);
-    unsigned char *h = crux_dev_stage_buffer(stage, 0, bytes);
+    unsigned char *h = crux_dev_pinned_buffer(pin, 0, bytes);
     if (h == NULL || crux_dev_copy(h, src, bytes) != CRUX_OK ||
         h[bytes - 1] != pattern(bytes - 1, 3) || crux_dev_copy(dst, h, bytes) != CRUX_OK ||
         !device_holds(dst, bytes, 3))
         FAIL(2);
-    crux_dev_stage_destroy(stage);
+    crux_dev_pinned_destroy(pin);
     return 0;
 }
 
@@ -547,7 +548,7 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
 {
     int procs = *(int *)arg, device = m->rank % crux_dev_count();
     const size_t n = (4u << 20) + 3;
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    crux_engine_group_config_t cfg = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     cfg.calibrate = 0;
     cfg.engine.kinds = CRUX_TL_KINDS_CUDA;
     cfg.engine.calib_path = "";
@@ -971,7 +972,7 @@ static int topo_body(fork_group_member_t *m, void *arg)
 {
     crux_topo_t *topo = two_gpus_topo();
     const crux_topo_pathset_t *set = topo != NULL ? crux_topo_multipath(topo, 0, 1) : NULL;
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    crux_engine_group_config_t cfg = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     cfg.calibrate = 0;
     cfg.engine.calib_path = "";
     crux_coll_oob_t oob = fork_group_oob(m);

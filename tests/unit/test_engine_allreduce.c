@@ -1,4 +1,4 @@
-/* libcrux_dev's Allreduce data movement in 2 to 4 forked processes, on
+/* The engine group's Allreduce data movement in 2 to 4 forked processes, on
  * model channels and on host channels (shm and cma: pieces fold on landing;
  * cma alone: they land in scratch and are reduced afterwards):
  * reduce-scatter, allgather and the pipelined allreduce give, bit for bit,
@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "check_main.h"
+#include "coll/crux_coll.h"
 #include "coll/crux_dev.h"
 #include "coll/crux_engine_group.h" /* the pairs, to see them found far */
 #include "tests/unit/fork_group.h"
@@ -75,7 +76,7 @@ static void make_input(const case_t *c, int rank, uint8_t *out)
 static int body(fork_group_member_t *m, void *arg)
 {
     const case_t *c = arg;
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    crux_engine_group_config_t cfg = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     cfg.chunk_size = 48u << 10; /* many chunks ... */
     cfg.host_chunk_size = 48u << 10;
     cfg.window = 2; /* ... through few scratch slots */
@@ -92,7 +93,7 @@ static int body(fork_group_member_t *m, void *arg)
     }
     size_t esize = crux_dtype_size(c->dtype), bytes = c->count * esize, first, length;
     uint8_t *in = input_of(c, m->rank), *out = result_of(c, m->rank);
-    crux_dev_shard(g, c->count, m->rank, &first, &length);
+    crux_engine_shard(g, c->count, m->rank, &first, &length);
     make_input(c, m->rank, in);
     memset(out, 0xee, bytes);
     if (c->step == ALLGATHER) {
@@ -106,9 +107,9 @@ static int body(fork_group_member_t *m, void *arg)
     switch (c->step) {
     case ALLREDUCE: st = crux_engine_allreduce(g, sbuf, out, c->count, c->dtype, c->op); break;
     case REDUCE_SCATTER:
-        st = crux_dev_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op);
+        st = crux_engine_reduce_scatter(g, sbuf, out, c->count, c->dtype, c->op);
         break;
-    default: st = crux_dev_allgather(g, out, c->count, c->dtype); break;
+    default: st = crux_engine_allgather(g, out, c->count, c->dtype); break;
     }
     fork_group_barrier(m);
     if (st != CRUX_OK) {
@@ -127,7 +128,7 @@ static int body(fork_group_member_t *m, void *arg)
     if (c->step == ALLGATHER) { /* shard p comes from member p's input */
         for (int p = 0; p < m->size; p++) {
             size_t f, l;
-            crux_dev_shard(g, c->count, p, &f, &l);
+            crux_engine_shard(g, c->count, p, &f, &l);
             make_input(c, p, x);
             memcpy(want + f * esize, x + f * esize, l * esize);
         }
@@ -174,7 +175,7 @@ static void run_on(unsigned kinds, int size, step_t step, crux_dtype_t dtype, cr
 static crux_engine_group_t *host_group(fork_group_member_t *m, size_t host_chunk, unsigned window,
                                        double far_latency)
 {
-    crux_dev_config_t cfg = CRUX_DEV_CONFIG_DEFAULT;
+    crux_engine_group_config_t cfg = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     cfg.host_chunk_size = host_chunk;
     cfg.window = window;
     cfg.engine.far_latency = far_latency;
@@ -407,16 +408,16 @@ START_TEST(test_device_pieces_without_a_gpu)
     ck_assert_int_eq(crux_dev_copy(back, host, sizeof(host)), CRUX_OK);
     ck_assert(memcmp(back, host, sizeof(host)) == 0);
     /* the staging path a user-defined op takes: into host buffers and back */
-    crux_dev_stage_t *stage;
-    ck_assert_int_eq(crux_dev_stage_create(&stage), CRUX_OK);
-    double *a = crux_dev_stage_buffer(stage, 0, sizeof(host));
-    double *b = crux_dev_stage_buffer(stage, 1, 1 << 20);
+    crux_dev_pinned_t *pin;
+    ck_assert_int_eq(crux_dev_pinned_create(&pin), CRUX_OK);
+    double *a = crux_dev_pinned_buffer(pin, 0, sizeof(host));
+    double *b = crux_dev_pinned_buffer(pin, 1, 1 << 20);
     ck_assert(a != NULL && b != NULL && (void *)a != (void *)b);
-    ck_assert_ptr_null(crux_dev_stage_buffer(stage, 2, 8));
+    ck_assert_ptr_null(crux_dev_pinned_buffer(pin, 2, 8));
     ck_assert_int_eq(crux_dev_copy(a, host, sizeof(host)), CRUX_OK);
-    ck_assert(crux_dev_stage_buffer(stage, 0, 8) == a); /* big enough: kept */
+    ck_assert(crux_dev_pinned_buffer(pin, 0, 8) == a); /* big enough: kept */
     ck_assert_double_eq(a[3], 4.0);
-    crux_dev_stage_destroy(stage);
+    crux_dev_pinned_destroy(pin);
 }
 END_TEST
 

@@ -2,9 +2,9 @@
  * channel, timed by the receiver, fitted (plan/calib_cache.c) and published
  * to the sender through the control areas. */
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 
+#include "common/crux_idle.h"
 #include "ucx_tl/engine/engine_internal.h"
 #include "ucx_tl/plan/plan_internal.h"
 
@@ -13,14 +13,22 @@
 #define CALIB_REPS  3
 #define CALIB_STEPS 3 /* tiny, large in few chunks, large in many */
 
+/* Wait for the peer to bring 'word' to 'target', in the wait loops' policy
+ * (common/crux_idle.h): yielding at once, since the peer must run to write
+ * it (it may share our core), and never sleeping, since it rings no
+ * doorbell; its liveness is checked when the policy says it is due. */
 static crux_status_t wait_word(crux_tl_pair_t *pair, const uint64_t *word, uint64_t target)
 {
-    for (unsigned polls = 1; mp_load(word) < target; polls++) {
-        if (crux_tl_engine_progress(pair->engine) == 0) {
-            sched_yield();
+    crux_idle_t idle = crux_idle_start(0);
+    while (mp_load(word) < target) {
+        if (crux_tl_engine_progress(pair->engine) > 0) {
+            crux_idle_reset(&idle);
+            continue;
         }
-        if (polls % 4096 == 0 && !crux_tl_peer_alive(pair)) {
-            return CRUX_ERR_PEER;
+        (void)crux_idle_poll(&idle, 0);
+        if (crux_idle_check_due(&idle) && !crux_tl_peer_alive(pair)) {
+            /* it may have written the word and exited since our look */
+            return mp_load(word) >= target ? CRUX_OK : CRUX_ERR_PEER;
         }
     }
     return CRUX_OK;

@@ -2,18 +2,17 @@
  * peer gone, the progress of every pair, and the caller's view of a
  * transfer.  The receiver's matching and planning are in match.c, the
  * staged slots in shm_slots.c, issuing chunks and landing in core/issue.c. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/crux_copy.h"
+#include "common/crux_idle.h"
 #include "common/crux_proc.h"
 #include "ucx_tl/cuda/cuda_internal.h"
 #include "ucx_tl/engine/engine_internal.h"
 
-#define LIVENESS_POLLS    4096u /* idle progress calls between checks that the peer lives */
-#define SPIN_BEFORE_YIELD 64u
+#define WAIT_SPINS 64u /* crux_tl_xfer_wait's idle polls before it yields the core */
 
 static crux_status_t post(crux_tl_pair_t *pair, int is_send, void *buffer, size_t bytes,
                           const crux_tl_xfer_params_t *params, crux_tl_xfer_t **xfer_p)
@@ -358,7 +357,7 @@ unsigned crux_tl_pair_progress(crux_tl_pair_t *pair)
     unsigned events = poll_pair(pair);
     if (events > 0) {
         pair->idle_polls = 0;
-    } else if (++pair->idle_polls % LIVENESS_POLLS == 0 && !crux_tl_peer_alive(pair)) {
+    } else if (++pair->idle_polls % CRUX_IDLE_CHECK_POLLS == 0 && !crux_tl_peer_alive(pair)) {
         /* what the peer published before it exited (possibly since our
          * look) still counts: one more look before its transfers fail */
         events = poll_pair(pair);
@@ -396,15 +395,20 @@ int crux_tl_xfer_left_to_peer(const crux_tl_xfer_t *x)
                                      x->mem.type == CRUX_TL_MEM_HOST);
 }
 
+/* The wait loops' policy (common/crux_idle.h), never sleeping: a
+ * transfer's chunks ring no doorbell (only lane posts do), so a sleep would
+ * end only at its timeout.  After a few idle spins the core is yielded, as
+ * the peer may share it.  A peer that died fails the transfer from the
+ * progress (crux_tl_pair_progress checks its liveness every
+ * CRUX_IDLE_CHECK_POLLS idle polls). */
 crux_status_t crux_tl_xfer_wait(crux_tl_xfer_t *x)
 {
-    unsigned idle = 0;
+    crux_idle_t idle = crux_idle_start(WAIT_SPINS);
     while (x->state != XFER_DONE) {
-        /* the peer may share our core: let it run when nothing moves */
         if (crux_tl_engine_progress(x->pair->engine) > 0) {
-            idle = 0;
-        } else if (++idle > SPIN_BEFORE_YIELD) {
-            sched_yield();
+            crux_idle_reset(&idle);
+        } else {
+            (void)crux_idle_poll(&idle, 0);
         }
     }
     return x->status;

@@ -1,7 +1,8 @@
-/* Internal to libcrux_dev: one call of the Allreduce data movement, shared
- * by the pipeline (crux_engine_allreduce.c) and the lanes (crux_dev_lanes.c). */
-#ifndef CRUX_DEV_CALL_H
-#define CRUX_DEV_CALL_H
+/* Internal to libcrux_coll: one call of the engine group's Allreduce data
+ * movement, shared by its transfers (crux_engine_allreduce.c) and its lanes
+ * (crux_pipeline_lanes.c). */
+#ifndef CRUX_ENGINE_CALL_H
+#define CRUX_ENGINE_CALL_H
 
 #include <stdint.h>
 
@@ -34,21 +35,17 @@ typedef struct {
     unsigned reduced;   /* chunks reduced (and sent on) */
     unsigned pending;   /* transfers not yet finished */
     crux_status_t status;
-} crux_dev_call_t;
+} crux_engine_call_t;
 
-/* crux_dev_agree.c (collective): a device call goes ahead on every member,
+/* crux_engine_agree.c (collective): a device call goes ahead on every member,
  * CRUX_OK, or on none: CRUX_ERR_UNSUPPORTED when a member cannot take part
  * ('mine' not CRUX_OK) or a pair of the members' devices has no peer
  * access; CRUX_ERR_PEER when the allgather fails. */
-crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine);
-
-/* crux_dev_cuda.c: 1 when the driver exports the allocation 'ptr' is in
- * (legacy CUDA IPC; not stream-ordered or VMM memory). */
-int crux_dev_exportable(const void *ptr);
+crux_status_t crux_engine_agree(crux_engine_call_t *c, crux_status_t mine);
 
 /* crux_pipeline_lanes.c: a host call over the engine's lanes (when the
  * group has them), run to completion: CRUX_OK, CRUX_ERR_INVALID (the
  * members' calls differ) or CRUX_ERR_PEER (a peer went away or gave up). */
-crux_status_t crux_lanes_run(const crux_dev_call_t *c);
+crux_status_t crux_lanes_run(const crux_engine_call_t *c);
 
 #endif

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_call.h"
+#include "coll/crux_engine_call.h"
 #include "coll/crux_engine_group.h"
 #include "coll/crux_oob.h"
 
@@ -42,7 +42,7 @@ static int device_here(const uint8_t id[CRUX_DEV_ID_SIZE])
 }
 
 /* 1 when our device can map the memory of every member's device. */
-static int reaches_all(const crux_dev_call_t *c, const crux_dev_card_t *cards)
+static int reaches_all(const crux_engine_call_t *c, const crux_engine_card_t *cards)
 {
     int mine = c->device;
     for (int q = 0; q < c->g->size; q++) {
@@ -64,28 +64,28 @@ static int device_id(int device, uint8_t id[CRUX_DEV_ID_SIZE])
     return -1;
 }
 
-static int reaches_all(const crux_dev_call_t *c, const crux_dev_card_t *cards)
+static int reaches_all(const crux_engine_call_t *c, const crux_engine_card_t *cards)
 {
     return 0;
 }
 #endif
 
-crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
+crux_status_t crux_engine_agree(crux_engine_call_t *c, crux_status_t mine)
 {
     crux_engine_group_t *g = c->g;
-    crux_dev_card_t me = { .status = mine };
+    crux_engine_card_t me = { .status = mine };
     /* the topology's GPU paths, once the driver is there; without them (no
      * memory) the direct copies carry the bytes */
-    (void)crux_dev_topo_apply(g);
+    (void)crux_engine_topo_apply(g);
     if (mine == CRUX_OK && device_id(c->device, me.id) != 0) {
         me.status = CRUX_ERR_UNSUPPORTED;
     }
     /* our copies and every peer's reads of our buffers come after the work
-     * the application queued on our default streams (crux_dev_order.c) */
-    if (me.status == CRUX_OK && crux_dev_order_record(g, c->device, me.order) != CRUX_OK) {
+     * the application queued on our default streams (crux_engine_order.c) */
+    if (me.status == CRUX_OK && crux_engine_order_record(g, c->device, me.order) != CRUX_OK) {
         me.status = CRUX_ERR_UNSUPPORTED;
     }
-    crux_dev_card_t *all = g->agree_cards; /* kept by the group: no failure here alone */
+    crux_engine_card_t *all = g->agree_cards; /* kept by the group: no failure here alone */
     if (g->oob.allgather(&me, all, sizeof(me), g->oob.arg) != 0) {
         return CRUX_ERR_PEER;
     }
@@ -99,15 +99,16 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
          * member, so all skip this step alike) */
         int same = g->peers_known;
         for (int q = 0; same && q < g->size; q++) {
-            same = memcmp(g->peer_ids + (size_t)q * CRUX_DEV_ID_SIZE, all[q].id,
-                          CRUX_DEV_ID_SIZE) == 0 &&
-                   (q == g->rank || memcmp(g->order_peer_handle[(size_t)q * CRUX_DEV_ORDER_EVENTS],
-                                           all[q].order, sizeof(all[q].order)) == 0);
+            same =
+                memcmp(g->peer_ids + (size_t)q * CRUX_DEV_ID_SIZE, all[q].id, CRUX_DEV_ID_SIZE) ==
+                    0 &&
+                (q == g->rank || memcmp(g->order_peer_handle[(size_t)q * CRUX_ENGINE_ORDER_EVENTS],
+                                        all[q].order, sizeof(all[q].order)) == 0);
         }
         if (!same) {
             /* and every member opens the others' events, or none goes ahead */
             int all_reach = 0,
-                reach = reaches_all(c, all) && crux_dev_order_open(g, c->device, all) == CRUX_OK;
+                reach = reaches_all(c, all) && crux_engine_order_open(g, c->device, all) == CRUX_OK;
             st = crux_oob_agree(&g->oob, CRUX_OK, reach, &all_reach);
             for (int q = 0; q < g->size; q++) {
                 memcpy(g->peer_ids + (size_t)q * CRUX_DEV_ID_SIZE, all[q].id, CRUX_DEV_ID_SIZE);
@@ -120,7 +121,7 @@ crux_status_t crux_dev_agree(crux_dev_call_t *c, crux_status_t mine)
         }
     }
     if (st == CRUX_OK) {
-        st = crux_dev_order_apply(g); /* opened on every member: cannot fail */
+        st = crux_engine_order_apply(g); /* opened on every member: cannot fail */
     }
     return st;
 }

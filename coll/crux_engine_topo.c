@@ -72,7 +72,7 @@ static unsigned pair_paths(const crux_topo_t *topo, const crux_topo_pathset_t *s
     return n;
 }
 
-crux_status_t crux_dev_topo_apply(crux_engine_group_t *g)
+crux_status_t crux_engine_topo_apply(crux_engine_group_t *g)
 {
     const crux_topo_t *topo = g->topo;
     if (topo == NULL || g->topo_applied || crux_cuda() == NULL) {
@@ -100,7 +100,7 @@ crux_status_t crux_dev_topo_apply(crux_engine_group_t *g)
     return first;
 }
 #else
-crux_status_t crux_dev_topo_apply(crux_engine_group_t *g)
+crux_status_t crux_engine_topo_apply(crux_engine_group_t *g)
 {
     return CRUX_OK;
 }
@@ -110,5 +110,5 @@ crux_status_t crux_engine_group_use_topo(crux_engine_group_t *g, const crux_topo
 {
     g->topo = topo;
     g->topo_applied = 0;
-    return crux_dev_topo_apply(g);
+    return crux_engine_topo_apply(g);
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/crux_cuda.h"
-#include "coll/crux_dev_call.h"
+#include "coll/crux_engine_call.h"
 
 #ifdef CRUX_HAVE_CUDA
 static void destroy_events(int device, void **events, unsigned n);
@@ -23,10 +23,10 @@ static void destroy_events(int device, void **events, unsigned n);
 /* order_peer holds our own events at our rank too: those are order_own's. */
 static void destroy_peer_events(crux_engine_group_t *g)
 {
-    for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS; i++) {
-        g->order_peer[(size_t)g->rank * CRUX_DEV_ORDER_EVENTS + i] = NULL;
+    for (unsigned i = 0; i < CRUX_ENGINE_ORDER_EVENTS; i++) {
+        g->order_peer[(size_t)g->rank * CRUX_ENGINE_ORDER_EVENTS + i] = NULL;
     }
-    destroy_events(g->order_device, g->order_peer, (unsigned)g->size * CRUX_DEV_ORDER_EVENTS);
+    destroy_events(g->order_device, g->order_peer, (unsigned)g->size * CRUX_ENGINE_ORDER_EVENTS);
 }
 
 static void destroy_events(int device, void **events, unsigned n)
@@ -43,17 +43,18 @@ static void destroy_events(int device, void **events, unsigned n)
     crux_cuda_pop();
 }
 
-crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
-                                    uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE])
+crux_status_t
+crux_engine_order_record(crux_engine_group_t *g, int device,
+                         uint8_t handles[CRUX_ENGINE_ORDER_EVENTS][CRUX_ENGINE_ORDER_HANDLE])
 {
     const crux_cuda_api_t *cu = crux_cuda();
-    static const CUstream defaults[CRUX_DEV_ORDER_EVENTS] = { CU_STREAM_LEGACY,
-                                                              CU_STREAM_PER_THREAD };
+    static const CUstream defaults[CRUX_ENGINE_ORDER_EVENTS] = { CU_STREAM_LEGACY,
+                                                                 CU_STREAM_PER_THREAD };
     if (g->order_device != device) { /* the events belong to a device's context */
         crux_tl_engine_cuda_order(g->engine, NULL, 0);
         if (g->order_device >= 0) {
             destroy_peer_events(g);
-            destroy_events(g->order_device, g->order_own, CRUX_DEV_ORDER_EVENTS);
+            destroy_events(g->order_device, g->order_own, CRUX_ENGINE_ORDER_EVENTS);
         }
         g->order_device = -1;
     }
@@ -62,7 +63,7 @@ crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
         return st;
     }
     CUresult r = CUDA_SUCCESS;
-    for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS && r == CUDA_SUCCESS; i++) {
+    for (unsigned i = 0; i < CRUX_ENGINE_ORDER_EVENTS && r == CUDA_SUCCESS; i++) {
         if (g->order_own[i] == NULL) {
             r = cu->EventCreate((CUevent *)&g->order_own[i],
                                 CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
@@ -74,18 +75,19 @@ crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
         if (r == CUDA_SUCCESS) {
             r = cu->EventRecord((CUevent)g->order_own[i], defaults[i]);
         }
-        memcpy(handles[i], g->order_handle[i], CRUX_DEV_ORDER_HANDLE);
+        memcpy(handles[i], g->order_handle[i], CRUX_ENGINE_ORDER_HANDLE);
     }
     crux_cuda_pop();
     g->order_device = device;
     st = crux_cuda_status(r);
-    for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS && st == CRUX_OK && g->queue != NULL; i++) {
+    for (unsigned i = 0; i < CRUX_ENGINE_ORDER_EVENTS && st == CRUX_OK && g->queue != NULL; i++) {
         st = crux_dev_queue_wait(g->queue, g->order_own[i]);
     }
     return st;
 }
 
-crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux_dev_card_t *cards)
+crux_status_t crux_engine_order_open(crux_engine_group_t *g, int device,
+                                     const crux_engine_card_t *cards)
 {
     const crux_cuda_api_t *cu = crux_cuda();
     crux_status_t st = crux_cuda_push(device);
@@ -93,11 +95,11 @@ crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux
         return CRUX_ERR_UNSUPPORTED;
     }
     for (int q = 0; q < g->size && st == CRUX_OK; q++) {
-        for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS && st == CRUX_OK; i++) {
-            void **ev = &g->order_peer[(size_t)q * CRUX_DEV_ORDER_EVENTS + i];
-            uint8_t *known = g->order_peer_handle[(size_t)q * CRUX_DEV_ORDER_EVENTS + i];
+        for (unsigned i = 0; i < CRUX_ENGINE_ORDER_EVENTS && st == CRUX_OK; i++) {
+            void **ev = &g->order_peer[(size_t)q * CRUX_ENGINE_ORDER_EVENTS + i];
+            uint8_t *known = g->order_peer_handle[(size_t)q * CRUX_ENGINE_ORDER_EVENTS + i];
             if (q == g->rank ||
-                (*ev != NULL && memcmp(known, cards[q].order[i], CRUX_DEV_ORDER_HANDLE) == 0)) {
+                (*ev != NULL && memcmp(known, cards[q].order[i], CRUX_ENGINE_ORDER_HANDLE) == 0)) {
                 continue;
             }
             if (*ev != NULL) {
@@ -105,10 +107,10 @@ crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux
                 *ev = NULL;
             }
             CUipcEventHandle h;
-            memcpy(h.reserved, cards[q].order[i], CRUX_DEV_ORDER_HANDLE);
+            memcpy(h.reserved, cards[q].order[i], CRUX_ENGINE_ORDER_HANDLE);
             st = crux_cuda_status(cu->IpcOpenEventHandle((CUevent *)ev, h));
             if (st == CRUX_OK) {
-                memcpy(known, cards[q].order[i], CRUX_DEV_ORDER_HANDLE);
+                memcpy(known, cards[q].order[i], CRUX_ENGINE_ORDER_HANDLE);
             } else {
                 *ev = NULL;
             }
@@ -118,13 +120,13 @@ crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux
     return st == CRUX_OK ? CRUX_OK : CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_apply(crux_engine_group_t *g)
+crux_status_t crux_engine_order_apply(crux_engine_group_t *g)
 {
     /* the peers' events are in order_peer at their ranks, ours at ours */
-    for (unsigned i = 0; i < CRUX_DEV_ORDER_EVENTS; i++) {
-        g->order_peer[(size_t)g->rank * CRUX_DEV_ORDER_EVENTS + i] = g->order_own[i];
+    for (unsigned i = 0; i < CRUX_ENGINE_ORDER_EVENTS; i++) {
+        g->order_peer[(size_t)g->rank * CRUX_ENGINE_ORDER_EVENTS + i] = g->order_own[i];
     }
-    unsigned n = (unsigned)g->size * CRUX_DEV_ORDER_EVENTS;
+    unsigned n = (unsigned)g->size * CRUX_ENGINE_ORDER_EVENTS;
     for (unsigned i = 0; i < n; i++) {
         if (g->order_peer[i] == NULL) {
             return CRUX_ERR_UNSUPPORTED; /* not opened: the agreement said no */
@@ -133,34 +135,36 @@ crux_status_t crux_dev_order_apply(crux_engine_group_t *g)
     return crux_tl_engine_cuda_order(g->engine, g->order_peer, n);
 }
 
-void crux_dev_order_release(crux_engine_group_t *g)
+void crux_engine_order_release(crux_engine_group_t *g)
 {
     if (g->engine != NULL) {
         crux_tl_engine_cuda_order(g->engine, NULL, 0);
     }
     if (g->order_device >= 0 && g->order_peer != NULL) {
         destroy_peer_events(g);
-        destroy_events(g->order_device, g->order_own, CRUX_DEV_ORDER_EVENTS);
+        destroy_events(g->order_device, g->order_own, CRUX_ENGINE_ORDER_EVENTS);
     }
 }
 #else
-crux_status_t crux_dev_order_record(crux_engine_group_t *g, int device,
-                                    uint8_t handles[CRUX_DEV_ORDER_EVENTS][CRUX_DEV_ORDER_HANDLE])
+crux_status_t
+crux_engine_order_record(crux_engine_group_t *g, int device,
+                         uint8_t handles[CRUX_ENGINE_ORDER_EVENTS][CRUX_ENGINE_ORDER_HANDLE])
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_open(crux_engine_group_t *g, int device, const crux_dev_card_t *cards)
+crux_status_t crux_engine_order_open(crux_engine_group_t *g, int device,
+                                     const crux_engine_card_t *cards)
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-crux_status_t crux_dev_order_apply(crux_engine_group_t *g)
+crux_status_t crux_engine_order_apply(crux_engine_group_t *g)
 {
     return CRUX_ERR_UNSUPPORTED;
 }
 
-void crux_dev_order_release(crux_engine_group_t *g)
+void crux_engine_order_release(crux_engine_group_t *g)
 {
 }
 #endif
