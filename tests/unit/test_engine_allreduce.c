@@ -1,6 +1,7 @@
 /* The engine group's Allreduce data movement in 2 to 4 forked processes, on
- * model channels and on host channels (shm and cma: pieces fold on landing;
- * cma alone: they land in scratch and are reduced afterwards):
+ * model channels and on host channels (with shm-direct: the host pipeline
+ * over the lanes' shared stage; without it, pieces land in scratch slots and
+ * the owner reduces them):
  * reduce-scatter, allgather and the pipelined allreduce give, bit for bit,
  * the rank-order reduction of every member's input, in place or not, for
  * odd counts and counts smaller than the group; and the device-buffer
@@ -219,14 +220,15 @@ START_TEST(test_reduce_scatter_and_allgather_alone)
 }
 END_TEST
 
-/* Host buffers between processes: the pieces fold on landing in rank
- * order, so float sums come out bit for bit as the rank-order chain,
- * whichever member owns a shard (members 0, 1 and past 1 fold
- * differently), and in small calls, where every member folds every peer's
+/* Host buffers between processes: the pieces are reduced in rank order,
+ * so float sums come out bit for bit as the rank-order chain, whichever
+ * member owns a shard (members 0, 1 and past 1 reduce differently in
+ * place), and in small calls, where every member reduces every peer's
  * whole input.  With every host kind they go through the shared stage
  * (shm-direct: many 48 KiB rows through a ring of two, so rows are
- * reused while the pipeline runs); without shm-direct over the shm slots. */
-START_TEST(test_host_channels_fold_in_rank_order)
+ * reused while the pipeline runs); without shm-direct over the shm slots
+ * into scratch. */
+START_TEST(test_host_channels_reduce_in_rank_order)
 {
     const unsigned kinds[2] = { CRUX_TL_KINDS_HOST,
                                 CRUX_TL_KINDS_HOST & ~CRUX_TL_KIND(CRUX_TL_CHAN_SHM_DIRECT) };
@@ -352,8 +354,8 @@ START_TEST(test_lanes_rewrite_a_place_only_once_read)
 }
 END_TEST
 
-/* cma alone cannot reduce on landing: pieces land in the owner's scratch
- * and are reduced afterwards by the CPU, still in rank order. */
+/* cma alone: pieces land in the owner's scratch and are reduced afterwards
+ * by the CPU, still in rank order. */
 START_TEST(test_host_channels_without_shm_reduce_from_scratch)
 {
     const unsigned cma = CRUX_TL_KIND(CRUX_TL_CHAN_CMA_GET) | CRUX_TL_KIND(CRUX_TL_CHAN_CMA_PUT);
@@ -450,7 +452,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_allreduce_two_to_four_members);
     tcase_add_test(tc, test_reduce_scatter_and_allgather_alone);
     tcase_add_test(tc, test_refusals_and_host_channels);
-    tcase_add_test(tc, test_host_channels_fold_in_rank_order);
+    tcase_add_test(tc, test_host_channels_reduce_in_rank_order);
     tcase_add_test(tc, test_host_channels_without_shm_reduce_from_scratch);
     tcase_add_test(tc, test_host_stage_across_calls);
     tcase_add_test(tc, test_far_peers_get_a_streamed_stage);
