@@ -61,7 +61,7 @@ struct crux_coll_group {
     int rank;
     int size;
     crux_coll_config_t config;
-    unsigned spin;   /* polls before yielding the CPU */
+    unsigned spins;  /* idle polls that spin (crux_idle_spins) */
     uint64_t seq;    /* of the last call started */
     uint64_t caller; /* crux_coll_group_set_caller's word, mixed (crux_shape) */
 

@@ -239,7 +239,7 @@ crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_
         .stream = g->config.stream_min_bytes > 0 && count * esize >= g->config.stream_min_bytes,
         .far = far,
         .any_far = any_far,
-        .spins = g->spin,
+        .spins = g->spins,
         .inter = inter,
         .depth = depth < CRUX_PIPE_MAX_DEPTH ? depth : CRUX_PIPE_MAX_DEPTH,
         .gathered = out,

@@ -55,7 +55,7 @@ void crux_sleep_end(crux_sleep_t *sleep, int moved)
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
 {
     crux_ctrl_t *ctrl = group->ctrl[peer];
-    crux_idle_t idle = crux_idle_start(group->spin);
+    crux_idle_t idle = crux_idle_start(group->spins);
     for (;;) {
         if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
