@@ -328,8 +328,10 @@ START_TEST(reader_checks_at_most_every_interval)
     ck_assert_int_eq(crux_prio_reader_level(r), 4);
     uint64_t loads = crux_prio_reader_loads(r);
     put("prio", "crux-priorities 1\nlevels 8\njob j level 5\n");
+    int looked = 0; /* one assertion: each passing one costs a write to Check's pipe */
     for (int i = 0; i < 100000; i++)
-        ck_assert_int_eq(crux_prio_reader_poll(r), 0); /* within the hour: no look */
+        looked += crux_prio_reader_poll(r) != 0; /* within the hour: no look */
+    ck_assert_int_eq(looked, 0);
     ck_assert_int_eq(crux_prio_reader_level(r), 4);
     ck_assert_uint_eq(crux_prio_reader_loads(r), loads);
     crux_prio_reader_close(r);
