@@ -9,7 +9,9 @@
 #   bench/allreduce_launches.sh NP K [crux-bench-allreduce options...]
 #
 # NP > 2 runs oversubscribed and unbound; CRUX_BUILD (default ./build) is the
-# build directory.  Rows are grouped by size: give one -d and one -o (the
+# build directory.  CRUX_LAYOUT=NODESxRANKS (e.g. 2x2, NP their product)
+# launches over fake nodes (scripts/fakenodes) instead, for the
+# hierarchical Allreduce.  Rows are grouped by size: give one -d and one -o (the
 # defaults, float sum, are fine).  Example:
 #   bench/allreduce_launches.sh 2 9 --min 512K --max 4M --reps 11
 # With CRUX_BUILD_B=DIR every launch runs both builds, one after the other,
@@ -21,7 +23,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build=${CRUX_BUILD:-$src/build}
 bench=$build/bench/crux-bench-allreduce
 build_b=${CRUX_BUILD_B:-}
-[ $# -ge 2 ] || { sed -n '2,18s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 [ -x "$bench" ] || { echo "$0: build crux first ($bench missing)" >&2; exit 2; }
 [ -z "$build_b" ] || [ -x "$build_b/bench/crux-bench-allreduce" ] ||
   { echo "$0: CRUX_BUILD_B: $build_b/bench/crux-bench-allreduce missing" >&2; exit 2; }
@@ -32,6 +34,14 @@ export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 bind=(--bind-to core)
 [ "$np" -gt 2 ] && bind=(--bind-to none --oversubscribe)
+launcher=(mpirun -np "$np")
+layout=${CRUX_LAYOUT:-}
+if [ -n "$layout" ]; then
+  [[ $layout =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]] && [ $((BASH_REMATCH[1] * BASH_REMATCH[2])) = "$np" ] ||
+    { echo "$0: CRUX_LAYOUT=$layout is not NODESxRANKS with $np ranks in all" >&2; exit 2; }
+  launcher=("$src/scripts/fakenodes" "$layout")
+  bind=(--)
+fi
 
 csv=$(mktemp)
 trap 'rm -f "$csv" "$csv".*' EXIT
@@ -40,7 +50,7 @@ launch() {
   local dir=$1 out=$2
   shift 2
   OMPI_MCA_mca_base_component_path="$dir/stage:SYS_DEFAULT" \
-    mpirun -np "$np" "${bind[@]}" "$dir/bench/crux-bench-allreduce" --csv "$@" >"$out"
+    "${launcher[@]}" "${bind[@]}" "$dir/bench/crux-bench-allreduce" --csv "$@" >"$out"
 }
 
 # The two builds' CSVs of one launch as one: sizes, then per time column
@@ -82,7 +92,7 @@ for i in $(seq "$launches"); do
   rm -f "$csv.$i"
 done
 
-echo "# MPI_Allreduce, $np ranks, $launches launches ($*): medians over launches of each"
+echo "# MPI_Allreduce, $np ranks${layout:+ on fake nodes $layout}, $launches launches ($*): medians over launches of each"
 if [ -n "$build_b" ]; then
   echo "# launch's median; a = $build, b = $build_b; ratio = b / a (above 1: a is faster), [min - max] over launches"
 else

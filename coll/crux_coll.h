@@ -42,6 +42,7 @@ typedef struct {
     size_t chunk_size;       /* pipeline segment of the staged algorithm */
     size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
     int local_procs;         /* processes on this node (0: the group size) */
+    int shared_cores;        /* processes share cores whatever their count: waits never spin */
     /* a peer whose progress words take longer than this to reach us (in
      * seconds, common/crux_reach.h; 0: its default) is far: what it reads
      * from our stage is written with streaming stores.  This member's own,
@@ -134,6 +135,7 @@ typedef struct {
     /* processes on this node (0: the group size): a member waiting on its
      * peers spins only when each has a core, else yields at once */
     int local_procs;
+    int shared_cores; /* processes share cores whatever their count: waits never spin */
 } crux_engine_group_config_t;
 
 #define CRUX_ENGINE_GROUP_CONFIG_DEFAULT                                                         \

@@ -70,7 +70,7 @@ crux_status_t crux_engine_group_create(const crux_coll_oob_t *oob,
     g->size = oob->size;
     unsigned local =
         g->config.local_procs > 0 ? (unsigned)g->config.local_procs : (unsigned)g->size;
-    g->spins = crux_idle_spins(local);
+    g->spins = crux_idle_spins(local, g->config.shared_cores);
     g->oob = *oob;
     g->rs = calloc((size_t)g->size, sizeof(*g->rs));
     g->ag = calloc((size_t)g->size, sizeof(*g->ag));

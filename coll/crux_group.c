@@ -155,7 +155,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     if (status == CRUX_OK) {
         unsigned local =
             config->local_procs > 0 ? (unsigned)config->local_procs : (unsigned)g->size;
-        g->spins = crux_idle_spins(local);
+        g->spins = crux_idle_spins(local, config->shared_cores);
     }
 
 out:

@@ -5,9 +5,9 @@
 #include "common/crux_futex.h"
 #include "common/crux_idle.h"
 
-unsigned crux_idle_spins(unsigned local)
+unsigned crux_idle_spins(unsigned local, int shared_cores)
 {
-    return local > crux_cpus_online() ? 0 : CRUX_IDLE_SPINS;
+    return shared_cores || local > crux_cpus_online() ? 0 : CRUX_IDLE_SPINS;
 }
 
 crux_idle_phase_t crux_idle_poll(crux_idle_t *idle, int may_sleep)

@@ -28,8 +28,12 @@ typedef struct {
 } crux_idle_t;
 
 /* The spins of a wait among 'local' processes of the node:
- * CRUX_IDLE_SPINS when each can have a core, else 0 (a peer may need ours). */
-unsigned crux_idle_spins(unsigned local);
+ * CRUX_IDLE_SPINS when each can have a core, else 0 (a peer may need ours).
+ * 'shared_cores' says the processes share cores whatever their count (the
+ * MPI runtime was told so, or found the machine oversubscribed: it yields
+ * when idle itself); then 0 too.  A spin on a shared core holds the core
+ * the awaited peer needs for a whole time slice. */
+unsigned crux_idle_spins(unsigned local, int shared_cores);
 
 static inline crux_idle_t crux_idle_start(unsigned spins)
 {

@@ -12,6 +12,7 @@
 #include "ompi_config.h"
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "opal/runtime/opal_progress.h"
 #include "orte/util/proc_info.h"
 
 #include "ompi_coll/coll_crux.h"
@@ -49,6 +50,15 @@ crux_coll_config_t coll_crux_config(void)
     config.stream_min_bytes = c->stream_min_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;
+    /* Open MPI yields when idle where it was told to or found the node
+     * oversubscribed; its local peer count does not see processes of other
+     * jobs or fake nodes on the same cores */
+    config.shared_cores = opal_progress_yield_when_idle;
+    static int said;
+    if (config.shared_cores && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+        CRUX_VERBOSE(2, "waits never spin: Open MPI yields when idle (mpi_yield_when_idle, or an "
+                        "oversubscribed node)");
+    }
     config.tl.shm_mds = c->shm_mds;
     config.tl.use_cma = c->use_cma;
     /* the job's level may change meanwhile, in another thread */
@@ -142,6 +152,7 @@ crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_eng
     config.stream_min_bytes = host.stream_min_bytes;
     config.engine.far_latency = host.far_latency;
     config.local_procs = host.local_procs;
+    config.shared_cores = host.shared_cores;
     crux_status_t st = crux_engine_group_create(oob, &config, group);
     if (st == CRUX_OK) {
         coll_crux_device_topo(*group);

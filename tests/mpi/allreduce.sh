@@ -20,7 +20,12 @@ run_mpi 4 "crux alone" --mca coll crux -- $prog types many
 for np in 2 4 6; do
   run_mpi $np "default mix" "${verbose[@]}" -- $prog types counts comms nonblocking
   expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD" "[np=$np default mix] crux chosen by priority"
+  # a core per rank at 2 (the machines that run this have at least 2): waits spin
+  [ $np = 2 ] && expect_no_stderr "waits never spin" "[np=2 default mix] a core each: waits spin"
 done
+# told that processes share cores, as Open MPI is on an oversubscribed node
+run_mpi 2 "yield when idle" --mca mpi_yield_when_idle 1 "${verbose[@]}" -- $prog counts
+expect_stderr "waits never spin: Open MPI yields when idle" "[np=2 yield when idle] crux's waits never spin"
 # the flags hand-off, asked for on its axis and by the older knob (cma was
 # single copy, now the staged algorithm too)
 for ask in "coll_crux_allreduce_handoff flags" "coll_crux_allreduce_algorithm staged" \
