@@ -976,6 +976,69 @@ static int t_host_staged_visible_alone(void)
     return fork_group_run(2, visible_alone_body, NULL);
 }
 
+/* A relay GPU that the receiving process does not see (the sender's GPU
+ * it does): the relay channel is not built, the direct copy carries the
+ * bytes.  The sender sees the relay GPU, and names it. */
+static int relay_unseen_body(fork_group_member_t *m, void *arg)
+{
+    setenv("MOCK_CUDA_VISIBLE", m->rank == 0 ? "0,2" : "0,1", 1);
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    char names[2][2][CRUX_CUDA_NAME_SIZE], mine[2][CRUX_CUDA_NAME_SIZE];
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_cuda_name(0, mine[0]) != 0 || crux_cuda_name(1, mine[1]) != 0 ||
+        fork_group_allgather(mine, names, sizeof(mine), m) != 0 ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    /* rank 0 sends from its ordinal 0 (GPU 0) to rank 1's ordinal 1 (GPU 1),
+     * through GPU 2, which only rank 0 sees */
+    const size_t bytes = (4u << 20) + 1;
+    int device = m->rank == 0 ? 0 : 1;
+    if (m->rank == 1) {
+        crux_tl_gpu_path_t paths[2] = {
+            { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 10e9 },
+            { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 10e9, .nrelays = 1 },
+        };
+        memcpy(paths[1].relay[0], names[0][1], CRUX_CUDA_NAME_SIZE);
+        if (crux_cuda_device_named(names[0][0]) != 0 || crux_cuda_device_named(names[0][1]) != -1 ||
+            crux_tl_engine_gpu_paths(e, names[0][0], mine[1], paths, 2) != CRUX_OK)
+            FAIL(11);
+    }
+    void *buf = device_pattern(device, bytes, m->rank == 0 ? 31 : 0xff);
+    crux_tl_xfer_t *x = NULL;
+    int rc = 0;
+    if (buf == NULL ||
+        (m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                      : crux_tl_recv(pair, buf, bytes, NULL, &x)) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || (m->rank == 1 && !device_holds(buf, bytes, 31))) {
+        rc = 12;
+    } else if (m->rank == 1 && (channel_of_kind(pair, CRUX_TL_CHAN_CUDA_PEER) >= 0 ||
+                                crux_tl_xfer_stats(x)->nstripes != 1)) {
+        fprintf(stderr, "# a relay channel through a GPU the receiver does not see\n");
+        rc = 13;
+    }
+    crux_tl_xfer_release(x);
+    fork_group_barrier(m);
+    crux_dev_free(device, buf);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_relay_unseen(void)
+{
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* a real driver's visible devices are fixed before the test runs */
+    }
+    setenv("MOCK_CUDA_DEVICES", "3", 1);
+    return fork_group_run(2, relay_unseen_body, NULL);
+}
+
 /* The sender dies with its stage half sent: the receiver fails with
  * CRUX_ERR_PEER (it does not wait for the rest forever). */
 static int sender_dies_body(fork_group_member_t *m, void *arg)
@@ -1308,6 +1371,7 @@ static const struct {
     { "cuda-host between processes each seeing its own GPU alone: staged by the sender, exact",
       t_host_staged_visible_alone, 2 },
     { "cuda-host: a sender that dies half way fails the receive", t_host_staged_sender_dies, 2 },
+    { "cuda-peer: no relay through a GPU the receiving process does not see", t_relay_unseen, 2 },
     { "cuda-peer: each hop in its source GPU's context, peer access refused is no channel",
       t_relay_hops, 2 },
     { "a group given the topology stripes by its figures (MIG: none apply)", t_topo_figures, 2 },
