@@ -70,7 +70,8 @@ static void load(void)
         SYM(PointerGetAttributes, "cuPointerGetAttributes") &&
         SYM(MemGetAddressRange, "cuMemGetAddressRange_v2") && SYM(MemAlloc, "cuMemAlloc_v2") &&
         SYM(MemFree, "cuMemFree_v2") && SYM(MemHostAlloc, "cuMemHostAlloc") &&
-        SYM(MemFreeHost, "cuMemFreeHost") && SYM(Memcpy, "cuMemcpy") &&
+        SYM(MemFreeHost, "cuMemFreeHost") && SYM(MemHostRegister, "cuMemHostRegister_v2") &&
+        SYM(MemHostUnregister, "cuMemHostUnregister") && SYM(Memcpy, "cuMemcpy") &&
         SYM(MemcpyAsync, "cuMemcpyAsync") && SYM(MemsetD8, "cuMemsetD8_v2") &&
         SYM(IpcGetMemHandle, "cuIpcGetMemHandle") &&
         SYM(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2") &&

@@ -34,6 +34,8 @@ typedef struct {
     CUresult (*MemFree)(CUdeviceptr ptr);
     CUresult (*MemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
     CUresult (*MemFreeHost)(void *ptr);
+    CUresult (*MemHostRegister)(void *ptr, size_t bytes, unsigned flags);
+    CUresult (*MemHostUnregister)(void *ptr);
     CUresult (*Memcpy)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
     CUresult (*MemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
     CUresult (*MemsetD8)(CUdeviceptr ptr, unsigned char value, size_t bytes);

@@ -108,6 +108,8 @@ crux_status_t crux_tl_rseg_attach(crux_tl_context_t *context, const void *key,
                                   crux_tl_rseg_t **rseg_p);
 void crux_tl_rseg_detach(crux_tl_rseg_t *rseg);
 void *crux_tl_rseg_ptr(const crux_tl_rseg_t *rseg);
+/* The segment's length, as its owner's key says. */
+size_t crux_tl_rseg_length(const crux_tl_rseg_t *rseg);
 
 /* --- memory types ---------------------------------------------------------- */
 

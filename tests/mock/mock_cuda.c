@@ -15,12 +15,19 @@
  *     named in it, and a launch of "crux_<dtype>_<op>" runs that kernel's
  *     source compiled for the host (mock_cuda_kernels.cc): this checks the
  *     kernels' code, names and arguments, on the CPU's arithmetic.
- * MOCK_CUDA_DEVICES sets the number of devices (default 1).
+ * MOCK_CUDA_DEVICES sets the number of devices (default 1), and
+ * MOCK_CUDA_VISIBLE="2,0" the ones this process sees, in ordinal order, as
+ * CUDA_VISIBLE_DEVICES does (default: all): a CUdevice, a context, the
+ * copy counters and MOCK_CUDA_NO_P2P name the physical device, ordinals
+ * (cuDeviceGet, the pointer attribute) the visible one.
  *
  * It is strict where the real driver is (each read on every call, so a
  * test can change them in a child process):
- *   - allocations (device and pinned host), streams, modules and launches
- *     need a current context: CUDA_ERROR_INVALID_CONTEXT without one;
+ *   - allocations (device and pinned host), host memory registration
+ *     (cuMemHostRegister, which makes any host range pinned host memory
+ *     here, and once only), streams, modules and launches need a current
+ *     context: CUDA_ERROR_INVALID_CONTEXT without one; a device that is not
+ *     visible is CUDA_ERROR_INVALID_DEVICE;
  *   - MOCK_CUDA_NO_P2P="a-b,c-d": no peer access between those devices
  *     (either way): cuDeviceCanAccessPeer answers 0, and a handle exported
  *     on one cannot be opened from a context of the other
@@ -63,11 +70,12 @@
 typedef struct {
     uintptr_t base;
     size_t size;
-    int device;   /* -1: pinned host memory */
-    int home;     /* the device whose memory it is (an import: the exporter's) */
-    int imported; /* an IPC mapping of another process's memory */
-    int pool;     /* stream-ordered allocation: no legacy IPC */
-    int managed;  /* cuMemAllocManaged: the host reads it too, no IPC */
+    int device;     /* -1: pinned host memory */
+    int home;       /* the device whose memory it is (an import: the exporter's) */
+    int imported;   /* an IPC mapping of another process's memory */
+    int pool;       /* stream-ordered allocation: no legacy IPC */
+    int managed;    /* cuMemAllocManaged: the host reads it too, no IPC */
+    int registered; /* cuMemHostRegister: the caller's memory, pinned */
     int refs;
     unsigned long long id;
     char name[64];
@@ -79,10 +87,58 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread CUcontext stack[16];
 static __thread int depth;
 
-static int devices(void)
+static int physical_devices(void)
 {
     const char *env = getenv("MOCK_CUDA_DEVICES");
     return env != NULL ? atoi(env) : 1;
+}
+
+/* The physical devices this process sees, in ordinal order (at most 64). */
+static int visible(int *list)
+{
+    const char *env = getenv("MOCK_CUDA_VISIBLE");
+    int n = 0;
+    if (env == NULL) {
+        for (n = 0; n < physical_devices() && n < 64; n++) {
+            list[n] = n;
+        }
+        return n;
+    }
+    for (const char *p = env; *p != '\0' && n < 64;) {
+        int d, used = 0;
+        if (sscanf(p, "%d%n", &d, &used) != 1 || d < 0 || d >= physical_devices()) {
+            break;
+        }
+        list[n++] = d;
+        p += used;
+        p += *p == ',';
+    }
+    return n;
+}
+
+static int devices(void)
+{
+    int list[64];
+    return visible(list);
+}
+
+/* The physical device of a visible ordinal, -1 if none. */
+static int physical(int ordinal)
+{
+    int list[64], n = visible(list);
+    return ordinal >= 0 && ordinal < n ? list[ordinal] : -1;
+}
+
+/* The ordinal of a physical device here, -1 if it is not visible. */
+static int ordinal_of(int dev)
+{
+    int list[64], n = visible(list);
+    for (int i = 0; i < n; i++) {
+        if (list[i] == dev) {
+            return i;
+        }
+    }
+    return -1;
 }
 
 static int mig(void)
@@ -183,10 +239,10 @@ CUresult cuDeviceGetCount(int *count)
 
 CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
-    if (ordinal < 0 || ordinal >= devices()) {
+    if (physical(ordinal) < 0) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    *dev = ordinal;
+    *dev = physical(ordinal);
     return CUDA_SUCCESS;
 }
 
@@ -199,7 +255,8 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
 CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
 {
     unsigned domain, bus;
-    if (sscanf(id, "%x:%x", &domain, &bus) != 2 || bus < 0x10 || (int)(bus - 0x10) >= devices()) {
+    if (sscanf(id, "%x:%x", &domain, &bus) != 2 || bus < 0x10 ||
+        ordinal_of((int)(bus - 0x10)) < 0) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
     *dev = (CUdevice)(bus - 0x10);
@@ -209,7 +266,7 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
 /* Distinct per device, also between MIG instances. */
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    if (dev < 0 || dev >= devices()) {
+    if (ordinal_of(dev) < 0) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
     memset(uuid, 0, sizeof(*uuid));
@@ -229,7 +286,7 @@ static int retains[64];
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
-    if (dev < 0 || dev >= devices() || dev >= 64) {
+    if (ordinal_of(dev) < 0 || dev >= 64) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
     __atomic_add_fetch(&retains[dev], 1, __ATOMIC_RELAXED);
@@ -239,7 +296,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    if (dev < 0 || dev >= devices() || dev >= 64 ||
+    if (ordinal_of(dev) < 0 || dev >= 64 ||
         __atomic_sub_fetch(&retains[dev], 1, __ATOMIC_RELAXED) < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
@@ -284,7 +341,7 @@ CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
     if (from < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    if (to < 0 || to >= devices() || to >= 64 || to == from) {
+    if (ordinal_of(to) < 0 || to >= 64 || to == from) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (!peers(from, to)) {
@@ -416,12 +473,63 @@ CUresult cuMemFreeHost(void *ptr)
     }
     pthread_mutex_lock(&lock);
     map_t *m = find((uintptr_t)ptr);
-    if (m != NULL) {
+    int ours = m != NULL && !m->registered && m->base == (uintptr_t)ptr;
+    if (ours) {
         memset(m, 0, sizeof(*m));
     }
     pthread_mutex_unlock(&lock);
-    free(ptr);
-    return m != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (ours) {
+        free(ptr);
+    }
+    return ours ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The caller's host memory made pinned host memory; a range that overlaps
+ * one registered before is refused, as the driver refuses it. */
+CUresult cuMemHostRegister_v2(void *ptr, size_t bytes, unsigned flags)
+{
+    if (sticky != CUDA_SUCCESS) {
+        return sticky;
+    }
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (ptr == NULL || bytes == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < MAX_MAPS && r == CUDA_SUCCESS; i++) {
+        if (maps[i].base != 0 && maps[i].device < 0 && maps[i].base < (uintptr_t)ptr + bytes &&
+            (uintptr_t)ptr < maps[i].base + maps[i].size) {
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+        }
+    }
+    map_t *m = r == CUDA_SUCCESS ? add((uintptr_t)ptr, bytes, -1, "") : NULL;
+    if (m != NULL) {
+        m->registered = 1;
+    } else if (r == CUDA_SUCCESS) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuMemHostUnregister(void *ptr)
+{
+    if (current() < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    pthread_mutex_lock(&lock);
+    run_all(); /* copies may still read it */
+    map_t *m = find((uintptr_t)ptr);
+    CUresult r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    if (m != NULL && m->registered && m->base == (uintptr_t)ptr) {
+        memset(m, 0, sizeof(*m));
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **data,
@@ -438,7 +546,9 @@ CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *attrs, void **d
                                                : 0;
             break;
         case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = m != NULL && m->managed; break;
-        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = device ? m->device : -2; break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *(int *)data[i] = device ? ordinal_of(m->device) : -2;
+            break;
         case CU_POINTER_ATTRIBUTE_BUFFER_ID:
             *(unsigned long long *)data[i] = m != NULL ? m->id : 0;
             break;

@@ -780,8 +780,9 @@ static int t_host_hops(void)
     return rc;
 }
 
-/* The same between processes: the receiver maps the sender's buffer in the
- * sending GPU's context too, and runs the first hop there. */
+/* The same between processes: the sender's process runs the first hop
+ * (its GPU into its pinned stage), the receiver's the second, and the
+ * receiver copies nothing out of the sender's GPU. */
 static int host_hops_body(fork_group_member_t *m, void *arg)
 {
     unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
@@ -805,10 +806,13 @@ static int host_hops_body(fork_group_member_t *m, void *arg)
         (m->rank == 1 && !device_holds(buf, bytes, 21))) {
         rc = 11;
     } else if (m->rank == 1 && copies != NULL &&
-               (copies(0, 0, -1) == 0 || copies(1, 0, -1) != 0 || copies(1, -1, 1) == 0)) {
+               (copies(0, 0, -1) != 0 || copies(1, 0, -1) != 0 || copies(1, -1, 1) == 0)) {
         fprintf(stderr, "# receiver: device to host by GPU 0 %lu, by GPU 1 %lu\n", copies(0, 0, -1),
                 copies(1, 0, -1));
         rc = 12;
+    } else if (m->rank == 0 && copies != NULL && copies(0, 0, -1) == 0) {
+        fprintf(stderr, "# sender: no copy from its GPU to pinned host memory\n");
+        rc = 13;
     }
     crux_tl_xfer_release(x);
     fork_group_barrier(m);
@@ -822,6 +826,269 @@ static int host_hops_body(fork_group_member_t *m, void *arg)
 static int t_host_hops_two_processes(void)
 {
     return fork_group_run(2, host_hops_body, NULL);
+}
+
+/* The index of the pair's channel of that kind, -1 if none. */
+static int channel_of_kind(crux_tl_pair_t *pair, crux_tl_chan_kind_t kind)
+{
+    crux_tl_chan_attr_t attrs[CRUX_TL_MAX_PATHS];
+    unsigned n = crux_tl_pair_channels(pair, attrs, CRUX_TL_MAX_PATHS);
+    for (unsigned i = 0; i < n && i < CRUX_TL_MAX_PATHS; i++) {
+        if (attrs[i].kind == kind) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* One transfer from rank 0 to rank 1, each on its device 0; 0 when it went
+ * and the bytes are exact.  'stripes': the receive's, or NULL. */
+static int one_way(fork_group_member_t *m, crux_tl_pair_t *pair, size_t bytes, unsigned salt,
+                   const crux_tl_xfer_params_t *params, unsigned *stripes)
+{
+    void *buf = device_pattern(0, bytes, m->rank == 0 ? salt : 0xff);
+    crux_tl_xfer_t *x = NULL;
+    crux_status_t st = buf == NULL    ? CRUX_ERR_NO_MEMORY
+                       : m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                                      : crux_tl_recv(pair, buf, bytes, params, &x);
+    int rc = st != CRUX_OK || crux_tl_xfer_wait(x) != CRUX_OK ||
+             (m->rank == 1 && !device_holds(buf, bytes, salt));
+    if (rc == 0 && stripes != NULL && m->rank == 1) {
+        *stripes = crux_tl_xfer_stats(x)->nstripes;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "# rank %d: %zu bytes, chunk %zu: %s\n", m->rank, bytes,
+                params != NULL ? params->chunk : 0,
+                st != CRUX_OK ? "not posted" : "failed or wrong");
+    }
+    crux_tl_xfer_release(x);
+    crux_dev_free(0, buf);
+    return rc;
+}
+
+/* Each process sees only its own GPU (CUDA_VISIBLE_DEVICES, the stand-in's
+ * MOCK_CUDA_VISIBLE), the receiver a third one as well, which the
+ * topology's paths name as a relay: cuda-host is built, staged by the
+ * sender, and carries exact bytes at every size and chunk size, two
+ * transfers sharing the stage at once, and beside the direct copy; the
+ * relay is not built (its first hop would need the sender's GPU here), and
+ * neither process touches the other's GPU. */
+static int visible_alone_body(fork_group_member_t *m, void *arg)
+{
+    setenv("MOCK_CUDA_VISIBLE", m->rank == 0 ? "0" : "1,2", 1); /* before any device is named */
+    unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
+    int (*retains)(int) = mock_sym("mock_cuda_retains");
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    char names[2][CRUX_CUDA_NAME_SIZE], mine[CRUX_CUDA_NAME_SIZE], relay[CRUX_CUDA_NAME_SIZE];
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_dev_count() != 1 + m->rank || crux_cuda_name(0, mine) != 0 ||
+        fork_group_allgather(mine, names, sizeof(mine), m) != 0 ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    if (m->rank == 1) {
+        crux_tl_gpu_path_t paths[3] = {
+            { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 10e9 },
+            { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 10e9, .nrelays = 1 },
+            { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
+        };
+        if (crux_cuda_name(1, relay) != 0 || crux_cuda_device_named(names[0]) != -1)
+            FAIL(11);
+        memcpy(paths[1].relay[0], relay, sizeof(relay));
+        if (crux_tl_engine_gpu_paths(e, names[0], names[1], paths, 3) != CRUX_OK)
+            FAIL(12);
+    }
+    /* the topology's figures: half of a large transfer each way */
+    unsigned stripes = 0;
+    if (one_way(m, pair, (32u << 20) + 5, 1, NULL, &stripes) != 0)
+        FAIL(13);
+    int host = channel_of_kind(pair, CRUX_TL_CHAN_CUDA_HOST);
+    if (m->rank == 1 &&
+        (host < 0 || stripes != 2 || channel_of_kind(pair, CRUX_TL_CHAN_CUDA_PEER) >= 0)) {
+        fprintf(stderr, "# cuda-host channel %d, %u stripes, relay channel %d\n", host, stripes,
+                channel_of_kind(pair, CRUX_TL_CHAN_CUDA_PEER));
+        return 14;
+    }
+    const size_t sizes[] = { 0, 1, 63, 4097, 2u << 20, (2u << 20) + 1, (9u << 20) + 7 };
+    const size_t chunks[] = { 0, 65537, 1000003 };
+    for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            crux_tl_xfer_params_t params = { .chunk = chunks[c],
+                                             .channels = host >= 0 ? 1u << host : 0 };
+            if (one_way(m, pair, sizes[s], (unsigned)(2 + s + 7 * c), &params, NULL) != 0)
+                FAIL(15);
+        }
+    }
+    /* two transfers in flight at once share the stage's slots */
+    const size_t bytes = (5u << 20) + 3;
+    crux_tl_xfer_params_t params = { .chunk = 1u << 20, .channels = host >= 0 ? 1u << host : 0 };
+    void *buf[2];
+    crux_tl_xfer_t *x[2] = { NULL, NULL };
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        buf[i] = device_pattern(0, bytes, m->rank == 0 ? 40u + i : 0xff);
+        if (buf[i] == NULL ||
+            (m->rank == 0 ? crux_tl_send(pair, buf[i], bytes, NULL, &x[i])
+                          : crux_tl_recv(pair, buf[i], bytes, &params, &x[i])) != CRUX_OK) {
+            rc = 16;
+        }
+    }
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (crux_tl_xfer_wait(x[i]) != CRUX_OK ||
+            (m->rank == 1 && !device_holds(buf[i], bytes, 40u + i))) {
+            rc = 17;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        crux_tl_xfer_release(x[i]);
+        crux_dev_free(0, buf[i]);
+    }
+    /* which GPU copied what (physical devices): the sender's into pinned
+     * host memory in the sender, the receiver's out of it in the receiver */
+    if (rc == 0 && copies != NULL && m->rank == 0 && copies(0, 0, -1) == 0) {
+        fprintf(stderr, "# sender: no copy from its GPU to pinned host memory\n");
+        rc = 18;
+    }
+    if (rc == 0 && copies != NULL && m->rank == 1 &&
+        (copies(1, -1, 1) == 0 || copies(0, 0, -1) != 0 || copies(1, 0, -1) != 0 ||
+         retains(0) != 0 || retains(2) != 0)) {
+        fprintf(stderr, "# receiver: host to GPU 1 %lu, contexts on GPU 0 %d, on the relay %d\n",
+                copies(1, -1, 1), retains(0), retains(2));
+        rc = 19;
+    }
+    fork_group_barrier(m);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_host_staged_visible_alone(void)
+{
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* a real driver's visible devices are fixed before the test runs */
+    }
+    setenv("MOCK_CUDA_DEVICES", "3", 1);
+    return fork_group_run(2, visible_alone_body, NULL);
+}
+
+/* A relay GPU that the receiving process does not see (the sender's GPU
+ * it does): the relay channel is not built, the direct copy carries the
+ * bytes.  The sender sees the relay GPU, and names it. */
+static int relay_unseen_body(fork_group_member_t *m, void *arg)
+{
+    setenv("MOCK_CUDA_VISIBLE", m->rank == 0 ? "0,2" : "0,1", 1);
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    char names[2][2][CRUX_CUDA_NAME_SIZE], mine[2][CRUX_CUDA_NAME_SIZE];
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_cuda_name(0, mine[0]) != 0 || crux_cuda_name(1, mine[1]) != 0 ||
+        fork_group_allgather(mine, names, sizeof(mine), m) != 0 ||
+        crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    /* rank 0 sends from its ordinal 0 (GPU 0) to rank 1's ordinal 1 (GPU 1),
+     * through GPU 2, which only rank 0 sees */
+    const size_t bytes = (4u << 20) + 1;
+    int device = m->rank == 0 ? 0 : 1;
+    if (m->rank == 1) {
+        crux_tl_gpu_path_t paths[2] = {
+            { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 10e9 },
+            { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 10e9, .nrelays = 1 },
+        };
+        memcpy(paths[1].relay[0], names[0][1], CRUX_CUDA_NAME_SIZE);
+        if (crux_cuda_device_named(names[0][0]) != 0 || crux_cuda_device_named(names[0][1]) != -1 ||
+            crux_tl_engine_gpu_paths(e, names[0][0], mine[1], paths, 2) != CRUX_OK)
+            FAIL(11);
+    }
+    void *buf = device_pattern(device, bytes, m->rank == 0 ? 31 : 0xff);
+    crux_tl_xfer_t *x = NULL;
+    int rc = 0;
+    if (buf == NULL ||
+        (m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                      : crux_tl_recv(pair, buf, bytes, NULL, &x)) != CRUX_OK ||
+        crux_tl_xfer_wait(x) != CRUX_OK || (m->rank == 1 && !device_holds(buf, bytes, 31))) {
+        rc = 12;
+    } else if (m->rank == 1 && (channel_of_kind(pair, CRUX_TL_CHAN_CUDA_PEER) >= 0 ||
+                                crux_tl_xfer_stats(x)->nstripes != 1)) {
+        fprintf(stderr, "# a relay channel through a GPU the receiver does not see\n");
+        rc = 13;
+    }
+    crux_tl_xfer_release(x);
+    fork_group_barrier(m);
+    crux_dev_free(device, buf);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+}
+
+static int t_relay_unseen(void)
+{
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* a real driver's visible devices are fixed before the test runs */
+    }
+    setenv("MOCK_CUDA_DEVICES", "3", 1);
+    return fork_group_run(2, relay_unseen_body, NULL);
+}
+
+/* The sender dies with its stage half sent: the receiver fails with
+ * CRUX_ERR_PEER (it does not wait for the rest forever). */
+static int sender_dies_body(fork_group_member_t *m, void *arg)
+{
+    setenv("MOCK_CUDA_VISIBLE", m->rank == 0 ? "0" : "1", 1);
+    unsigned long (*copies)(int, int, int) = mock_sym("mock_cuda_copies");
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine_kinds(&ctx, "", 2, CRUX_TL_KIND(CRUX_TL_CHAN_CUDA_HOST));
+    unsigned char card[FORK_GROUP_SLOT], cards[2][FORK_GROUP_SLOT];
+    crux_tl_pair_t *pair;
+    const size_t bytes = 64u << 20;
+    if (e == NULL || crux_tl_engine_card_pack(e, card) != CRUX_OK ||
+        fork_group_allgather(card, cards, FORK_GROUP_SLOT, m) != 0 ||
+        crux_tl_pair_connect(e, m->rank, 1 - m->rank, cards[1 - m->rank], &pair) != CRUX_OK) {
+        return 10;
+    }
+    void *buf = device_pattern(0, bytes, 3);
+    crux_tl_xfer_params_t params = { .chunk = 1u << 20 };
+    crux_tl_xfer_t *x = NULL;
+    if (buf == NULL || (m->rank == 0 ? crux_tl_send(pair, buf, bytes, NULL, &x)
+                                     : crux_tl_recv(pair, buf, bytes, &params, &x)) != CRUX_OK) {
+        return 11;
+    }
+    if (m->rank == 0) {
+        /* two chunks on their way into the stage, then gone: a progress
+         * call stages at most four of the 64 */
+        while (copies(0, 0, -1) < 2 && !crux_tl_xfer_done(x)) {
+            crux_tl_engine_progress(e);
+        }
+        return crux_tl_xfer_done(x) ? 12 : 0;
+    }
+    crux_status_t st = crux_tl_xfer_wait(x);
+    if (st != CRUX_ERR_PEER) {
+        fprintf(stderr, "# receiver: %d, not CRUX_ERR_PEER\n", (int)st);
+        return 13;
+    }
+    crux_tl_xfer_release(x);
+    crux_dev_free(0, buf);
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return 0;
+}
+
+static int t_host_staged_sender_dies(void)
+{
+    if (mock_sym("mock_cuda_copies") == NULL) {
+        return 0; /* the stand-in's counters tell when the sender is half done */
+    }
+    return fork_group_run(2, sender_dies_body, NULL);
 }
 
 /* A relay path from GPU 0 to GPU 2 through GPU 1: the first hop runs in
@@ -1099,8 +1366,12 @@ static const struct {
     { "the IPC import cache is bounded by bytes", t_import_cache_bounded, 1 },
     { "cuda-host: device to host in the sender's GPU context, host to device in the receiver's",
       t_host_hops, 2 },
-    { "cuda-host between processes: the first hop in the sender's GPU context",
+    { "cuda-host between processes: device to host in the sender, host to device in the receiver",
       t_host_hops_two_processes, 2 },
+    { "cuda-host between processes each seeing its own GPU alone: staged by the sender, exact",
+      t_host_staged_visible_alone, 2 },
+    { "cuda-host: a sender that dies half way fails the receive", t_host_staged_sender_dies, 2 },
+    { "cuda-peer: no relay through a GPU the receiving process does not see", t_relay_unseen, 2 },
     { "cuda-peer: each hop in its source GPU's context, peer access refused is no channel",
       t_relay_hops, 2 },
     { "a group given the topology stripes by its figures (MIG: none apply)", t_topo_figures, 2 },

@@ -58,6 +58,23 @@ unsigned crux_tl_chan_poll(crux_tl_chan_t *chan)
     return done + chan->moved;
 }
 
+crux_status_t crux_tl_chan_start(crux_tl_chan_t *chan, crux_tl_chunk_t *c)
+{
+    crux_status_t st = chan->ops->issue(chan, c);
+    if (st != CRUX_OK) {
+        return st;
+    }
+    c->next = NULL;
+    if (chan->tail != NULL) {
+        chan->tail->next = c;
+    } else {
+        chan->head = c;
+    }
+    chan->tail = c;
+    chan->inflight++;
+    return CRUX_OK;
+}
+
 int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind)
 {
     return kind == CRUX_TL_CHAN_SHM || kind == CRUX_TL_CHAN_SHM_DIRECT ||

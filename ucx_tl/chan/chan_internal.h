@@ -37,6 +37,7 @@ struct crux_tl_chunk {
     size_t copied;             /* model: bytes moved so far */
     crux_tl_completion_t comp; /* cma */
     unsigned slot;             /* CUDA staged: staging slot */
+    uint64_t staged;           /* device staging: the chunk's number in its pair's FIFO */
     unsigned queue;            /* ordered channels: the queue it completes in */
 };
 
@@ -72,6 +73,9 @@ void crux_tl_chan_init(crux_tl_chan_t *chan, const crux_tl_chan_ops_t *ops,
 /* Retire the chunks that finished, through their owners; returns how many,
  * plus the chunks that made headway. */
 unsigned crux_tl_chan_poll(crux_tl_chan_t *chan);
+/* Issue a chunk and queue it on the channel (its owner, transfer and run
+ * set); the channel's status when it refuses, and the chunk is not queued. */
+crux_status_t crux_tl_chan_start(crux_tl_chan_t *chan, crux_tl_chunk_t *chunk);
 /* 1 for the channels whose landings the receiver writes itself, from memory
  * it reads (shm, shm-direct, model): the only ones that can stream. */
 int crux_tl_chan_lands_by_receiver(crux_tl_chan_kind_t kind);

@@ -132,6 +132,19 @@ struct crux_tl_pair {
     crux_tl_rseg_t *lane_rseg;
     const uint8_t *lane_base;
     crux_tl_bell_t *bell; /* the peer's doorbell, mapped here */
+    /* device staging (engine/dstage.c): our stage toward the peer, pinned
+     * with device dstage_device's context (no segment and -1: cannot) ... */
+    crux_tl_seg_t *dstage_seg;
+    uint8_t *dstage_base;
+    int dstage_device;
+    uint64_t dstaged_tx, dfull_tx;           /* chunks copied into it, published */
+    uint64_t dtx_done[CRUX_TL_DSTAGE_SLOTS]; /* chunk + 1 once its copy is done */
+    /* ... and the peer's, mapped and pinned here (device as above) */
+    crux_tl_rseg_t *dstage_rseg;
+    const uint8_t *dstage_peer;
+    int dstage_peer_device;
+    uint64_t ddrained_rx, dconsumed_rx;      /* chunks taken from it, acknowledged */
+    uint64_t drx_done[CRUX_TL_DSTAGE_SLOTS]; /* chunk + 1 once landed (or dropped) */
 };
 
 typedef struct crux_tl_cuda_state crux_tl_cuda_state_t;

@@ -76,20 +76,12 @@ unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
                 c->src = (const uint8_t *)x->peer_mapped + at;
             }
             c->remote = x->peer_addr + at;
-            crux_status_t st = chan->ops->issue(chan, c);
+            crux_status_t st = crux_tl_chan_start(chan, c);
             if (st != CRUX_OK) {
                 crux_tl_chunk_put(pair->engine, c);
                 crux_tl_xfer_fail(x, st);
                 return events;
             }
-            c->next = NULL;
-            if (chan->tail != NULL) {
-                chan->tail->next = c;
-            } else {
-                chan->head = c;
-            }
-            chan->tail = c;
-            chan->inflight++;
             run->inflight++;
             run->issued += c->length;
             events++;

@@ -23,7 +23,17 @@
  * has not by the time the receiver finished its own stripes and a grace
  * period passed (it may not be running: oversubscribed nodes), the receiver
  * claims them instead and pulls them with cma get.  The claim word is the
- * one word both sides write, with compare-and-swap. */
+ * one word both sides write, with compare-and-swap.
+ *
+ * A device send's cuda-host stripe between two processes is the sender's to
+ * stage and the receiver's to land (engine/dstage.c): the sender copies
+ * chunk n from its GPU into slot n % CRUX_TL_DSTAGE_SLOTS of its stage, a
+ * segment of pinned host memory it names once in its area (dstage_key),
+ * and publishes the slot (dslot) once the copy is done; the receiver, which
+ * mapped and pinned the stage too, copies the slot to its GPU and
+ * acknowledges it (dack) once that copy is done.  Both copies are the GPUs'
+ * (cuMemcpyAsync), each in its own process, so neither process needs the
+ * other's GPU. */
 #ifndef CRUX_TL_WIRE_H
 #define CRUX_TL_WIRE_H
 
@@ -40,6 +50,11 @@
 #define CRUX_TL_CARD_MAGIC     0x6372757863617264ull /* "cruxcard" */
 #define CRUX_TL_PAGE           4096u
 #define CRUX_TL_ROUND_PAGE(x)  (((x) + CRUX_TL_PAGE - 1) / CRUX_TL_PAGE * CRUX_TL_PAGE)
+
+/* device staging (cuda-host between processes): slots per pair and
+ * direction, and their size, the largest cuda-host chunk */
+#define CRUX_TL_DSTAGE_SLOTS 4
+#define CRUX_TL_DSTAGE_SLOT  (2u << 20)
 
 typedef struct {
     /* what every match reads first, in one cache line with the entry's seq */
@@ -65,6 +80,7 @@ typedef struct {
 typedef struct {
     alignas(64) uint64_t seq; /* sequence + 1 once valid */
     uint32_t eager;           /* 1: staged over shm at once, no plan awaited */
+    uint32_t dstage;          /* 1: a device send whose cuda-host stripes the sender stages */
     crux_tl_wire_buf_t buf;
 } crux_tl_wire_send_t;
 
@@ -132,6 +148,10 @@ typedef struct {
     crux_tl_wire_lane_key_t lane_key[CRUX_TL_LANE_DEPTH]; /* ... and their buffers' keys */
     alignas(64) uint64_t lane_consumed;                   /* the peer's lane posts consumed here */
     alignas(64) uint64_t lane_abandoned;                  /* 1: this side gave its lanes up */
+    crux_tl_wire_slot_t dslot[CRUX_TL_DSTAGE_SLOTS];      /* this side's device sends, staged */
+    crux_tl_wire_ack_t dack[CRUX_TL_DSTAGE_SLOTS];        /* the peer's, landed here */
+    alignas(64) uint64_t dstage_ready;                    /* 1 once dstage_key is valid */
+    uint8_t dstage_key[CRUX_TL_SHARED_KEY_MAX]; /* this side's device stage, to the peer */
 } crux_tl_area_t;
 /* slot data follows the area, page aligned */
 

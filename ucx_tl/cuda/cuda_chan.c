@@ -1,6 +1,7 @@
-/* CUDA channels.  The receiver drives every device byte: from the sender's
- * buffer (mapped by IPC) straight into its own (direct), or through staging
- * slots in one or two relay GPUs or in pinned host memory, one copy per hop.
+/* CUDA channels.  The receiver drives every device byte but those of
+ * cuda-host between two processes: from the sender's buffer (mapped by IPC)
+ * straight into its own (direct), or through staging slots in one or two
+ * relay GPUs, or within one process in pinned host memory, one copy per hop.
  * Each hop has its own stream; a chunk's copy on hop h waits for its copy on
  * hop h - 1 through an event, so hops of consecutive chunks overlap (with
  * two or more slots, the staging is double buffered).  A direct channel
@@ -12,9 +13,15 @@
  * staged channel in the sending device's (the sender's buffer mapped in
  * that context too), so a stripe through host memory crosses the sender's
  * link once and the receiver's once, not the receiver's twice; each relay
- * hop in its relay GPU's.  A staged channel needs the sender's GPU visible
- * in this process (it is not built otherwise), and peer access from each
- * hop's GPU to the next one's (a refusal is no channel). */
+ * hop in its relay GPU's.  A relay channel needs the sender's GPU and the
+ * relay's visible in this process (it is not built otherwise), and peer
+ * access from each hop's GPU to the next one's (a refusal is no channel).
+ *
+ * Between two processes, cuda-host is staged by the sender instead
+ * (engine/dstage.c): its entry in the receiver's table carries the path's
+ * figures and issues nothing, and the two hops run on the copy channels
+ * here, device to host in the sender's process, host to device in the
+ * receiver's, so each process needs its own GPU only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,10 +282,32 @@ static int hop_devices(cuda_chan_t *c, const crux_tl_dpair_t *dp, const crux_tl_
     return 0;
 }
 
+/* Each stream in its hop's context, with its events (and the free slots). */
+static crux_status_t make_streams(cuda_chan_t *c)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    crux_status_t st = CRUX_OK;
+    for (unsigned s = 0; s < SLOTS; s++) {
+        c->free_slot[c->nfree++] = s;
+    }
+    for (unsigned i = 0; i < c->nstreams && st == CRUX_OK; i++) {
+        int on = c->hop_device[c->hops == 1 ? 0 : i];
+        if ((st = crux_cuda_push(on)) != CRUX_OK) {
+            break;
+        }
+        st = crux_cuda_status(cu->StreamCreate(&c->stream[i], CU_STREAM_NON_BLOCKING));
+        /* a hop's events are recorded on its stream: the same context */
+        for (unsigned s = 0; s < SLOTS && st == CRUX_OK && i < c->hops; s++) {
+            st = crux_cuda_status(cu->EventCreate(&c->event[i][s], CU_EVENT_DISABLE_TIMING));
+        }
+        crux_cuda_pop();
+    }
+    return st;
+}
+
 static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *dp,
                                     const crux_tl_gpu_path_t *p, int device)
 {
-    const crux_cuda_api_t *cu = crux_cuda();
     cuda_chan_t *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         return NULL;
@@ -312,27 +341,92 @@ static crux_tl_chan_t *make_channel(crux_tl_engine_t *e, const crux_tl_dpair_t *
      * a third of every transfer, even over NVSwitch where it is several
      * times slower than direct.  It joins once calibrated. */
     c->chan.attr.guessed = !dp->from_topo && p->kind != CRUX_TL_CHAN_CUDA_IPC;
-    for (unsigned s = 0; s < SLOTS; s++) {
-        c->free_slot[c->nfree++] = s;
-    }
     crux_status_t st = hop_devices(c, dp, p) == 0 ? make_staging(c, p) : CRUX_ERR_NO_RESOURCE;
-    for (unsigned i = 0; i < c->nstreams && st == CRUX_OK; i++) {
-        int on = c->hop_device[c->hops == 1 ? 0 : i];
-        if ((st = crux_cuda_push(on)) != CRUX_OK) {
-            break;
-        }
-        st = crux_cuda_status(cu->StreamCreate(&c->stream[i], CU_STREAM_NON_BLOCKING));
-        /* a hop's events are recorded on its stream: the same context */
-        for (unsigned s = 0; s < SLOTS && st == CRUX_OK && i < c->hops; s++) {
-            st = crux_cuda_status(cu->EventCreate(&c->event[i][s], CU_EVENT_DISABLE_TIMING));
-        }
-        crux_cuda_pop();
+    if (st == CRUX_OK) {
+        st = make_streams(c);
     }
     if (st != CRUX_OK) {
         cuda_destroy(&c->chan);
         return NULL;
     }
     return &c->chan;
+}
+
+/* The entry of sender-staged cuda-host in a receiver's table: the path's
+ * figures, and the signature of the same path within one process (the
+ * links are the same), whose calibration it takes. */
+static const crux_tl_chan_ops_t staged_ops = { NULL, NULL, cuda_destroy };
+
+static crux_tl_chan_t *make_staged_entry(crux_tl_engine_t *e, const crux_tl_dpair_t *dp,
+                                         const crux_tl_gpu_path_t *p)
+{
+    cuda_chan_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->hops = 2;
+    crux_tl_chan_init(&c->chan, &staged_ops, p->kind, crux_tl_chan_kind_name(p->kind));
+    snprintf(c->chan.signature, sizeof(c->chan.signature), "%s:%s>%s",
+             crux_tl_chan_kind_name(p->kind), dp->src, dp->dst);
+    nominal(c, p);
+    c->chan.attr.max_depth = CRUX_TL_DSTAGE_SLOTS;
+    c->chan.attr.max_chunk = CRUX_TL_DSTAGE_SLOT;
+    c->chan.attr.guessed = !dp->from_topo;
+    crux_tl_calib_lookup(e, &c->chan);
+    return &c->chan;
+}
+
+crux_tl_chan_t *crux_tl_cuda_copy_channel(crux_tl_engine_t *e, int device, int to_host)
+{
+    crux_tl_cuda_state_t *cs = crux_tl_cuda_state(e);
+    if (cs == NULL || crux_cuda() == NULL || device < 0 || device >= CRUX_TL_COPY_DEVICES) {
+        return NULL;
+    }
+    crux_tl_chan_t **slot = &cs->copy[device][to_host != 0];
+    if (*slot != NULL) {
+        return *slot;
+    }
+    cuda_chan_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->device = device;
+    c->state = cs;
+    c->order_gen = cs->order_gen - 1; /* waits on the current set first */
+    c->hops = 1;
+    c->nstreams = 1;
+    c->hop_device[0] = device;
+    c->chan.ordered_queues = 1;
+    crux_tl_chan_init(&c->chan, &cuda_ops, CRUX_TL_CHAN_CUDA_HOST,
+                      to_host ? "cuda-host:d2h" : "cuda-host:h2d");
+    c->chan.attr.hops = 1;
+    c->chan.attr.max_depth = SLOTS;
+    c->chan.attr.max_chunk = CRUX_TL_DSTAGE_SLOT;
+    if (make_streams(c) != CRUX_OK) {
+        cuda_destroy(&c->chan);
+        return NULL;
+    }
+    *slot = &c->chan;
+    return *slot;
+}
+
+crux_status_t crux_tl_cuda_pin(int device, void *ptr, size_t bytes)
+{
+    crux_status_t st = crux_cuda_push(device);
+    if (st == CRUX_OK) {
+        st =
+            crux_cuda_status(crux_cuda()->MemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+        crux_cuda_pop();
+    }
+    return st;
+}
+
+void crux_tl_cuda_unpin(int device, void *ptr)
+{
+    if (crux_cuda_push(device) == CRUX_OK) {
+        crux_cuda()->MemHostUnregister(ptr);
+        crux_cuda_pop();
+    }
 }
 
 /* --- device pairs --------------------------------------------------------------- */
@@ -367,21 +461,44 @@ static crux_tl_dpair_t *dpair_find(crux_tl_engine_t *e, const char *src, const c
     return dp;
 }
 
+/* 1 when a path between two processes is staged by the sender. */
+static int sender_staged(const crux_tl_gpu_path_t *p, int across)
+{
+    return across && p->kind == CRUX_TL_CHAN_CUDA_HOST;
+}
+
+/* The channel of path i for a transfer within one process (across 0) or
+ * between two (staged: the sender stages cuda-host), made on first use;
+ * NULL when there is none. */
+static crux_tl_chan_t *path_channel(crux_tl_engine_t *e, crux_tl_dpair_t *dp, unsigned i,
+                                    int across, int staged)
+{
+    if (sender_staged(&dp->path[i], across)) {
+        if (staged && dp->staged[i] == NULL) {
+            dp->staged[i] = make_staged_entry(e, dp, &dp->path[i]);
+        }
+        return staged ? dp->staged[i] : NULL;
+    }
+    int device = crux_cuda_device_named(dp->dst);
+    if (dp->chan[i] == NULL && device >= 0 &&
+        (dp->chan[i] = make_channel(e, dp, &dp->path[i], device)) != NULL) {
+        crux_tl_calib_lookup(e, dp->chan[i]);
+    }
+    return dp->chan[i];
+}
+
+/* The channels within one process (calibration's). */
 static int dpair_ready(crux_tl_engine_t *e, crux_tl_dpair_t *dp)
 {
-    int device = crux_cuda_device_named(dp->dst), ready = 0;
-    for (unsigned i = 0; i < dp->npaths && device >= 0; i++) {
-        if (dp->chan[i] == NULL &&
-            (dp->chan[i] = make_channel(e, dp, &dp->path[i], device)) != NULL) {
-            crux_tl_calib_lookup(e, dp->chan[i]);
-        }
-        ready += dp->chan[i] != NULL;
+    int ready = 0;
+    for (unsigned i = 0; i < dp->npaths; i++) {
+        ready += path_channel(e, dp, i, 0, 0) != NULL;
     }
     return ready;
 }
 
 unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
-                               unsigned *index)
+                               int sender_stages, unsigned *index)
 {
     char dst[CRUX_CUDA_NAME_SIZE], src[CRUX_CUDA_NAME_SIZE];
     if (crux_cuda_name(dst_device, dst) != 0) {
@@ -390,23 +507,21 @@ unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int d
     memcpy(src, src_name, sizeof(src)); /* the peer's text: bounded before use */
     src[sizeof(src) - 1] = '\0';
     crux_tl_dpair_t *dp = dpair_find(pair->engine, src, dst, 1);
-    if (dp == NULL || dpair_ready(pair->engine, dp) == 0) {
-        return 0;
-    }
     unsigned n = 0;
-    for (unsigned i = 0; i < dp->npaths && n < CRUX_TL_MAX_PATHS; i++) {
-        if (dp->chan[i] == NULL) {
+    for (unsigned i = 0; dp != NULL && i < dp->npaths && n < CRUX_TL_MAX_PATHS; i++) {
+        crux_tl_chan_t *chan = path_channel(pair->engine, dp, i, !pair->loopback, sender_stages);
+        if (chan == NULL) {
             continue;
         }
         unsigned j = 0;
-        while (j < pair->nchan && pair->chan[j] != dp->chan[i]) {
+        while (j < pair->nchan && pair->chan[j] != chan) {
             j++;
         }
         if (j == pair->nchan) {
             if (pair->nchan == CRUX_TL_MAX_CHANS) {
                 continue;
             }
-            pair->chan[pair->nchan] = dp->chan[i];
+            pair->chan[pair->nchan] = chan;
             pair->chan_owned[pair->nchan++] = 0;
         }
         index[n++] = j;
@@ -417,11 +532,18 @@ unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int d
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *e)
 {
     unsigned events = 0;
-    for (crux_tl_dpair_t *dp = e->cuda != NULL ? e->cuda->dpairs : NULL; dp != NULL;
-         dp = dp->next) {
+    crux_tl_cuda_state_t *cs = e->cuda;
+    for (crux_tl_dpair_t *dp = cs != NULL ? cs->dpairs : NULL; dp != NULL; dp = dp->next) {
         for (unsigned i = 0; i < dp->npaths; i++) {
             if (dp->chan[i] != NULL && dp->chan[i]->head != NULL) {
                 events += crux_tl_chan_poll(dp->chan[i]);
+            }
+        }
+    }
+    for (unsigned d = 0; cs != NULL && d < CRUX_TL_COPY_DEVICES; d++) {
+        for (unsigned k = 0; k < 2; k++) {
+            if (cs->copy[d][k] != NULL && cs->copy[d][k]->head != NULL) {
+                events += crux_tl_chan_poll(cs->copy[d][k]);
             }
         }
     }
@@ -450,8 +572,18 @@ void crux_tl_cuda_destroy(crux_tl_engine_t *e)
             if (dp->chan[i] != NULL) {
                 dp->chan[i]->ops->destroy(dp->chan[i]);
             }
+            if (dp->staged[i] != NULL) {
+                dp->staged[i]->ops->destroy(dp->staged[i]);
+            }
         }
         free(dp);
+    }
+    for (unsigned d = 0; cs != NULL && d < CRUX_TL_COPY_DEVICES; d++) {
+        for (unsigned k = 0; k < 2; k++) {
+            if (cs->copy[d][k] != NULL) {
+                cs->copy[d][k]->ops->destroy(cs->copy[d][k]);
+            }
+        }
     }
     crux_tl_cuda_ipc_destroy(e);
     free(cs);
@@ -486,7 +618,7 @@ crux_status_t crux_tl_engine_gpu_paths(crux_tl_engine_t *e, const char *src_name
         return CRUX_ERR_NO_MEMORY;
     }
     for (unsigned i = 0; i < dp->npaths; i++) {
-        if (dp->chan[i] != NULL) {
+        if (dp->chan[i] != NULL || dp->staged[i] != NULL) {
             return CRUX_ERR_INVALID; /* already in use: set paths before transfers */
         }
     }
@@ -585,6 +717,14 @@ crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *e, int src_dev, in
         if (dp->chan[i] != NULL && (force || !dp->chan[i]->attr.calibrated)) {
             st = measure(e, dp->chan[i], rbuf, sbuf, bytes);
             measured[count++] = dp->chan[i];
+            if (st == CRUX_OK && dp->staged[i] != NULL) {
+                /* the same links between two processes */
+                crux_tl_chan_attr_t *a = &dp->staged[i]->attr;
+                a->bandwidth = dp->chan[i]->attr.bandwidth;
+                a->latency = dp->chan[i]->attr.latency;
+                a->chunk_cost = dp->chan[i]->attr.chunk_cost;
+                a->calibrated = dp->chan[i]->attr.calibrated;
+            }
         }
     }
     free_on(src_dev, sbuf);
@@ -601,9 +741,23 @@ crux_status_t crux_tl_engine_calibrate_cuda(crux_tl_engine_t *e, int src_dev, in
 #else /* no CUDA toolkit at build time */
 
 unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
-                               unsigned *index)
+                               int sender_stages, unsigned *index)
 {
     return 0;
+}
+
+crux_tl_chan_t *crux_tl_cuda_copy_channel(crux_tl_engine_t *e, int device, int to_host)
+{
+    return NULL;
+}
+
+crux_status_t crux_tl_cuda_pin(int device, void *ptr, size_t bytes)
+{
+    return CRUX_ERR_UNSUPPORTED;
+}
+
+void crux_tl_cuda_unpin(int device, void *ptr)
+{
 }
 
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *e)

@@ -23,9 +23,22 @@ void crux_tl_cuda_ipc_destroy(crux_tl_engine_t *engine);
 /* cuda_chan.c: the CUDA channels, one set per device pair, shared
  * by every pair of the engine */
 /* The CUDA channels from the sender's device to ours, added to the pair's
- * table; their indices go to index[], their count is returned. */
+ * table; their indices go to index[], their count is returned.  Between
+ * two processes cuda-host is the sender-staged one (engine/dstage.c): its
+ * entry only plans (it issues nothing), and only if 'sender_stages'. */
 unsigned crux_tl_cuda_channels(crux_tl_pair_t *pair, const char *src_name, int dst_device,
-                               unsigned *index);
+                               int sender_stages, unsigned *index);
+/* The engine's channel that copies between pinned host memory and the
+ * memory of 'device' in one direction (to_host: device to host), on one
+ * stream in that device's context, so its chunks finish in issue order:
+ * the sender's and the receiver's hop of sender-staged cuda-host.  NULL
+ * when it cannot be made. */
+crux_tl_chan_t *crux_tl_cuda_copy_channel(crux_tl_engine_t *engine, int device, int to_host);
+/* Pin host memory (a segment shared with a peer) for asynchronous copies
+ * from every context (cuMemHostRegister, portable), in the context of
+ * 'device'; unpin it in the same. */
+crux_status_t crux_tl_cuda_pin(int device, void *ptr, size_t bytes);
+void crux_tl_cuda_unpin(int device, void *ptr);
 unsigned crux_tl_cuda_progress(crux_tl_engine_t *engine);
 void crux_tl_cuda_destroy(crux_tl_engine_t *engine);
 

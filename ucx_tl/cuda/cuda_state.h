@@ -41,8 +41,13 @@ typedef struct crux_tl_dpair {
     unsigned npaths;
     crux_tl_gpu_path_t path[CRUX_TL_MAX_GPU_PATHS];
     crux_tl_chan_t *chan[CRUX_TL_MAX_GPU_PATHS]; /* NULL until used */
+    /* for cuda-host paths between processes: the sender-staged channel's
+     * entry (its figures; engine/dstage.c moves its bytes), NULL until used */
+    crux_tl_chan_t *staged[CRUX_TL_MAX_GPU_PATHS];
     int from_topo; /* the paths are the topology's (crux_tl_engine_gpu_paths) */
 } crux_tl_dpair_t;
+
+#define CRUX_TL_COPY_DEVICES 64 /* devices with copy channels */
 
 struct crux_tl_cuda_state {
     crux_tl_export_t *exports;
@@ -56,6 +61,8 @@ struct crux_tl_cuda_state {
     void *const *order; /* the caller's array */
     unsigned norder;
     uint64_t order_gen;
+    /* per device, to host and from host (crux_tl_cuda_copy_channel) */
+    crux_tl_chan_t *copy[CRUX_TL_COPY_DEVICES][2];
 };
 
 /* The engine's CUDA state, created on first use; NULL without memory. */

@@ -26,6 +26,23 @@ unsigned crux_tl_shm_drain(crux_tl_pair_t *pair);
  * it over the pair's shm channel, a slot per chunk. */
 void crux_tl_shm_eager_run(const crux_tl_pair_t *pair, size_t bytes, crux_tl_run_t *run);
 
+/* dstage.c: cuda-host between two processes, staged by the sender */
+/* 1 when stripes of this kind are the sender's to stage on this pair. */
+int crux_tl_dstage_kind(const crux_tl_pair_t *pair, crux_tl_chan_kind_t kind);
+/* Sender: make the pair's stage (once), pinned with 'device''s context; 1
+ * when there is one to offer. */
+int crux_tl_dstage_offer(crux_tl_pair_t *pair, int device);
+/* Receiver: map and pin the peer's stage (once); 1 when it is. */
+int crux_tl_dstage_attach(crux_tl_pair_t *pair, int device);
+/* Sender: 1 when a staged run of the receiver's plan fits the send and the
+ * stage. */
+int crux_tl_dstage_run_ok(const crux_tl_pair_t *pair, const crux_tl_xfer_t *x,
+                          const crux_tl_run_t *run);
+/* The sender's copies into the stage, the receiver's out of it. */
+unsigned crux_tl_dstage_push(crux_tl_pair_t *pair);
+unsigned crux_tl_dstage_pull(crux_tl_pair_t *pair);
+void crux_tl_dstage_release(crux_tl_pair_t *pair);
+
 /* shared_buffer.c: shared buffers */
 /* This engine's shared buffer holding [ptr, ptr + bytes), or NULL. */
 const crux_tl_shared_t *crux_tl_shared_find(const crux_tl_engine_t *engine, const void *ptr,

@@ -152,9 +152,10 @@ static int plan_direct(crux_tl_pair_t *pair, crux_tl_xfer_t *x, const crux_tl_wi
     return 1;
 }
 
-/* Choose the channels and plan; fills the transfer's runs. */
+/* Choose the channels and plan; fills the transfer's runs.  'dstage': the
+ * sender offers to stage cuda-host stripes (dstage.c). */
 static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
-                                   const crux_tl_wire_buf_t *sbuf)
+                                   const crux_tl_wire_buf_t *sbuf, int dstage)
 {
     if (sbuf->bytes != x->bytes) {
         return CRUX_ERR_INVALID;
@@ -176,7 +177,9 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         if (st != CRUX_OK) {
             return st;
         }
-        all = crux_tl_cuda_channels(pair, sbuf->device_name, x->mem.device, candidates);
+        /* between processes, cuda-host only as the sender's stage */
+        int staged = dstage && !pair->loopback && crux_tl_dstage_attach(pair, x->mem.device);
+        all = crux_tl_cuda_channels(pair, sbuf->device_name, x->mem.device, staged, candidates);
     } else {
         return CRUX_ERR_UNSUPPORTED; /* mixed host and device, or no IPC handle */
     }
@@ -228,7 +231,8 @@ static crux_status_t plan_transfer(crux_tl_pair_t *pair, crux_tl_xfer_t *x,
         run->bytes = s->bytes;
         run->chunk = s->chunk;
         run->depth = s->depth;
-        x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT;
+        /* the sender's copies: its send_done says how they went */
+        x->peer_pushes |= run->kind == CRUX_TL_CHAN_CMA_PUT || crux_tl_dstage_kind(pair, run->kind);
         x->sender_runs += !receiver_acts(run->kind);
         x->stats.stripe[x->nruns].channel = e->index[j];
         x->stats.stripe[x->nruns].chunk = run->chunk;
@@ -280,7 +284,8 @@ void crux_tl_match(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     x->steal_index = -1;
     x->t_matched = crux_tl_now();
     int eager = w->eager != 0;
-    crux_status_t status = eager ? plan_eager(pair, x, sbuf) : plan_transfer(pair, x, sbuf);
+    crux_status_t status =
+        eager ? plan_eager(pair, x, sbuf) : plan_transfer(pair, x, sbuf, w->dstage == 1);
     if (status != CRUX_OK) {
         x->failed = 1;
         x->status = status;

@@ -187,6 +187,7 @@ void crux_tl_pair_disconnect(crux_tl_pair_t *pair)
         }
     }
     crux_tl_shared_unmap_all(pair);
+    crux_tl_dstage_release(pair);
     crux_tl_rseg_detach(pair->lane_rseg); /* the peer's buffer its lane posts are in */
     crux_tl_ep_destroy(pair->ep);
     crux_tl_rseg_detach(pair->rseg);

@@ -84,6 +84,9 @@ static void publish_send(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         crux_tl_cuda_export(pair->engine, x->buffer, &w->buf) != CRUX_OK) {
         w->buf.mem_type = -1; /* the receiver refuses it */
     }
+    /* another process's receive may have our cuda-host stripes staged by us */
+    w->dstage = (uint32_t)(w->buf.mem_type == CRUX_TL_MEM_CUDA &&
+                           crux_tl_dstage_offer(pair, x->mem.device));
     /* a shared buffer goes in one copy by the receiver: staging it eagerly
      * would copy twice */
     int shared = x->mem.type == CRUX_TL_MEM_HOST && x->bytes > 0 &&
@@ -111,8 +114,9 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     }
     int pushes = 0;
     for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
-        pushes |=
-            w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT || w->stripe[i].kind == CRUX_TL_CHAN_SHM;
+        pushes |= w->stripe[i].kind == CRUX_TL_CHAN_CMA_PUT ||
+                  w->stripe[i].kind == CRUX_TL_CHAN_SHM ||
+                  crux_tl_dstage_kind(pair, (crux_tl_chan_kind_t)w->stripe[i].kind);
     }
     uint64_t open_claim = CLAIM_OPEN;
     if (pushes && !__atomic_compare_exchange_n((uint64_t *)&w->claim, &open_claim, CLAIM_SENDER, 0,
@@ -121,7 +125,8 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
     }
     for (unsigned i = 0; i < w->nstripes && i < CRUX_TL_MAX_PATHS; i++) {
         const crux_tl_wire_stripe_t *s = &w->stripe[i];
-        if (s->kind != CRUX_TL_CHAN_CMA_PUT && s->kind != CRUX_TL_CHAN_SHM) {
+        int staged = crux_tl_dstage_kind(pair, (crux_tl_chan_kind_t)s->kind);
+        if (s->kind != CRUX_TL_CHAN_CMA_PUT && s->kind != CRUX_TL_CHAN_SHM && !staged) {
             continue; /* the receiver's */
         }
         crux_tl_run_t *run = &x->run[x->nruns++];
@@ -133,7 +138,8 @@ static int take_plan(crux_tl_pair_t *pair, crux_tl_xfer_t *x)
         run->bytes = s->bytes;
         run->chunk = s->chunk;
         run->depth = s->depth;
-        if (s->kind == CRUX_TL_CHAN_CMA_PUT && (run->chan == NULL || !run->chan->usable)) {
+        if ((s->kind == CRUX_TL_CHAN_CMA_PUT && (run->chan == NULL || !run->chan->usable)) ||
+            (staged && !crux_tl_dstage_run_ok(pair, x, run))) {
             crux_tl_xfer_fail(x, CRUX_ERR_INVALID); /* a plan this side cannot follow */
         }
     }
@@ -150,6 +156,12 @@ static int runs_drained(const crux_tl_xfer_t *x)
         if (run->kind == CRUX_TL_CHAN_SHM) {
             /* every staged chunk, even after a failure: the slots are a FIFO */
             if (run->landed < run->bytes) {
+                return 0;
+            }
+        } else if (x->is_send && crux_tl_dstage_kind(x->pair, run->kind)) {
+            /* staged through our pinned stage: every chunk copied in, or
+             * a failure (what was in flight went out: inflight above) */
+            if (run->landed < run->bytes && !x->failed) {
                 return 0;
             }
         } else if (run->chan != NULL && run->landed < run->bytes && !x->failed) {
@@ -334,6 +346,7 @@ static unsigned poll_pair(crux_tl_pair_t *pair)
         }
     }
     events += crux_tl_shm_stage(pair) + crux_tl_shm_drain(pair);
+    events += crux_tl_dstage_push(pair) + crux_tl_dstage_pull(pair);
     for (crux_tl_xfer_t *x = pair->sends, *next; x != NULL; x = next) {
         next = x->next;
         if (x->state == XFER_ACTIVE) {

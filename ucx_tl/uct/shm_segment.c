@@ -95,6 +95,7 @@ crux_status_t crux_tl_rseg_attach(crux_tl_context_t *ctx, const void *key, crux_
         return CRUX_ERR_NO_RESOURCE;
     }
     rseg->context = ctx;
+    rseg->length = header.length;
     *rseg_p = rseg;
     return CRUX_OK;
 }
@@ -110,4 +111,9 @@ void crux_tl_rseg_detach(crux_tl_rseg_t *rseg)
 void *crux_tl_rseg_ptr(const crux_tl_rseg_t *rseg)
 {
     return rseg->ptr;
+}
+
+size_t crux_tl_rseg_length(const crux_tl_rseg_t *rseg)
+{
+    return rseg->length;
 }

@@ -51,6 +51,7 @@ struct crux_tl_rseg {
     crux_tl_context_t *context;
     uct_rkey_bundle_t bundle;
     void *ptr;
+    size_t length; /* as the owner's key says */
 };
 
 crux_status_t crux_tl_status_from_ucs(ucs_status_t status);
