@@ -186,6 +186,9 @@ void crux_tl_calib_store(crux_tl_engine_t *engine, crux_tl_chan_t *const *chans,
 unsigned crux_tl_xfer_issue(crux_tl_pair_t *pair, crux_tl_xfer_t *x);
 /* Stop issuing (what is in flight drains) with this status, the first one. */
 void crux_tl_xfer_fail(crux_tl_xfer_t *x, crux_status_t status);
+/* A chunk's copy ended: count it in its run (landed, or the transfer fails
+ * with its status); the chunk is still the caller's. */
+void crux_tl_chunk_settle(const crux_tl_chunk_t *c);
 /* Land 'length' bytes that arrived for offset 'at' of the receive's buffer:
  * a copy, streaming if asked. */
 void crux_tl_land(const crux_tl_xfer_t *x, size_t at, const void *src, size_t length);

@@ -31,7 +31,7 @@ static void chunk_land(const crux_tl_chunk_t *c, size_t at, const void *src, siz
     crux_tl_land(x, (size_t)((uint8_t *)c->dst - x->buffer) + at, src, length);
 }
 
-static void chunk_finish(crux_tl_chunk_t *c)
+void crux_tl_chunk_settle(const crux_tl_chunk_t *c)
 {
     crux_tl_xfer_t *x = c->xfer;
     crux_tl_run_t *run = &x->run[c->run];
@@ -42,7 +42,12 @@ static void chunk_finish(crux_tl_chunk_t *c)
     } else {
         crux_tl_xfer_fail(x, c->status);
     }
-    crux_tl_chunk_put(x->pair->engine, c);
+}
+
+static void chunk_finish(crux_tl_chunk_t *c)
+{
+    crux_tl_chunk_settle(c);
+    crux_tl_chunk_put(c->xfer->pair->engine, c);
 }
 
 static const crux_tl_chunk_owner_t chunk_owner = { chunk_land, chunk_finish };

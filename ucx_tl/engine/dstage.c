@@ -146,16 +146,8 @@ int crux_tl_dstage_run_ok(const crux_tl_pair_t *pair, const crux_tl_xfer_t *x,
 /* A chunk's copy into its slot is done: publish the slots done, in order. */
 static void staged(crux_tl_chunk_t *c)
 {
-    crux_tl_xfer_t *x = c->xfer;
-    crux_tl_pair_t *pair = x->pair;
-    crux_tl_run_t *run = &x->run[c->run];
-    run->inflight--;
-    if (c->status == CRUX_OK) {
-        run->landed += c->length;
-        run->chunks++;
-    } else {
-        crux_tl_xfer_fail(x, c->status); /* said in send_done; the slot still goes */
-    }
+    crux_tl_pair_t *pair = c->xfer->pair;
+    crux_tl_chunk_settle(c); /* a failure is said in send_done; the slot still goes */
     pair->dtx_done[c->staged % SLOTS] = c->staged + 1;
     while (pair->dfull_tx < pair->dstaged_tx &&
            pair->dtx_done[pair->dfull_tx % SLOTS] == pair->dfull_tx + 1) {
@@ -246,16 +238,8 @@ static void acknowledge(crux_tl_pair_t *pair)
 
 static void landed(crux_tl_chunk_t *c)
 {
-    crux_tl_xfer_t *x = c->xfer;
-    crux_tl_pair_t *pair = x->pair;
-    crux_tl_run_t *run = &x->run[c->run];
-    run->inflight--;
-    if (c->status == CRUX_OK) {
-        run->landed += c->length;
-        run->chunks++;
-    } else {
-        crux_tl_xfer_fail(x, c->status);
-    }
+    crux_tl_pair_t *pair = c->xfer->pair;
+    crux_tl_chunk_settle(c);
     pair->drx_done[c->staged % SLOTS] = c->staged + 1;
     acknowledge(pair);
     crux_tl_chunk_put(pair->engine, c);
