@@ -65,6 +65,7 @@ static void load(void)
         SYM(DeviceGetByPCIBusId, "cuDeviceGetByPCIBusId") &&
         SYM(DeviceCanAccessPeer, "cuDeviceCanAccessPeer") &&
         SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+        SYM(DevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState") &&
         SYM(CtxPushCurrent, "cuCtxPushCurrent_v2") && SYM(CtxPopCurrent, "cuCtxPopCurrent_v2") &&
         SYM(CtxEnablePeerAccess, "cuCtxEnablePeerAccess") &&
         SYM(PointerGetAttributes, "cuPointerGetAttributes") &&
@@ -207,6 +208,22 @@ crux_status_t crux_cuda_push(int device)
         r = cu->CtxPushCurrent(ctx);
     }
     return crux_cuda_status(r);
+}
+
+int crux_cuda_context_active(int device)
+{
+    const crux_cuda_api_t *cu = crux_cuda();
+    if (cu == NULL || device < 0 || device >= MAX_CONTEXTS) {
+        return 0;
+    }
+    if (__atomic_load_n(&contexts[device], __ATOMIC_ACQUIRE) != NULL) {
+        return 1;
+    }
+    CUdevice dev;
+    unsigned flags;
+    int active = 0;
+    return cu->DeviceGet(&dev, device) == CUDA_SUCCESS &&
+           cu->DevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active;
 }
 
 void crux_cuda_pop(void)

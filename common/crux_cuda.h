@@ -24,6 +24,7 @@ typedef struct {
     CUresult (*DeviceGetByPCIBusId)(CUdevice *dev, const char *id);
     CUresult (*DeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+    CUresult (*DevicePrimaryCtxGetState)(CUdevice dev, unsigned *flags, int *active);
     CUresult (*CtxPushCurrent)(CUcontext ctx);
     CUresult (*CtxPopCurrent)(CUcontext *ctx);
     CUresult (*CtxEnablePeerAccess)(CUcontext peer, unsigned flags);
@@ -76,6 +77,11 @@ const crux_cuda_api_t *crux_cuda_load(void);
  * thread's stack, so the caller's own context comes back with pop). */
 crux_status_t crux_cuda_push(int device);
 void crux_cuda_pop(void);
+/* 1 when this process already has the device's primary context (the
+ * application's own, or one crux holds), 0 if not or unknown.  A context
+ * costs hundreds of MB of the GPU's memory: crux makes none on a GPU that
+ * the process does not use itself (another rank's, a relay's). */
+int crux_cuda_context_active(int device);
 
 /* Pinned host memory usable from every context (CU_MEMHOSTALLOC_PORTABLE),
  * allocated and freed with device 0's primary context current: the driver

@@ -294,6 +294,16 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
+{
+    if (ordinal_of(dev) < 0 || dev >= 64) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *flags = 0;
+    *active = __atomic_load_n(&retains[dev], __ATOMIC_RELAXED) > 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     if (ordinal_of(dev) < 0 || dev >= 64 ||

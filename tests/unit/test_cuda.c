@@ -359,6 +359,19 @@ static int t_engine_kinds(void)
 }
 
 /* A path staged through a second GPU, next to the direct and host ones. */
+#ifdef CRUX_HAVE_CUDA
+/* The test is the application: it works on 'device' too (its primary
+ * context retained, as the CUDA runtime does on first use), so crux may
+ * run a relay hop there. */
+static int app_uses(int device)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    return crux_cuda()->DeviceGet(&dev, device) == CUDA_SUCCESS &&
+           crux_cuda()->DevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS;
+}
+#endif
+
 static int t_engine_relay(void)
 {
 #ifdef CRUX_HAVE_CUDA
@@ -371,7 +384,7 @@ static int t_engine_relay(void)
         { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
     };
     crux_tl_pair_t *pair;
-    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0)
+    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0 || !app_uses(1))
         FAIL(1);
     memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
     if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
@@ -385,6 +398,50 @@ static int t_engine_relay(void)
     }
     /* paths of a device pair in use cannot change */
     if (rc == 0 && crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 2) != CRUX_ERR_INVALID) {
+        rc = 4;
+    }
+    crux_tl_pair_disconnect(pair);
+    crux_tl_engine_destroy(e);
+    crux_tl_context_close(ctx);
+    return rc;
+#else
+    return 1; /* a build without CUDA sees no GPU: never run */
+#endif
+}
+
+/* A relay GPU this process does not work on (another rank's): no relay
+ * channel and no context made on it; the other paths carry the bytes. */
+static int t_relay_unused(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    char gpu0[CRUX_CUDA_NAME_SIZE], gpu1[CRUX_CUDA_NAME_SIZE];
+    crux_tl_context_t *ctx;
+    crux_tl_engine_t *e = cuda_engine(&ctx, "", 2);
+    crux_tl_gpu_path_t paths[3] = {
+        { .kind = CRUX_TL_CHAN_CUDA_IPC, .bandwidth = 100e9 },
+        { .kind = CRUX_TL_CHAN_CUDA_PEER, .bandwidth = 50e9, .nrelays = 1 },
+        { .kind = CRUX_TL_CHAN_CUDA_HOST, .bandwidth = 10e9 },
+    };
+    crux_tl_pair_t *pair;
+    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0)
+        FAIL(1);
+    if (crux_cuda_context_active(1)) {
+        return 0; /* a real driver where something else works on GPU 1 */
+    }
+    memcpy(paths[1].relay[0], gpu1, sizeof(gpu1));
+    if (crux_tl_engine_gpu_paths(e, gpu0, gpu0, paths, 3) != CRUX_OK ||
+        crux_tl_pair_connect(e, 0, 0, NULL, &pair) != CRUX_OK)
+        FAIL(2);
+    int rc = device_transfers(pair, 1, 1, 0, 2);
+    crux_tl_chan_attr_t attrs[4];
+    for (unsigned i = 0, n = crux_tl_pair_channels(pair, attrs, 4); rc == 0 && i < n; i++) {
+        if (attrs[i].kind == CRUX_TL_CHAN_CUDA_PEER) {
+            fprintf(stderr, "# a relay channel through a GPU this process does not use\n");
+            rc = 3;
+        }
+    }
+    if (rc == 0 && crux_cuda_context_active(1)) {
+        fprintf(stderr, "# crux made a context on the relay GPU\n");
         rc = 4;
     }
     crux_tl_pair_disconnect(pair);
@@ -414,7 +471,7 @@ static int t_relay_without_peer_access(void)
     };
     crux_tl_pair_t *pair;
     int can = 1;
-    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0 ||
+    if (e == NULL || crux_cuda_name(0, gpu0) != 0 || crux_cuda_name(1, gpu1) != 0 || !app_uses(1) ||
         crux_cuda()->DeviceCanAccessPeer(&can, 0, 1) != CUDA_SUCCESS)
         FAIL(1);
     if (can) {
@@ -1108,7 +1165,7 @@ static int t_relay_hops(void)
     }
     char gpu[3][CRUX_CUDA_NAME_SIZE];
     for (int d = 0; d < 3; d++) {
-        if (crux_cuda_name(d, gpu[d]) != 0)
+        if (crux_cuda_name(d, gpu[d]) != 0 || !app_uses(d))
             FAIL(1);
     }
     crux_tl_gpu_path_t paths[2] = {
@@ -1356,6 +1413,7 @@ static const struct {
     { "engine, one process: each CUDA channel and all of them", t_engine_loopback, 1 },
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
     { "engine: a relay without peer access is not used", t_relay_without_peer_access, 2 },
+    { "engine: no relay, and no context, on a GPU the process does not use", t_relay_unused, 2 },
     { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
     { "engine: paths with guessed figures carry no stripe", t_guessed_paths_unused, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },

@@ -261,7 +261,9 @@ static crux_status_t make_staging(cuda_chan_t *c, const crux_tl_gpu_path_t *p)
 
 /* Each hop's device: the sender's for the first hop of a staged channel,
  * the relay's for a relay hop, the receiver's for the direct copy and the
- * host stage's second hop; -1 when one is not visible here. */
+ * host stage's second hop; -1 when one is not visible here, or this
+ * process has no context on it: a relay or the sender's GPU that only
+ * another rank uses is left alone (a context costs that GPU hundreds of MB). */
 static int hop_devices(cuda_chan_t *c, const crux_tl_dpair_t *dp, const crux_tl_gpu_path_t *p)
 {
     c->hop_device[0] = c->hops == 1 ? c->device : crux_cuda_device_named(dp->src);
@@ -275,7 +277,8 @@ static int hop_devices(cuda_chan_t *c, const crux_tl_dpair_t *dp, const crux_tl_
             p->kind == CRUX_TL_CHAN_CUDA_PEER ? crux_cuda_device_named(relay) : c->device;
     }
     for (unsigned h = 0; h < c->hops; h++) {
-        if (c->hop_device[h] < 0) {
+        if (c->hop_device[h] < 0 ||
+            (c->hop_device[h] != c->device && !crux_cuda_context_active(c->hop_device[h]))) {
             return -1;
         }
     }
