@@ -232,10 +232,29 @@ void crux_cuda_pop(void)
     crux_cuda()->CtxPopCurrent(&ctx);
 }
 
+/* The device whose context pinned host memory is made and freed in: the
+ * first one this process works on (else 0), so that no context is made on
+ * another rank's GPU for it; portable memory serves every context alike. */
+static int home_device(void)
+{
+    int count = 0;
+    if (crux_cuda()->DeviceGetCount(&count) == CUDA_SUCCESS) {
+        for (int d = 0; d < count && d < MAX_CONTEXTS; d++) {
+            if (crux_cuda_context_active(d)) {
+                return d;
+            }
+        }
+    }
+    return 0;
+}
+
 crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p)
 {
     *ptr_p = NULL;
-    crux_status_t st = crux_cuda_push(0);
+    if (crux_cuda() == NULL) {
+        return CRUX_ERR_UNSUPPORTED;
+    }
+    crux_status_t st = crux_cuda_push(home_device());
     if (st == CRUX_OK) {
         st = crux_cuda_status(
             crux_cuda()->MemHostAlloc(ptr_p, bytes > 0 ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE));
@@ -246,7 +265,7 @@ crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p)
 
 void crux_cuda_host_free(void *ptr)
 {
-    if (ptr != NULL && crux_cuda_push(0) == CRUX_OK) {
+    if (ptr != NULL && crux_cuda() != NULL && crux_cuda_push(home_device()) == CRUX_OK) {
         crux_cuda()->MemFreeHost(ptr);
         crux_cuda_pop();
     }

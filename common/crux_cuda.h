@@ -84,8 +84,9 @@ void crux_cuda_pop(void);
 int crux_cuda_context_active(int device);
 
 /* Pinned host memory usable from every context (CU_MEMHOSTALLOC_PORTABLE),
- * allocated and freed with device 0's primary context current: the driver
- * refuses both without a current context. */
+ * allocated and freed with a primary context current (the driver refuses
+ * both without one): that of the first device the process works on, else
+ * device 0's. */
 crux_status_t crux_cuda_host_alloc(size_t bytes, void **ptr_p);
 void crux_cuda_host_free(void *ptr);
 

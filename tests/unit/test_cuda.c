@@ -409,6 +409,29 @@ static int t_engine_relay(void)
 #endif
 }
 
+/* Pinned host memory is made in the context of a GPU the process works on
+ * (here GPU 1 alone), none made on GPU 0 for it. */
+static int t_pinned_on_a_used_gpu(void)
+{
+#ifdef CRUX_HAVE_CUDA
+    if (crux_cuda_context_active(0)) {
+        return 0; /* something works on GPU 0 already: nothing to tell */
+    }
+    void *p = NULL;
+    if (!app_uses(1) || crux_cuda_host_alloc(1u << 20, &p) != CRUX_OK || p == NULL)
+        FAIL(1);
+    memset(p, 7, 1u << 20);
+    crux_cuda_host_free(p);
+    if (crux_cuda_context_active(0)) {
+        fprintf(stderr, "# a context made on GPU 0 for pinned memory\n");
+        return 2;
+    }
+    return 0;
+#else
+    return 1; /* a build without CUDA sees no GPU: never run */
+#endif
+}
+
 /* A relay GPU this process does not work on (another rank's): no relay
  * channel and no context made on it; the other paths carry the bytes. */
 static int t_relay_unused(void)
@@ -1414,6 +1437,7 @@ static const struct {
     { "engine, one process: staged through a relay GPU", t_engine_relay, 2 },
     { "engine: a relay without peer access is not used", t_relay_without_peer_access, 2 },
     { "engine: no relay, and no context, on a GPU the process does not use", t_relay_unused, 2 },
+    { "pinned host memory in the context of a GPU the process uses", t_pinned_on_a_used_gpu, 2 },
     { "engine: configured kinds limit the CUDA channels", t_engine_kinds, 1 },
     { "engine: paths with guessed figures carry no stripe", t_guessed_paths_unused, 1 },
     { "engine, two processes: CUDA IPC and host staging", t_engine_two_processes, 1 },
