@@ -27,8 +27,13 @@
 #include "coll/crux_oob.h"
 
 #define UCX_RANK_BITS 20 /* members per channel: fewer than 2^20 */
-/* How long closing waits for the endpoints to flush what they still hold. */
-#define UCX_CLOSE_TIMEOUT_S 10
+/* How long closing waits for the endpoints to flush what they still hold,
+ * and opening for them to be connected. */
+#define UCX_CLOSE_TIMEOUT_S   10
+#define UCX_CONNECT_TIMEOUT_S 30
+/* The step number whose tags say hello on a new level: steps never reach
+ * it (2^44 - 1 of them). */
+#define UCX_HELLO_SEQ ((UINT64_C(1) << (64 - UCX_RANK_BITS)) - 1)
 
 typedef struct net_ucx net_ucx_t;
 
@@ -194,19 +199,23 @@ static void ucx_progress(crux_net_t *base)
     }
 }
 
-/* Progress 'worker' until 'req' (an endpoint's closing) is done, at most
- * until 'deadline'; 0 when it finished. */
-static int wait_request(ucp_worker_h worker, void *req, time_t deadline)
+/* Progress 'worker' until 'req' is done, at most until 'deadline': its
+ * status, UCS_INPROGRESS when it did not finish (it is released then, and
+ * UCX frees it when it does). */
+static ucs_status_t wait_request(ucp_worker_h worker, void *req, time_t deadline)
 {
-    if (req == NULL || UCS_PTR_IS_ERR(req)) {
-        return 0;
+    if (req == NULL) {
+        return UCS_OK;
     }
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && time(NULL) < deadline) {
+    if (UCS_PTR_IS_ERR(req)) {
+        return UCS_PTR_STATUS(req);
+    }
+    ucs_status_t status;
+    while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS && time(NULL) < deadline) {
         ucp_worker_progress(worker);
     }
-    int done = ucp_request_check_status(req) != UCS_INPROGRESS;
     ucp_request_free(req);
-    return done ? 0 : -1;
+    return status;
 }
 
 static void level_close(net_ucx_t *net, ucx_level_t *l)
@@ -222,7 +231,8 @@ static void level_close(net_ucx_t *net, ucx_level_t *l)
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
             .flags = force || net->dead[p] ? UCP_EP_CLOSE_FLAG_FORCE : 0,
         };
-        if (wait_request(l->worker, ucp_ep_close_nbx(l->eps[p], &param), deadline) != 0 &&
+        if (wait_request(l->worker, ucp_ep_close_nbx(l->eps[p], &param), deadline) ==
+                UCS_INPROGRESS &&
             !param.flags) {
             param.flags = UCP_EP_CLOSE_FLAG_FORCE;
             (void)wait_request(l->worker, ucp_ep_close_nbx(l->eps[p], &param), deadline + 1);
@@ -267,6 +277,75 @@ static void ucx_close(crux_net_t *base)
     free(net->marks);
 }
 
+/* A message each way with every peer on a level's new endpoints, so that
+ * UCX has connected them when the level opens: a peer that dies while UCX
+ * still exchanges its connection messages aborts this process inside UCX
+ * 1.13 (a pending count assertion), where once connected it fails a step.
+ * The worker is progressed throughout, as peers need its answers. */
+static crux_status_t handshake(net_ucx_t *net, ucx_level_t *l, char *err, size_t errlen)
+{
+    static const uint64_t hello = 1; /* outlives a send left to a closing endpoint */
+    int size = net->base.size;
+    void **reqs = calloc(2 * (size_t)size, sizeof(*reqs));
+    uint64_t *in = calloc((size_t)size, sizeof(*in));
+    if (reqs == NULL || in == NULL) {
+        free(reqs);
+        free(in);
+        snprintf(err, errlen, "out of memory");
+        return CRUX_ERR_NO_MEMORY;
+    }
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    for (int p = 0; p < size; p++) {
+        if (p != net->base.rank) {
+            reqs[p] = ucp_tag_recv_nbx(l->worker, &in[p], sizeof(*in), tag_of(UCX_HELLO_SEQ, p),
+                                       (ucp_tag_t)-1, &param);
+            reqs[size + p] = ucp_tag_send_nbx(l->eps[p], &hello, sizeof(hello),
+                                              tag_of(UCX_HELLO_SEQ, net->base.rank), &param);
+        }
+    }
+    crux_status_t status = CRUX_OK;
+    time_t deadline = time(NULL) + UCX_CONNECT_TIMEOUT_S;
+    for (int left = 1; left && status == CRUX_OK;) {
+        left = 0;
+        for (int i = 0; i < 2 * size && status == CRUX_OK; i++) {
+            ucs_status_t us = reqs[i] == NULL           ? UCS_OK
+                              : UCS_PTR_IS_ERR(reqs[i]) ? UCS_PTR_STATUS(reqs[i])
+                                                        : ucp_request_check_status(reqs[i]);
+            if (us == UCS_INPROGRESS && time(NULL) >= deadline) {
+                us = UCS_ERR_TIMED_OUT;
+            }
+            if (us != UCS_OK && us != UCS_INPROGRESS) {
+                snprintf(err, errlen, "connecting to member %d: %s", i % size,
+                         ucs_status_string(us));
+                status = CRUX_ERR_PEER;
+            }
+            left |= us == UCS_INPROGRESS;
+        }
+        if (left && status == CRUX_OK) {
+            ucp_worker_progress(l->worker);
+        }
+    }
+    /* a receive still posted is cancelled before its buffer goes; one that
+     * will not let go keeps it */
+    int keep = 0;
+    for (int i = 0; i < 2 * size; i++) {
+        if (reqs[i] == NULL || UCS_PTR_IS_ERR(reqs[i])) {
+            continue;
+        }
+        if (ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+            ucp_request_cancel(l->worker, reqs[i]);
+            ucp_worker_progress(l->worker);
+            keep |= i < size && ucp_request_check_status(reqs[i]) == UCS_INPROGRESS;
+        }
+        ucp_request_free(reqs[i]);
+    }
+    free(reqs);
+    if (!keep) {
+        free(in);
+    }
+    return status;
+}
+
 /* A level's context, worker and endpoints, collectively: every member
  * makes its own, the worker addresses go round, and the outcome is agreed. */
 static crux_status_t level_open(net_ucx_t *net, ucx_level_t *l, int sl, int tc, char *err,
@@ -274,7 +353,7 @@ static crux_status_t level_open(net_ucx_t *net, ucx_level_t *l, int sl, int tc, 
 {
     const crux_coll_oob_t *oob = &net->oob;
     int size = net->base.size;
-    char value[16];
+    char value[16], why[128];
     ucs_status_t us;
     *l = (ucx_level_t){ .sl = sl, .tc = tc };
     ucp_params_t params = {
@@ -298,6 +377,12 @@ static crux_status_t level_open(net_ucx_t *net, ucx_level_t *l, int sl, int tc, 
                (us = ucp_config_modify(l->config, "IB_SL", value)) != UCS_OK ||
                snprintf(value, sizeof(value), "%d", tc) < 0 ||
                (us = ucp_config_modify(l->config, "IB_TRAFFIC_CLASS", value)) != UCS_OK) {
+        snprintf(err, errlen, "ucp_config_modify: %s", ucs_status_string(us));
+    } else if (!crux_net_rdma_available(why, sizeof(why)) &&
+               (us = ucp_config_modify(l->config, "ZCOPY_THRESH", "inf")) != UCS_OK) {
+        /* no RDMA device: UCX's tcp carries the steps, and its zero-copy
+         * send completes twice when the peer is gone (an assertion in
+         * UCX 1.13 and later): copies instead */
         snprintf(err, errlen, "ucp_config_modify: %s", ucs_status_string(us));
     } else if ((us = ucp_init(&params, l->config, &l->context)) != UCS_OK) {
         snprintf(err, errlen, "ucp_init: %s", ucs_status_string(us));
@@ -346,6 +431,10 @@ static crux_status_t level_open(net_ucx_t *net, ucx_level_t *l, int sl, int tc, 
             snprintf(err, errlen, "ucp_ep_create to member %d: %s", p, ucs_status_string(us));
             status = CRUX_ERR_PEER;
         }
+    }
+    status = crux_oob_agree(oob, status, 1, NULL);
+    if (status == CRUX_OK) {
+        status = handshake(net, l, err, errlen);
     }
     if (address != NULL) {
         ucp_worker_release_address(l->worker, address);

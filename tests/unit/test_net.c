@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -116,10 +117,11 @@ typedef struct {
     crux_op_t op;
     size_t count;
     int steps;    /* in flight at once */
-    int kill;     /* the last member kills itself inside the step */
+    int kill;     /* the last member kills itself: 1 as its step starts, 2 in its step */
     int relevel;  /* change the marking between rounds of steps */
     int ucx;      /* the UCX channel, else TCP */
     int *results; /* shared, per member */
+    int round;    /* of a case run several times */
 } net_case_t;
 
 /* The UCX channel's context in use is number 'index' of 'contexts', with
@@ -153,6 +155,12 @@ static int relevel(crux_net_t *net, const net_case_t *c, int round, int rank)
     int ok = round == 1 ? ucx_context_is(net, 1, 2, 5, 184) : ucx_context_is(net, 0, 2, 1, 40);
     return !ok || crux_net_set_level(net, rank == 0 ? want : &other) != 0 ||
            crux_net_marks_in_force(net, &tos, &prio) != CRUX_ERR_UNSUPPORTED;
+}
+
+static void die(int sig)
+{
+    (void)sig;
+    raise(SIGKILL);
 }
 
 static int body(fork_group_member_t *m, void *arg)
@@ -193,12 +201,26 @@ static int body(fork_group_member_t *m, void *arg)
         }
         for (int s = 0; s < c->steps; s++) {
             fill(buf + (size_t)s * bytes, c->dt, m->rank + s, c->count);
-            if (c->kill && m->rank == m->size - 1) {
+            if (c->kill == 1 && m->rank == m->size - 1) {
                 raise(SIGKILL); /* in the middle of everyone's step */
             }
             if (crux_net_start(net, buf + (size_t)s * bytes, c->count, c->dt, c->op, &req[s]) !=
                 CRUX_OK) {
                 return 5;
+            }
+            if (c->kill == 2 && m->rank == m->size - 1) {
+                /* at an instant inside the step, whatever UCX or the
+                 * channel is doing then: a step of this size takes far
+                 * longer than the wait */
+                signal(SIGALRM, die);
+                struct itimerval at = { { 0, 0 }, { 0, 250L * c->round } };
+                setitimer(ITIMER_REAL, &at, NULL);
+                for (int done = 0; !done;) {
+                    if (crux_net_test(net, req[s], &done) != CRUX_OK) {
+                        return 9;
+                    }
+                }
+                pause();
             }
         }
         /* test the later steps first: completion must still come in order */
@@ -308,14 +330,21 @@ START_TEST(test_ucx_relevel)
 }
 END_TEST
 
+/* A member killed as its step starts, then several times inside a step at
+ * different moments: the moment decides whether the survivors learn of it
+ * on a send or on a receive. */
 static void peer_killed(int ucx)
 {
     int *results = shared_results();
-    net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 1u << 22, 1, 1, 0, ucx, results };
-    /* only the killed member fails; the others saw their step fail */
-    ck_assert_int_eq(fork_group_run(3, body, &c), 1);
-    ck_assert_int_eq(results[0], CRUX_ERR_PEER);
-    ck_assert_int_eq(results[1], CRUX_ERR_PEER);
+    for (int round = 0; round < 9; round++) {
+        net_case_t c = { CRUX_DT_FLOAT, CRUX_OP_SUM, 1u << 24, 1, round == 0 ? 1 : 2, 0,
+                         ucx,           results,     round };
+        results[0] = results[1] = 99;
+        /* only the killed member fails; the others saw their step fail */
+        ck_assert_int_eq(fork_group_run(3, body, &c), 1);
+        ck_assert_int_eq(results[0], CRUX_ERR_PEER);
+        ck_assert_int_eq(results[1], CRUX_ERR_PEER);
+    }
     munmap(results, 4096);
 }
 
