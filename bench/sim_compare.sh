@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Crux against Sincronia, TACCL* and CASSINI on crux-sim: the Lingjun
 # three-layer Clos, a two-layer Clos and the double-sided topology, each
 # with a generated two-week workload of 5,000 jobs, placed packed (fewest
@@ -18,7 +18,10 @@
 # the first day and about five for the second, so hours for two weeks;
 # first fit on Lingjun was never run for two weeks either), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
-# the table and plots, or to finish a comparison run in several pieces).
+# the table and plots, or to finish a comparison run in several pieces),
+# PARALLEL: policies simulated at once, each its own crux-sim process
+# (default: the number of processors; the runs are independent and
+# single-threaded, so the outputs are the same for any PARALLEL).
 # Every run is niced: the build machine is shared.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +34,52 @@ PLACEMENTS=${PLACEMENTS:-packed first-fit random}
 SHORT=${SHORT-lingjun-random:1 lingjun-first-fit:1}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
 POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper"
+PARALLEL=${PARALLEL:-$(nproc 2>/dev/null || echo 1)}
+case $PARALLEL in
+  [1-9] | [1-9][0-9]) ;;
+  *) echo "PARALLEL must be 1-99, not '$PARALLEL'" >&2; exit 1 ;;
+esac
 mkdir -p "$out"
+
+# run_policies DIR ARGS...: every policy of POLICIES with crux-sim run ARGS,
+# at most PARALLEL at once, each into DIR/parts/P; then their files are
+# moved into DIR and their summary rows joined in POLICIES' order, as one
+# `--policy all` run would have written them.
+run_policies() {
+  local dir=$1 p failed=0 running=0
+  shift
+  rm -rf "$dir"
+  mkdir -p "$dir/parts"
+  for p in $POLICIES; do
+    if [ "$running" -ge "$PARALLEL" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    nice -n 19 "$sim" run "$@" --policy "$p" --quiet --out "$dir/parts/$p" >"$dir/parts/$p.log" 2>&1 &
+    running=$((running + 1))
+  done
+  while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  if [ "$failed" -ne 0 ]; then
+    for p in $POLICIES; do
+      [ -f "$dir/parts/$p/summary.csv" ] || { echo "crux-sim failed for $p:" >&2; cat "$dir/parts/$p.log" >&2; }
+    done
+    return 1
+  fi
+  for p in $POLICIES; do
+    mv "$dir/parts/$p"/*-"$p".csv "$dir/"
+    if [ "$p" = "${POLICIES%% *}" ]; then
+      cp "$dir/parts/$p/summary.csv" "$dir/summary.csv"
+    else
+      tail -n +2 "$dir/parts/$p/summary.csv" >>"$dir/summary.csv"
+    fi
+  done
+  rm -rf "$dir/parts"
+  awk -F, 'NR > 1 { printf "   %-16s GPU util %6.2f%%  events %10s  CPU %7.1f s\n", $1, 100 * $6, $16, $21 }' \
+    "$dir/summary.csv"
+}
 
 # The clusters (the crux-sched cluster format).  Lingjun: its topo.csv,
 # 847 hosts, ToRs 2:1 oversubscribed.  Two-layer Clos at the size of the
@@ -63,8 +111,8 @@ for topo in $TOPOLOGIES; do
       echo "   kept: $out/$topo-$place"
       continue
     fi
-    nice -n 19 "$sim" run --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
-      --policy all --placement "$place" --seed "$SEED" --bin 3600 $until --out "$out/$topo-$place"
+    run_policies "$out/$topo-$place" --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
+      --placement "$place" --seed "$SEED" --bin 3600 $until
   done
 done
 

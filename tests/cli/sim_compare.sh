@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench/sim_compare.sh on a tiny workload (40 jobs over half an hour, one
+# two-layer Clos, random placement): the policies simulated one at a time
+# and three at a time give the same files and the same table (the runs are
+# independent processes); a policy whose crux-sim fails makes the script
+# fail and name it; a bad PARALLEL is refused.
+. "$(dirname "$0")/sched_tap.sh"
+COMPARE=$(cd "$(dirname "$0")/../../bench" && pwd)/sim_compare.sh
+BUILD=$(cd .. && pwd)
+
+# compare PARALLEL OUT [BUILD]: the tiny comparison into OUT
+compare() {
+  PARALLEL=$1 JOBS=40 DAYS=0.02 TOPOLOGIES=clos2 PLACEMENTS=random SHORT= \
+    bash "$COMPARE" "$2" "${3:-$BUILD}"
+}
+
+check "one policy at a time" compare 1 "$WORK/one"
+check "three at a time" compare 3 "$WORK/three"
+check "the same table (but for its CPU seconds)" sh -c "
+  [ \"\$(cut -d, -f1-11,13- '$WORK/one/table.csv')\" = \"\$(cut -d, -f1-11,13- '$WORK/three/table.csv')\" ]"
+check "a row for each of the 8 policies" sh -c "[ \$(grep -c '^clos2,random,' '$WORK/three/table.csv') -eq 8 ]"
+check "the same per-policy files" sh -c "
+  cd '$WORK/one/clos2-random' && [ \$(ls *-*.csv | wc -l) -eq 24 ] &&
+  for f in *-*.csv; do cmp \"\$f\" '$WORK/three/clos2-random/'\"\$f\" || exit 1; done"
+check "the same summary, policies in order" sh -c "
+  [ \"\$(cut -d, -f1-19,23- '$WORK/one/clos2-random/summary.csv')\" = \
+    \"\$(cut -d, -f1-19,23- '$WORK/three/clos2-random/summary.csv')\" ] &&
+  [ \"\$(cut -d, -f1 '$WORK/three/clos2-random/summary.csv' | tr '\n' ' ')\" = \
+    'policy none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper ' ]"
+
+# a crux-sim that fails for TACCL* and runs every other policy
+mkdir -p "$WORK/fake/sim"
+cat >"$WORK/fake/sim/crux-sim" <<EOF
+#!/bin/sh
+for a in "\$@"; do [ "\$a" = taccl ] && { echo 'taccl: simulated failure' >&2; exit 1; }; done
+exec '$BUILD/sim/crux-sim' "\$@"
+EOF
+chmod +x "$WORK/fake/sim/crux-sim"
+check "a failing policy fails the script and is named" sh -c "
+  PARALLEL=2 JOBS=40 DAYS=0.02 TOPOLOGIES=clos2 PLACEMENTS=random SHORT= \
+    bash '$COMPARE' '$WORK/bad' '$WORK/fake' >'$WORK/bad.out' 2>'$WORK/bad.err'
+  [ \$? -ne 0 ] && grep -q '^crux-sim failed for taccl:' '$WORK/bad.err' &&
+  grep -q 'simulated failure' '$WORK/bad.err' && [ ! -f '$WORK/bad/table.csv' ]"
+check "PARALLEL=0 refused, named" sh -c "
+  PARALLEL=0 bash '$COMPARE' '$WORK/zero' '$BUILD' 2>'$WORK/zero.err'
+  [ \$? -eq 1 ] && grep -q \"^PARALLEL must be 1-99, not '0'\" '$WORK/zero.err'"
+tap_done
