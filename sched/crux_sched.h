@@ -210,8 +210,10 @@ typedef enum {
 
 typedef enum {
     CRUX_SCHED_PRIORITIES_PAPER,  /* P = k I, the paper's two-job model */
-    CRUX_SCHED_PRIORITIES_NETWORK /* crux_sched_plan_network_priorities, then
-                                     compression and crux_sched_plan_merge_levels */
+    CRUX_SCHED_PRIORITIES_NETWORK /* crux_sched_plan_network_priorities and
+                                     crux_sched_plan_carry_priorities, then
+                                     compression, crux_sched_plan_merge_levels and
+                                     crux_sched_plan_carry_levels */
 } crux_sched_priorities_t;
 
 typedef struct {
@@ -235,8 +237,9 @@ crux_status_t crux_sched_plan_compress(crux_sched_plan_t *plan, int levels, int 
 crux_status_t crux_sched_plan_run(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
 /* The model's two halves, as run uses them after path selection (and
  * crux-sched and crux-sim too): the jobs' order (assign_priorities, then
- * with CRUX_SCHED_PRIORITIES_NETWORK network_priorities), and their levels
- * (compress, then with CRUX_SCHED_PRIORITIES_NETWORK merge_levels). */
+ * with CRUX_SCHED_PRIORITIES_NETWORK network_priorities and
+ * carry_priorities), and their levels (compress, then with
+ * CRUX_SCHED_PRIORITIES_NETWORK merge_levels and carry_levels). */
 crux_status_t crux_sched_plan_order(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
 crux_status_t crux_sched_plan_levels(crux_sched_plan_t *plan, const crux_sched_options_t *opts);
 /* Priorities that see the network, after crux_sched_plan_assign_priorities:
@@ -253,6 +256,17 @@ crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
  * computation sharing their links than in strict order (netprio.c), the
  * merge that gains most first.  Levels keep following the priorities. */
 crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *plan);
+/* What the links carry on average (carry.c gives the model): a link is
+ * overfilled when its users' bytes per period alone, summed, exceed its
+ * bandwidth; the jobs on overfilled links, by GPU intensity on them, are
+ * carried while their traffic fits with that of the jobs carried before.
+ * carry_priorities (after the priorities): every carried job above every
+ * other, the others by that intensity.  carry_levels (after compression,
+ * `levels` as compression got them, less the reserve): the carried jobs'
+ * levels, in order, on the top ones, the others below, cut by intensity.
+ * Both leave a plan in which every job is carried as it was. */
+crux_status_t crux_sched_plan_carry_priorities(crux_sched_plan_t *plan);
+crux_status_t crux_sched_plan_carry_levels(crux_sched_plan_t *plan, int levels);
 /* Path selection with the jobs in a given order instead of by intensity:
  * each flow onto its least congested candidate given the load of the jobs
  * before it (baselines such as TACCL* route in arrival order).  `order`

@@ -302,6 +302,8 @@ crux_status_t crux_sched_plan_order(crux_sched_plan_t *p, const crux_sched_optio
     crux_status_t st = crux_sched_plan_assign_priorities(p, o->horizon_iters);
     if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
         st = crux_sched_plan_network_priorities(p);
+    if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
+        st = crux_sched_plan_carry_priorities(p);
     return st;
 }
 
@@ -312,6 +314,8 @@ crux_status_t crux_sched_plan_levels(crux_sched_plan_t *p, const crux_sched_opti
     crux_status_t st = crux_sched_plan_compress(p, o->levels, o->reserve, o->orders, o->seed);
     if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
         st = crux_sched_plan_merge_levels(p);
+    if (st == CRUX_OK && o->priorities == CRUX_SCHED_PRIORITIES_NETWORK)
+        st = crux_sched_plan_carry_levels(p, o->levels - o->reserve);
     return st;
 }
 

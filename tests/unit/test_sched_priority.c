@@ -235,6 +235,98 @@ END_TEST
 /* The default level table leaves CS6 and CS7 (DSCP 48..63) to network
  * control, for every level count; higher levels get higher code points,
  * each level its own, all standard classes up to 8 levels. */
+/* What the links carry.  Jobs from ToR 0 to ToR 1 over one uplink of 1e9
+ * bytes/s, each with its bytes per period alone (its share of the uplink
+ * on average) and its intensity W / t: the most intensive are carried while
+ * their shares fit, the others go below every carried job, in priority and
+ * level, by intensity; a job that does not fit is passed over and a less
+ * intensive one that does is carried.  An uplink filled exactly is not
+ * overfilled: the plan is the network model's as it was. */
+static void plan_network(crux_sched_plan_t *plan, int carry)
+{
+    crux_sched_options_t o;
+    crux_sched_options_defaults(&o);
+    o.priorities = CRUX_SCHED_PRIORITIES_NETWORK;
+    ck_assert_int_eq(crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_CRUX, 1), CRUX_OK);
+    if (carry) {
+        ck_assert_int_eq(crux_sched_plan_order(plan, &o), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_levels(plan, &o), CRUX_OK);
+    } else {
+        ck_assert_int_eq(crux_sched_plan_assign_priorities(plan, o.horizon_iters), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_network_priorities(plan), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_compress(plan, o.levels, 0, o.orders, o.seed), CRUX_OK);
+        ck_assert_int_eq(crux_sched_plan_merge_levels(plan), CRUX_OK);
+    }
+    ck_assert_int_eq(crux_sched_plan_check_levels(plan), CRUX_OK);
+}
+
+static crux_sched_job_result_t result(const crux_sched_plan_t *plan, int j)
+{
+    crux_sched_job_result_t r;
+    crux_sched_plan_job(plan, j, &r);
+    return r;
+}
+
+/* hi above lo in priority and at least as high in level (strictly when
+ * `strict`) */
+static void assert_above(const crux_sched_plan_t *plan, int hi, int lo, int strict)
+{
+    crux_sched_job_result_t a = result(plan, hi), b = result(plan, lo);
+    ck_assert_msg(a.priority > b.priority && (strict ? a.level > b.level : a.level >= b.level),
+                  "%s (priority %g, level %d) not above %s (%g, %d)", a.id, a.priority, a.level,
+                  b.id, b.priority, b.level);
+}
+
+START_TEST(carry_keeps_the_most_intensive_whole)
+{
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
+    /* shares 0.5, 0.5, 0.25, 0.25 (1.5 in all); intensities 40, 20, 10, 5 */
+    crux_sched_plan_t *plan = crux_sched_plan_new(c);
+    int a = add_flow_job(plan, c, "a", "h0", "h4", 1e9, 40, 1, 0);
+    int b = add_flow_job(plan, c, "b", "h1", "h5", 1e9, 20, 1, 0);
+    int x = add_flow_job(plan, c, "x", "h2", "h6", 0.5e9, 5, 1.5, 0);
+    int y = add_flow_job(plan, c, "y", "h3", "h7", 0.5e9, 2.5, 1.5, 0);
+    plan_network(plan, 1);
+    assert_above(plan, a, x, 1);
+    assert_above(plan, b, x, 1);
+    assert_above(plan, a, y, 1);
+    assert_above(plan, b, y, 1);
+    assert_above(plan, x, y, 0);
+    crux_sched_plan_free(plan);
+
+    /* shares 0.5, 2/3, 0.25: "b" (intensity 20) does not fit after "a" (40),
+     * "x" (8) does */
+    plan = crux_sched_plan_new(c);
+    a = add_flow_job(plan, c, "a", "h0", "h4", 1e9, 40, 1, 0);
+    b = add_flow_job(plan, c, "b", "h1", "h5", 1e9, 20, 0.5, 0);
+    x = add_flow_job(plan, c, "x", "h2", "h6", 0.5e9, 4, 1.5, 0);
+    plan_network(plan, 1);
+    assert_above(plan, a, b, 1);
+    assert_above(plan, x, b, 1);
+    crux_sched_plan_free(plan);
+
+    /* shares 0.5 and 0.5: filled exactly, the network model's plan stays */
+    crux_sched_plan_t *with = crux_sched_plan_new(c), *without = crux_sched_plan_new(c);
+    crux_sched_plan_t *both[2] = { with, without };
+    for (int k = 0; k < 2; k++) {
+        add_flow_job(both[k], c, "a", "h0", "h4", 1e9, 40, 1, 0);
+        add_flow_job(both[k], c, "b", "h1", "h5", 1e9, 20, 1, 0);
+        add_flow_job(both[k], c, "z", "h2", "h3", 1e9, 1, 1, 0); /* inside ToR 0 */
+        plan_network(both[k], k == 0);
+    }
+    for (int j = 0; j < 3; j++) {
+        crux_sched_job_result_t r1 = result(with, j), r2 = result(without, j);
+        ck_assert_double_eq(r1.priority, r2.priority);
+        ck_assert_int_eq(r1.level, r2.level);
+    }
+    crux_sched_plan_free(with);
+    crux_sched_plan_free(without);
+    ck_assert_int_eq(crux_sched_plan_carry_priorities(NULL), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_plan_carry_levels(NULL, 8), CRUX_ERR_INVALID);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
 START_TEST(default_table_leaves_cs6_cs7)
 {
     static const int standard[] = { 0, 10, 18, 26, 32, 34, 40, 46 }; /* CS0 AF11 .. EF */
@@ -430,6 +522,7 @@ static Suite *suite(void)
     tcase_add_test(t, reserved_levels_are_not_used);
     tcase_add_test(t, network_priorities_lift_a_wide_ring);
     tcase_add_test(t, network_levels_merge_only_where_sharing_gains);
+    tcase_add_test(t, carry_keeps_the_most_intensive_whole);
     tcase_add_test(t, default_table_leaves_cs6_cs7);
     suite_add_tcase(s, t);
     return s;
