@@ -122,36 +122,40 @@ out:
     return ncar;
 }
 
+/* The new order into *order (freed by the caller) and the number carried. */
+static crux_status_t ordered(const crux_sched_plan_t *p, ranked_t **order, int *ncar)
+{
+    *order = malloc(((size_t)p->njobs + 1) * sizeof(**order));
+    *ncar = *order ? carry(p, *order) : -1;
+    return *ncar < 0 ? CRUX_ERR_NO_MEMORY : CRUX_OK;
+}
+
 crux_status_t crux_sched_plan_carry_priorities(crux_sched_plan_t *p)
 {
     if (p == NULL || p->stage < PLAN_PRIORITIES)
         return CRUX_ERR_INVALID;
-    int n = p->njobs;
-    ranked_t *order = malloc(((size_t)n + 1) * sizeof(*order));
-    int ncar = order ? carry(p, order) : -1;
-    if (ncar < 0) {
-        free(order);
-        return CRUX_ERR_NO_MEMORY;
-    }
-    if (ncar < n) /* the place from the bottom (1 = lowest), as the network order counts */
+    int n = p->njobs, ncar;
+    ranked_t *order;
+    crux_status_t st = ordered(p, &order, &ncar);
+    if (st == CRUX_OK &&
+        ncar < n) /* the place from the bottom (1 = lowest), as the network order counts */
         for (int r = 0; r < n; r++)
             p->jobs[order[r].job].priority = n - r;
     free(order);
-    return CRUX_OK;
+    return st;
 }
 
 crux_status_t crux_sched_plan_carry_levels(crux_sched_plan_t *p, int levels)
 {
     if (p == NULL || p->stage < PLAN_LEVELS || levels < 1 || levels > CRUX_SCHED_MAX_LEVELS)
         return CRUX_ERR_INVALID;
-    int n = p->njobs;
-    ranked_t *order = malloc(((size_t)n + 1) * sizeof(*order));
-    int ncar = order ? carry(p, order) : -1;
-    if (ncar < 0) {
-        free(order);
-        return CRUX_ERR_NO_MEMORY;
-    }
-    if (ncar < n) {
+    int n = p->njobs, ncar;
+    for (int i = 0; i < n; i++)
+        if (p->jobs[i].level < 0 || p->jobs[i].level >= levels)
+            return CRUX_ERR_INVALID; /* compressed onto other levels */
+    ranked_t *order;
+    crux_status_t st = ordered(p, &order, &ncar);
+    if (st == CRUX_OK && ncar < n) {
         /* the carried jobs' levels, in their order, onto the top ones; when
          * they use every level, squeezed into all but the lowest */
         int used[CRUX_SCHED_MAX_LEVELS] = { 0 }, to[CRUX_SCHED_MAX_LEVELS], d = 0;
@@ -171,5 +175,5 @@ crux_status_t crux_sched_plan_carry_levels(crux_sched_plan_t *p, int levels)
             p->jobs[order[r].job].level = below - 1 - (int)((long)(r - ncar) * below / (n - ncar));
     }
     free(order);
-    return CRUX_OK;
+    return st;
 }

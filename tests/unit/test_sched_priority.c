@@ -292,6 +292,10 @@ START_TEST(carry_keeps_the_most_intensive_whole)
     assert_above(plan, a, y, 1);
     assert_above(plan, b, y, 1);
     assert_above(plan, x, y, 0);
+    /* levels fewer than the plan was compressed onto: refused, nothing moved */
+    int had = result(plan, a).level;
+    ck_assert_int_eq(crux_sched_plan_carry_levels(plan, 1), CRUX_ERR_INVALID);
+    ck_assert_int_eq(result(plan, a).level, had);
     crux_sched_plan_free(plan);
 
     /* shares 0.5, 2/3, 0.25: "b" (intensity 20) does not fit after "a" (40),
@@ -323,6 +327,14 @@ START_TEST(carry_keeps_the_most_intensive_whole)
     crux_sched_plan_free(without);
     ck_assert_int_eq(crux_sched_plan_carry_priorities(NULL), CRUX_ERR_INVALID);
     ck_assert_int_eq(crux_sched_plan_carry_levels(NULL, 8), CRUX_ERR_INVALID);
+    plan = crux_sched_plan_new(c); /* not compressed yet */
+    add_flow_job(plan, c, "a", "h0", "h4", 1e9, 40, 1, 0);
+    ck_assert_int_eq(crux_sched_plan_select_paths(plan, CRUX_SCHED_PATHS_CRUX, 1), CRUX_OK);
+    ck_assert_int_eq(crux_sched_plan_carry_priorities(plan), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_sched_plan_assign_priorities(plan, 3.0), CRUX_OK);
+    ck_assert_int_eq(crux_sched_plan_carry_priorities(plan), CRUX_OK);
+    ck_assert_int_eq(crux_sched_plan_carry_levels(plan, 8), CRUX_ERR_INVALID);
+    crux_sched_plan_free(plan);
     crux_sched_cluster_free(c);
 }
 END_TEST
