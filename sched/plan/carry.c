@@ -7,8 +7,8 @@
  * gives every one of them its pace: some must slow down, and the most
  * computation is kept when those that slow down have the least computation
  * per byte on such links (the paper's Theorem 1 over every overfilled link
- * at once: a fractional packing, whose optimum keeps the most intensive
- * jobs whole).  Levels merged for sharing, or a model that looks at two
+ * at once: a packing problem, whose optimum on one link keeps the most
+ * intensive jobs whole; the rule below is its greedy).  Levels merged for sharing, or a model that looks at two
  * jobs or at one ring's hops, leave the links to share fairly, and a ring
  * at the pace of its slowest hop then loses on every overfilled link it
  * crosses, whatever its intensity.
@@ -25,9 +25,7 @@
  * by intensity into groups of equal size.  Where nothing is overfilled on
  * average (the paper's Examples: transfers that collide in time only),
  * priorities and levels stay as they were. */
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sched/plan/sched_plan.h"
 
