@@ -333,6 +333,10 @@ static void loop(sim_t *s)
             duration_end(s, ev.id, ev.t);
         } else if (ev.kind == EV_THAW) {
             sim_comp_thaw(s, ev.id);
+            if (s->ndeparted > 0) {
+                s->now = s->comps[ev.id].now;
+                handle_departures(s);
+            }
         } else {
             sim_comp_step(s, ev.id);
             if (s->ndeparted > 0) {

@@ -147,11 +147,13 @@ typedef struct {
     int anchor; /* index into jobs, -1: the next job to finish one */
     int snaps, since_reset, catching_up, window;
     uint64_t events_since_snap, events_since_reset;
-    double *snap; /* SIM_SNAPS stored, the current, the window's start:
-                                    (SIM_SNAPS + 2) x (1 + n * values) */
-    int frozen;
+    /* SIM_SNAPS stored, the current, the window's start:
+     * (SIM_SNAPS + 2) x (1 + n * values) */
+    double *snap;
+    int frozen, exact; /* exact: on a recurring state, else averaged */
+    int last;          /* the job whose last iteration ends the jump */
     double freeze_t, period;
-    double thaw_m; /* periods left before a job nears its end */
+    double thaw_m; /* periods left until it thaws */
     double *delta; /* per job: busy, units, begun over a period */
 } sim_comp_t;
 
