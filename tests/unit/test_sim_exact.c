@@ -14,7 +14,12 @@
  * must finish then, not wait through the higher job's transfer.  With
  * cfg.check the simulator fails a run in which a transfer waits with a
  * remainder at or below its EPS; random cases whose events coincide
- * (thirds, equal periods) must all run clean. */
+ * (thirds, equal periods) must all run clean.
+ *
+ * The end of an averaged window: two jobs on the cable whose periods
+ * drift never recur exactly, so fast-forward averages a window and runs
+ * it to the first job's last iteration, where that job must leave, with
+ * every iteration counted, close to when stepping has it leave. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,6 +364,59 @@ START_TEST(no_transfer_waits_on_noise)
 }
 END_TEST
 
+START_TEST(averaged_window_ends_the_first_job)
+{
+    crux_sched_cluster_t *c = cable_cluster();
+    crux_sim_workload_t *w = crux_sim_workload_new();
+    /* compute times in the ratio sqrt(2): the pair never recurs */
+    const char *ids[2] = { "short", "long" };
+    const double compute[2] = { 0.1, 0.1 * M_SQRT2 };
+    const long iters[2] = { 4000, 6000 };
+    const char *hosts[2][2] = { { "a0", "a1" }, { "b0", "b1" } };
+    for (int i = 0; i < 2; i++) {
+        crux_sched_place_t pl[2] = { { crux_sched_cluster_find_host(c, hosts[i][0]), 0x1f },
+                                     { crux_sched_cluster_find_host(c, hosts[i][1]), 0x1f } };
+        crux_sim_job_t j = { .id = ids[i],
+                             .gpus = 10,
+                             .compute_s = compute[i],
+                             .bytes = 5e8,
+                             .iterations = iters[i],
+                             .placement = pl,
+                             .nplacement = 2 };
+        char err[256];
+        ck_assert_msg(crux_sim_workload_add(w, c, &j, err, sizeof(err)) == CRUX_OK, "%s", err);
+    }
+    crux_sim_result_t *r[2];
+    for (int ff = 0; ff < 2; ff++) {
+        crux_sim_config_t cfg;
+        crux_sim_config_defaults(&cfg);
+        cfg.policy = CRUX_SIM_NONE;
+        cfg.fast_forward = ff;
+        cfg.check = 1;
+        r[ff] = sim_test_run(c, w, &cfg);
+        crux_sim_summary_t m;
+        crux_sim_summary(r[ff], &m);
+        ck_assert_int_eq(m.jobs_done, 2);
+        if (ff)
+            ck_assert_msg(m.iterations_skipped > 1000, "%g skipped", m.iterations_skipped);
+    }
+    for (int i = 0; i < 2; i++) {
+        crux_sim_job_result_t st, fw;
+        ck_assert_int_eq(crux_sim_result_job(r[0], i, &st), CRUX_OK);
+        ck_assert_int_eq(crux_sim_result_job(r[1], i, &fw), CRUX_OK);
+        ck_assert_msg(fabs(fw.end_s - st.end_s) < 0.01 * st.end_s,
+                      "%s: ends at %.3f s, stepped %.3f s", ids[i], fw.end_s, st.end_s);
+        ck_assert_double_eq(st.iterations, (double)iters[i]);
+        if (i == 0) /* the averaged window's end: exactly its last iteration */
+            ck_assert_double_eq(fw.iterations, (double)iters[i]);
+    }
+    crux_sim_result_free(r[0]);
+    crux_sim_result_free(r[1]);
+    crux_sim_workload_free(w);
+    crux_sched_cluster_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sim_exact");
@@ -368,6 +426,7 @@ static Suite *suite(void)
     tcase_add_test(t, three_jobs_exact);
     tcase_add_test(t, rounding_noise_does_not_stall);
     tcase_add_test(t, no_transfer_waits_on_noise);
+    tcase_add_test(t, averaged_window_ends_the_first_job);
     suite_add_tcase(s, t);
     return s;
 }

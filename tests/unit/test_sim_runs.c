@@ -210,6 +210,26 @@ START_TEST(fast_forward_close_to_stepping)
             crux_sim_summary(a, &sa);
             crux_sim_summary(b, &sb);
             ck_assert(sb.events < sa.events / 3);
+            /* every job leaves after its last iteration: exactly when
+             * stepped; fast-forwarded, an averaged window credits
+             * fractions of iterations, so the iteration that crosses the
+             * count ends the job, less than one past it */
+            ck_assert_int_eq(sa.jobs_done, sa.jobs);
+            ck_assert_int_eq(sb.jobs_done, sb.jobs);
+            for (int i = 0; i < crux_sim_result_jobs(b); i++) {
+                crux_sim_job_t spec;
+                crux_sim_job_result_t ja, jb;
+                ck_assert_int_eq(crux_sim_workload_job(w, i, &spec), CRUX_OK);
+                ck_assert_int_eq(crux_sim_result_job(a, i, &ja), CRUX_OK);
+                ck_assert_int_eq(crux_sim_result_job(b, i, &jb), CRUX_OK);
+                ck_assert_msg(ja.iterations == (double)spec.iterations,
+                              "job %s stepped: %.9g of %ld iterations", ja.id, ja.iterations,
+                              spec.iterations);
+                double over = jb.iterations - (double)spec.iterations;
+                ck_assert_msg(jb.end_s >= jb.start_s && over > -1e-6 && over < 1,
+                              "job %s: %.9g of %ld iterations, ends at %g", jb.id, jb.iterations,
+                              spec.iterations, jb.end_s);
+            }
             ck_assert_msg(fabs(sa.utilization - sb.utilization) < 0.005,
                           "seed %llu %s: utilisation %.4f stepped, %.4f skipped",
                           (unsigned long long)seed, crux_sim_policy_name(policy), sa.utilization,
