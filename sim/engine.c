@@ -331,14 +331,12 @@ static void loop(sim_t *s)
         sim_heap_pop(&s->heap, &ev);
         if (ev.kind == EV_END) {
             duration_end(s, ev.id, ev.t);
-        } else if (ev.kind == EV_THAW) {
-            sim_comp_thaw(s, ev.id);
-            if (s->ndeparted > 0) {
-                s->now = s->comps[ev.id].now;
-                handle_departures(s);
-            }
         } else {
-            sim_comp_step(s, ev.id);
+            /* a component's event: jobs may finish their last iteration */
+            if (ev.kind == EV_THAW)
+                sim_comp_thaw(s, ev.id);
+            else
+                sim_comp_step(s, ev.id);
             if (s->ndeparted > 0) {
                 s->now = s->comps[ev.id].now;
                 handle_departures(s);

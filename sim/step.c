@@ -211,6 +211,16 @@ static void start_comm(sim_job_t *j)
 
 static void snapshot(sim_t *s, int ci);
 
+/* Job q of the component has done its last iteration: it leaves at its
+ * clock, with the departures the run handles after this event. */
+static void leave(sim_t *s, const sim_comp_t *c, int q)
+{
+    sim_job_t *j = &s->jobs[c->jobs[q]];
+    j->state = JOB_DONE;
+    j->end = j->t;
+    s->departed[s->ndeparted++] = c->jobs[q];
+}
+
 /* An iteration of job q is over: count it; the job leaves after its last. */
 static void iteration_end(sim_t *s, int ci, int q)
 {
@@ -218,9 +228,7 @@ static void iteration_end(sim_t *s, int ci, int q)
     sim_job_t *j = &s->jobs[c->jobs[q]];
     j->iters += 1;
     if (j->spec->iterations > 0 && j->iters >= (double)j->spec->iterations - 1e-6) {
-        j->state = JOB_DONE;
-        j->end = j->t;
-        s->departed[s->ndeparted++] = c->jobs[q];
+        leave(s, c, q);
         return;
     }
     j->phase = PH_COMPUTE;
@@ -506,33 +514,26 @@ static void unfreeze(sim_comp_t *c)
     c->events_since_snap = c->events_since_reset = 0;
 }
 
-/* The job that ends an averaged period run: its last iteration is over
- * now, with the transfer under way delivered in full. */
-static void finish_last(sim_t *s, sim_comp_t *c)
-{
-    sim_job_t *j = &s->jobs[c->jobs[c->last]];
-    if (j->phase == PH_COMM && j->comm_left > 0)
-        deliver(s, j, j->comm_left);
-    j->iters = (double)j->spec->iterations;
-    j->state = JOB_DONE;
-    j->end = j->t;
-    s->departed[s->ndeparted++] = c->jobs[c->last];
-}
-
-/* A frozen component reached its thawing time.  Averaged: it stays frozen
- * at the first job's end, which departs (the run replans and brings the
- * component up to date); exact: it steps on. */
+/* A frozen component reached its thawing time.  Exact: it steps on
+ * through its jobs' last periods.  Averaged: the run has reached the end
+ * of the first job's last iteration, which is over with the transfer under
+ * way delivered in full; the job leaves, and the replan that follows
+ * rebuilds the component from its jobs' states. */
 void sim_comp_thaw(sim_t *s, int ci)
 {
     sim_comp_t *c = &s->comps[ci];
     jump(s, c, c->thaw_m);
-    if (!c->exact && c->last >= 0) {
-        bring_all(s, c, c->now);
-        finish_last(s, c);
+    unfreeze(c);
+    if (c->exact || c->last < 0) {
+        sim_comp_schedule(s, ci);
         return;
     }
-    unfreeze(c);
-    sim_comp_schedule(s, ci);
+    bring_all(s, c, c->now);
+    sim_job_t *j = &s->jobs[c->jobs[c->last]];
+    if (j->phase == PH_COMM && j->comm_left > 0)
+        deliver(s, j, j->comm_left);
+    j->iters = (double)j->spec->iterations;
+    leave(s, c, c->last);
 }
 
 void sim_comp_materialize(sim_t *s, int ci, double t)
