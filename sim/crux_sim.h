@@ -186,6 +186,8 @@ typedef struct {
     uint64_t replans;           /* policy runs (arrivals and departures) */
     double iterations;          /* done, all jobs */
     double iterations_skipped;  /* of those, advanced analytically */
+    uint64_t freezes_exact;     /* components skipped ahead on a recurring state */
+    uint64_t freezes_averaged;  /* ... on a window's average (drifting jobs) */
     double wall_s;              /* time the run took */
     double cpu_s;               /* processor time it took (the machine may be shared) */
 } crux_sim_summary_t;

@@ -416,6 +416,10 @@ static void freeze(sim_t *s, int ci, const double *base, const double *cur, int 
         return;
     c->frozen = 1;
     c->exact = exact;
+    if (exact)
+        s->sum.freezes_exact++;
+    else
+        s->sum.freezes_averaged++;
     c->last = last;
     c->freeze_t = c->now;
     c->period = period;

@@ -102,17 +102,18 @@ int simtool_write_summary(const char *dir, int first, const char *policy, const 
         fputs("policy,placement,jobs,jobs_done,end_s,utilization,cluster_utilization,"
               "busy_gpu_s,held_gpu_s,mean_slowdown,jct_p50_s,jct_p90_s,jct_p99_s,bytes_sent,"
               "bytes_delivered,events,replans,iterations,iterations_skipped,wall_s,cpu_s,"
-              "events_per_cpu_s,contended_jobs\n",
+              "events_per_cpu_s,contended_jobs,freezes_exact,freezes_averaged\n",
               f);
     fprintf(f,
             "%s,%s,%d,%d,%.3f,%.6f,%.6f,%.6g,%.6g,%.6f,%.1f,%.1f,%.1f,%.6g,%.6g,%llu,%llu,"
-            "%.0f,%.0f,%.3f,%.3f,%.0f,%.4f\n",
+            "%.0f,%.0f,%.3f,%.3f,%.0f,%.4f,%llu,%llu\n",
             policy, placement, m.jobs, m.jobs_done, m.end_s, m.utilization, m.cluster_utilization,
             m.busy_gpu_s, m.held_gpu_s, simtool_mean_slowdown(r), simtool_jct_quantile(r, 0.5),
             simtool_jct_quantile(r, 0.9), simtool_jct_quantile(r, 0.99), m.bytes_sent,
             m.bytes_delivered, (unsigned long long)m.events, (unsigned long long)m.replans,
             m.iterations, m.iterations_skipped, m.wall_s, m.cpu_s,
-            m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0, simtool_contended_share(r));
+            m.cpu_s > 0 ? (double)m.events / m.cpu_s : 0, simtool_contended_share(r),
+            (unsigned long long)m.freezes_exact, (unsigned long long)m.freezes_averaged);
     return close_out(f, path);
 }
 

@@ -94,8 +94,11 @@ START_TEST(one_job_alone)
             ck_assert_double_eq_tol(job(r, 0).jct_s, 200 * period, 1e-7);
             ck_assert_double_eq_tol(job(r, 0).alone_period_s, period, 1e-12);
             ck_assert_double_eq_tol(job(r, 0).slowdown, 1, 1e-9);
-            if (ff) /* periodic at once: nearly all skipped */
+            if (ff) { /* periodic at once: nearly all skipped, exactly */
                 ck_assert(m.iterations_skipped > 190);
+                ck_assert_uint_gt(m.freezes_exact, 0);
+                ck_assert_uint_eq(m.freezes_averaged, 0);
+            }
             crux_sim_result_free(r);
             crux_sim_workload_free(w);
         }
