@@ -9,6 +9,7 @@
  * or not; every other one is brought up to date and rebuilt from its
  * jobs' current phases. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,12 +224,62 @@ static int by_comp_level(const void *x, const void *y)
     return a->job - b->job;
 }
 
+/* Contended links that carry the same flows, the same capacity and the
+ * same users (in position order) with the same weights, are one slot: a
+ * host's NIC links to its ToR, a ToR's parallel cables to its pod switch.
+ * Every sum, comparison and subtraction the filling makes on one of them it
+ * makes on the others with the same operands, so one stands for all
+ * (Lingjun random: about eight links a slot).  Linear in the weights. */
+int sim_slot_classes(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
+                     int *cls, int *first)
+{
+    int size = 1;
+    while (size < 2 * nraw)
+        size *= 2;
+    int *table = malloc((size_t)size * sizeof(int));
+    if (table == NULL)
+        return -1;
+    for (int b = 0; b < size; b++)
+        table[b] = -1;
+    int nslots = 0;
+    for (int e = 0; e < nraw; e++) {
+        uint64_t h;
+        memcpy(&h, &bw[e], sizeof(h));
+        for (int u = off[e]; u < off[e + 1]; u++) {
+            uint64_t m;
+            memcpy(&m, &mb[u], sizeof(m));
+            h = (h ^ (uint64_t)upos[u]) * 0x100000001b3ULL;
+            h = (h ^ m) * 0x9e3779b97f4a7c15ULL;
+            h ^= h >> 29;
+        }
+        for (int b = (int)(h & (uint64_t)(size - 1));; b = (b + 1) & (size - 1)) {
+            int f = table[b];
+            if (f < 0) {
+                table[b] = e;
+                first[nslots] = e;
+                cls[e] = nslots++;
+                break;
+            }
+            size_t len = (size_t)(off[e + 1] - off[e]);
+            if (len == (size_t)(off[f + 1] - off[f]) &&
+                memcmp(&bw[e], &bw[f], sizeof(double)) == 0 &&
+                memcmp(upos + off[e], upos + off[f], len * sizeof(int)) == 0 &&
+                memcmp(mb + off[e], mb + off[f], len * sizeof(double)) == 0) {
+                cls[e] = cls[f];
+                break;
+            }
+        }
+    }
+    free(table);
+    return nslots;
+}
+
 /* The component of the running positions pos[0..n-1]; -1 out of memory. */
 static int build(regroup_t *g, const int *pos, int n)
 {
     sim_t *s = g->s;
-    int nslots = 0, nw = 0;
-    /* a new stamp numbers this component's slots; link_users and
+    int nraw = 0, nraww = 0;
+    /* a new stamp numbers this component's contended links; link_users and
      * link_demand keep what regroup() found for every link of a running job */
     s->stamp++;
     for (int i = 0; i < n; i++) {
@@ -237,16 +288,55 @@ static int build(regroup_t *g, const int *pos, int n)
             int l = d->links[k];
             if (!contended(s, l))
                 continue;
-            nw++;
+            nraww++;
             if (s->link_stamp[l] != s->stamp) {
                 s->link_stamp[l] = s->stamp;
-                s->link_slot[l] = nslots++;
+                s->link_slot[l] = nraw++;
             }
         }
     }
-    int ci = comp_new(s, n, nslots, nw);
+    /* each link's users and their bytes, in position order */
+    int *roff = calloc((size_t)nraw + 1, sizeof(int));
+    int *rpos = malloc((size_t)(nraww ? nraww : 1) * sizeof(int));
+    double *rmb = malloc((size_t)(nraww ? nraww : 1) * sizeof(double));
+    double *rbw = malloc((size_t)(nraw ? nraw : 1) * sizeof(double));
+    int *cls = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
+    int *first = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
+    int ci = -1;
+    if (!roff || !rpos || !rmb || !rbw || !cls || !first)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
+        for (int k = 0; k < d->nlinks; k++)
+            if (contended(s, d->links[k]))
+                roff[s->link_slot[d->links[k]] + 1]++;
+    }
+    for (int e = 0; e < nraw; e++) {
+        roff[e + 1] += roff[e];
+        cls[e] = roff[e]; /* fill cursors */
+    }
+    for (int i = 0; i < n; i++) {
+        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
+        for (int k = 0; k < d->nlinks; k++) {
+            int l = d->links[k];
+            if (!contended(s, l))
+                continue;
+            int u = cls[s->link_slot[l]]++;
+            rpos[u] = i;
+            rmb[u] = d->mbytes[k];
+            rbw[s->link_slot[l]] = s->link_bw[l];
+        }
+    }
+    int nslots = sim_slot_classes(roff, rpos, rmb, rbw, nraw, cls, first);
+    if (nslots < 0)
+        goto out;
+    int nw = 0;
+    for (int e = 0; e < nraw; e++)
+        if (first[cls[e]] == e)
+            nw += roff[e + 1] - roff[e];
+    ci = comp_new(s, n, nslots, nw);
     if (ci < 0)
-        return -1;
+        goto out;
     sim_comp_t *c = &s->comps[ci];
     int w = 0;
     c->off[0] = 0;
@@ -261,10 +351,13 @@ static int build(regroup_t *g, const int *pos, int n)
             int l = j->next.links[k];
             if (!contended(s, l))
                 continue;
-            c->slot[w] = s->link_slot[l];
+            int e = s->link_slot[l];
+            if (first[cls[e]] != e) /* its slot's first link stands for it */
+                continue;
+            c->slot[w] = cls[e];
             c->w[w++] = j->next.mbytes[k] / j->flow_bytes;
-            c->slot_link[s->link_slot[l]] = l;
-            c->slot_bw[s->link_slot[l]] = s->link_bw[l];
+            c->slot_link[cls[e]] = l;
+            c->slot_bw[cls[e]] = s->link_bw[l];
         }
         c->off[i + 1] = w;
     }
@@ -284,6 +377,13 @@ static int build(regroup_t *g, const int *pos, int n)
             c->supos[k] = idx;
         }
     memset(c->slot_mark, 0, (size_t)(nslots ? nslots : 1) * sizeof(int));
+out:
+    free(roff);
+    free(rpos);
+    free(rmb);
+    free(rbw);
+    free(cls);
+    free(first);
     return ci;
 }
 

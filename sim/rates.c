@@ -8,7 +8,8 @@
  * M_{j,e} / its largest flow's bytes) and cannot exceed rcap_j, what its
  * private links allow.  The link or cap reached first freezes the jobs it
  * limits; the level's leftover capacity goes to the levels below.
- * Non-contended links are left out: their users together cannot fill them.
+ * Non-contended links are left out: their users together cannot fill them;
+ * contended links that carry the same flows are one slot (comp.c).
  *
  * When jobs start or stop transferring, only the transferring jobs
  * connected to them through shared contended links can see their rates

@@ -120,7 +120,8 @@ typedef struct {
     int n;
     int *jobs;  /* by level, highest first, then index */
     int *level; /* rank of each job's level, 0 = highest */
-    /* contended links ("slots") and each job's weights on them (CSR) */
+    /* "slots": contended links, those carrying the same flows as one (the
+     * first one's number in slot_link); each job's weights on them (CSR) */
     int nslots;
     int *slot_link;
     double *slot_bw;
@@ -231,6 +232,13 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
 /* comp.c: components from the policy's decisions, at s->now */
 int sim_comps_rebuild(sim_t *s);
 void sim_comp_release(sim_t *s, int comp);
+/* Slots: links e = 0..nraw-1 with capacity bw[e] and users
+ * upos[off[e]..off[e+1]) sending mb[...] bytes each are grouped into slots
+ * of links identical in all three; sets cls[e] (slots numbered in order of
+ * their first link) and first[x] (a slot's first link); returns the number
+ * of slots, -1 when out of memory. */
+int sim_slot_classes(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
+                     int *cls, int *first);
 /* step.c */
 void sim_job_bring(sim_t *s, sim_job_t *j, double t); /* its state up to t */
 void sim_comp_heap_init(sim_t *s, sim_comp_t *c);

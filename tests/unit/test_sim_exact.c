@@ -19,13 +19,19 @@
  * The end of an averaged window: two jobs on the cable whose periods
  * drift never recur exactly, so fast-forward averages a window and runs
  * it to the first job's last iteration, where that job must leave, with
- * every iteration counted, close to when stepping has it leave. */
+ * every iteration counted, close to when stepping has it leave.
+ *
+ * Slots: links with the same capacity, users and bytes are one slot of
+ * the filling (the reference cases above run on one: a job's two hosts
+ * cross four such links, up and down, both directions); links that differ
+ * in any of the three stay apart. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "sim/crux_sim.h"
+#include "sim/sim_internal.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/sched_test_util.h"
 
@@ -423,6 +429,32 @@ START_TEST(averaged_window_ends_the_first_job)
 }
 END_TEST
 
+START_TEST(identical_links_are_one_slot)
+{
+    /* links 1 and 7 are link 0 again; 2 differs from it in capacity, 3 in
+     * a weight, 4 in a user, 5 in length; 6 is link 3 again */
+    const double bw[] = { 10, 10, 20, 10, 10, 10, 10, 10 };
+    const int off[] = { 0, 2, 4, 6, 8, 10, 11, 13, 15 };
+    const int upos[] = { 0, 1, 0, 1, 0, 1, 0, 1, 0, 2, 0, 0, 1, 0, 1 };
+    const double mb[] = { 4, 2, 4, 2, 4, 2, 4, 3, 4, 2, 4, 4, 3, 4, 2 };
+    const int want_cls[] = { 0, 0, 1, 2, 3, 4, 2, 0 };
+    const int want_first[] = { 0, 2, 3, 4, 5 };
+    int cls[8], first[8];
+    ck_assert_int_eq(sim_slot_classes(off, upos, mb, bw, 8, cls, first), 5);
+    for (int e = 0; e < 8; e++)
+        ck_assert_msg(cls[e] == want_cls[e], "link %d: slot %d, not %d", e, cls[e], want_cls[e]);
+    for (int x = 0; x < 5; x++)
+        ck_assert_int_eq(first[x], want_first[x]);
+    /* the same users in another order are another slot: the filling sums
+     * in user order */
+    const int off2[] = { 0, 2, 4 };
+    const int upos2[] = { 0, 1, 1, 0 };
+    const double mb2[] = { 4, 4, 4, 4 };
+    ck_assert_int_eq(sim_slot_classes(off2, upos2, mb2, bw, 2, cls, first), 2);
+    ck_assert_int_eq(sim_slot_classes(off2, upos2, mb2, bw, 0, cls, first), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sim_exact");
@@ -433,6 +465,7 @@ static Suite *suite(void)
     tcase_add_test(t, rounding_noise_does_not_stall);
     tcase_add_test(t, no_transfer_waits_on_noise);
     tcase_add_test(t, averaged_window_ends_the_first_job);
+    tcase_add_test(t, identical_links_are_one_slot);
     suite_add_tcase(s, t);
     return s;
 }
