@@ -14,10 +14,10 @@
 # ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1
 # lingjun-first-fit:1": random placement on Lingjun makes one contention
-# component of most of its 6,776 GPUs, 10-40 CPU-seconds per policy for
-# the first day two at a time and 13-14 CPU-minutes for two weeks of
-# crux-full or taccl; first fit on Lingjun over two weeks did not finish
-# in 5.6 CPU-minutes), REUSE=1:
+# component of most of its 6,776 GPUs, and first fit does as the cluster
+# churns; over two weeks Lingjun first fit takes 67 CPU-minutes for the
+# eight policies and random more than 21 for each ECMP one, against
+# 10-40 CPU-seconds a policy for the first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
 # PARALLEL: policies simulated at once, each its own crux-sim process
