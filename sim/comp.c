@@ -229,9 +229,11 @@ static int by_comp_level(const void *x, const void *y)
  * host's NIC links to its ToR, a ToR's parallel cables to its pod switch.
  * Every sum, comparison and subtraction the filling makes on one of them it
  * makes on the others with the same operands, so one stands for all
- * (Lingjun random: about eight links a slot).  Linear in the weights. */
-int sim_slot_classes(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
-                     int *cls, int *first)
+ * (Lingjun random: about eight links a slot).  The one difference: when two
+ * slots' fill levels tie within rounding, the scan for the lowest may keep
+ * the other of the two (an ulp).  Linear in the weights. */
+int sim_link_slots(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
+                   int *slot_of, int *first)
 {
     int size = 1;
     while (size < 2 * nraw)
@@ -257,7 +259,7 @@ int sim_slot_classes(const int *off, const int *upos, const double *mb, const do
             if (f < 0) {
                 table[b] = e;
                 first[nslots] = e;
-                cls[e] = nslots++;
+                slot_of[e] = nslots++;
                 break;
             }
             size_t len = (size_t)(off[e + 1] - off[e]);
@@ -265,7 +267,7 @@ int sim_slot_classes(const int *off, const int *upos, const double *mb, const do
                 memcmp(&bw[e], &bw[f], sizeof(double)) == 0 &&
                 memcmp(upos + off[e], upos + off[f], len * sizeof(int)) == 0 &&
                 memcmp(mb + off[e], mb + off[f], len * sizeof(double)) == 0) {
-                cls[e] = cls[f];
+                slot_of[e] = slot_of[f];
                 break;
             }
         }
@@ -300,10 +302,10 @@ static int build(regroup_t *g, const int *pos, int n)
     int *rpos = malloc((size_t)(nraww ? nraww : 1) * sizeof(int));
     double *rmb = malloc((size_t)(nraww ? nraww : 1) * sizeof(double));
     double *rbw = malloc((size_t)(nraw ? nraw : 1) * sizeof(double));
-    int *cls = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
+    int *slot_of = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
     int *first = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
     int ci = -1;
-    if (!roff || !rpos || !rmb || !rbw || !cls || !first)
+    if (!roff || !rpos || !rmb || !rbw || !slot_of || !first)
         goto out;
     for (int i = 0; i < n; i++) {
         const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
@@ -313,7 +315,7 @@ static int build(regroup_t *g, const int *pos, int n)
     }
     for (int e = 0; e < nraw; e++) {
         roff[e + 1] += roff[e];
-        cls[e] = roff[e]; /* fill cursors */
+        slot_of[e] = roff[e]; /* fill cursors */
     }
     for (int i = 0; i < n; i++) {
         const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
@@ -321,18 +323,18 @@ static int build(regroup_t *g, const int *pos, int n)
             int l = d->links[k];
             if (!contended(s, l))
                 continue;
-            int u = cls[s->link_slot[l]]++;
+            int u = slot_of[s->link_slot[l]]++;
             rpos[u] = i;
             rmb[u] = d->mbytes[k];
             rbw[s->link_slot[l]] = s->link_bw[l];
         }
     }
-    int nslots = sim_slot_classes(roff, rpos, rmb, rbw, nraw, cls, first);
+    int nslots = sim_link_slots(roff, rpos, rmb, rbw, nraw, slot_of, first);
     if (nslots < 0)
         goto out;
     int nw = 0;
     for (int e = 0; e < nraw; e++)
-        if (first[cls[e]] == e)
+        if (first[slot_of[e]] == e)
             nw += roff[e + 1] - roff[e];
     ci = comp_new(s, n, nslots, nw);
     if (ci < 0)
@@ -352,12 +354,12 @@ static int build(regroup_t *g, const int *pos, int n)
             if (!contended(s, l))
                 continue;
             int e = s->link_slot[l];
-            if (first[cls[e]] != e) /* its slot's first link stands for it */
+            if (first[slot_of[e]] != e) /* its slot's first link stands for it */
                 continue;
-            c->slot[w] = cls[e];
+            c->slot[w] = slot_of[e];
             c->w[w++] = j->next.mbytes[k] / j->flow_bytes;
-            c->slot_link[cls[e]] = l;
-            c->slot_bw[cls[e]] = s->link_bw[l];
+            c->slot_link[slot_of[e]] = l;
+            c->slot_bw[slot_of[e]] = s->link_bw[l];
         }
         c->off[i + 1] = w;
     }
@@ -382,7 +384,7 @@ out:
     free(rpos);
     free(rmb);
     free(rbw);
-    free(cls);
+    free(slot_of);
     free(first);
     return ci;
 }

@@ -234,11 +234,11 @@ int sim_comps_rebuild(sim_t *s);
 void sim_comp_release(sim_t *s, int comp);
 /* Slots: links e = 0..nraw-1 with capacity bw[e] and users
  * upos[off[e]..off[e+1]) sending mb[...] bytes each are grouped into slots
- * of links identical in all three; sets cls[e] (slots numbered in order of
- * their first link) and first[x] (a slot's first link); returns the number
+ * of links identical in all three; sets slot_of[e] (slots numbered in order
+ * of their first link) and first[x] (a slot's first link); returns the number
  * of slots, -1 when out of memory. */
-int sim_slot_classes(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
-                     int *cls, int *first);
+int sim_link_slots(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
+                   int *slot_of, int *first);
 /* step.c */
 void sim_job_bring(sim_t *s, sim_job_t *j, double t); /* its state up to t */
 void sim_comp_heap_init(sim_t *s, sim_comp_t *c);

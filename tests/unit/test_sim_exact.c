@@ -437,12 +437,13 @@ START_TEST(identical_links_are_one_slot)
     const int off[] = { 0, 2, 4, 6, 8, 10, 11, 13, 15 };
     const int upos[] = { 0, 1, 0, 1, 0, 1, 0, 1, 0, 2, 0, 0, 1, 0, 1 };
     const double mb[] = { 4, 2, 4, 2, 4, 2, 4, 3, 4, 2, 4, 4, 3, 4, 2 };
-    const int want_cls[] = { 0, 0, 1, 2, 3, 4, 2, 0 };
+    const int want_slot[] = { 0, 0, 1, 2, 3, 4, 2, 0 };
     const int want_first[] = { 0, 2, 3, 4, 5 };
-    int cls[8], first[8];
-    ck_assert_int_eq(sim_slot_classes(off, upos, mb, bw, 8, cls, first), 5);
+    int slot_of[8], first[8];
+    ck_assert_int_eq(sim_link_slots(off, upos, mb, bw, 8, slot_of, first), 5);
     for (int e = 0; e < 8; e++)
-        ck_assert_msg(cls[e] == want_cls[e], "link %d: slot %d, not %d", e, cls[e], want_cls[e]);
+        ck_assert_msg(slot_of[e] == want_slot[e], "link %d: slot %d, not %d", e, slot_of[e],
+                      want_slot[e]);
     for (int x = 0; x < 5; x++)
         ck_assert_int_eq(first[x], want_first[x]);
     /* the same users in another order are another slot: the filling sums
@@ -450,8 +451,8 @@ START_TEST(identical_links_are_one_slot)
     const int off2[] = { 0, 2, 4 };
     const int upos2[] = { 0, 1, 1, 0 };
     const double mb2[] = { 4, 4, 4, 4 };
-    ck_assert_int_eq(sim_slot_classes(off2, upos2, mb2, bw, 2, cls, first), 2);
-    ck_assert_int_eq(sim_slot_classes(off2, upos2, mb2, bw, 0, cls, first), 0);
+    ck_assert_int_eq(sim_link_slots(off2, upos2, mb2, bw, 2, slot_of, first), 2);
+    ck_assert_int_eq(sim_link_slots(off2, upos2, mb2, bw, 0, slot_of, first), 0);
 }
 END_TEST
 
