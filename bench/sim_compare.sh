@@ -16,7 +16,7 @@
 # lingjun-first-fit:1": random placement on Lingjun makes one contention
 # component of most of its 6,776 GPUs, and first fit does as the cluster
 # churns; over two weeks Lingjun first fit takes 67 CPU-minutes for the
-# eight policies and random more than 21 for each ECMP one, against
+# eight policies and random 25-28 for each ECMP one, against
 # 10-40 CPU-seconds a policy for the first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
