@@ -276,13 +276,42 @@ int sim_link_slots(const int *off, const int *upos, const double *mb, const doub
     return nslots;
 }
 
-/* The component of the running positions pos[0..n-1]; -1 out of memory. */
-static int build(regroup_t *g, const int *pos, int n)
+/* The contended links of a component and their users: links numbered in
+ * order of first use (by position, then the job's links) in s->link_slot,
+ * under a new stamp; users of link e are pos[off[e]..off[e+1]), in position
+ * order, sending mb[...] bytes; bw[e] its capacity. */
+typedef struct {
+    int nlinks;
+    int *off, *pos;
+    double *mb, *bw;
+} comp_links_t;
+
+static void comp_links_free(comp_links_t *u)
 {
-    sim_t *s = g->s;
-    int nraw = 0, nraww = 0;
-    /* a new stamp numbers this component's contended links; link_users and
-     * link_demand keep what regroup() found for every link of a running job */
+    free(u->off);
+    free(u->pos);
+    free(u->mb);
+    free(u->bw);
+}
+
+/* Of the running positions pos[0..n-1]; -1 when out of memory.  A counting
+ * sort: the (link, position, bytes) entries gathered in position order,
+ * counted per link, then placed. */
+static int comp_links(sim_t *s, const int *pos, int n, comp_links_t *u)
+{
+    size_t cap = 1;
+    for (int i = 0; i < n; i++)
+        cap += (size_t)s->jobs[s->running[pos[i]]].next.nlinks;
+    int *ent_link = malloc(cap * sizeof(int)), *ent_pos = malloc(cap * sizeof(int));
+    double *ent_mb = malloc(cap * sizeof(double));
+    int *cursor = malloc(cap * sizeof(int));
+    *u = (comp_links_t){ 0, calloc(cap + 1, sizeof(int)), malloc(cap * sizeof(int)),
+                         malloc(cap * sizeof(double)), malloc(cap * sizeof(double)) };
+    int nent = 0, rc = -1;
+    if (!ent_link || !ent_pos || !ent_mb || !cursor || !u->off || !u->pos || !u->mb || !u->bw)
+        goto out;
+    /* link_users and link_demand keep what regroup() found for every link
+     * of a running job */
     s->stamp++;
     for (int i = 0; i < n; i++) {
         const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
@@ -290,52 +319,53 @@ static int build(regroup_t *g, const int *pos, int n)
             int l = d->links[k];
             if (!contended(s, l))
                 continue;
-            nraww++;
             if (s->link_stamp[l] != s->stamp) {
                 s->link_stamp[l] = s->stamp;
-                s->link_slot[l] = nraw++;
+                s->link_slot[l] = u->nlinks;
+                u->bw[u->nlinks++] = s->link_bw[l];
             }
+            ent_link[nent] = s->link_slot[l];
+            ent_pos[nent] = i;
+            ent_mb[nent++] = d->mbytes[k];
+            u->off[s->link_slot[l] + 1]++;
         }
     }
-    /* each link's users and their bytes, in position order */
-    int *roff = calloc((size_t)nraw + 1, sizeof(int));
-    int *rpos = malloc((size_t)(nraww ? nraww : 1) * sizeof(int));
-    double *rmb = malloc((size_t)(nraww ? nraww : 1) * sizeof(double));
-    double *rbw = malloc((size_t)(nraw ? nraw : 1) * sizeof(double));
-    int *slot_of = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
-    int *first = malloc((size_t)(nraw ? nraw : 1) * sizeof(int));
+    for (int e = 0; e < u->nlinks; e++) {
+        u->off[e + 1] += u->off[e];
+        cursor[e] = u->off[e];
+    }
+    for (int x = 0; x < nent; x++) {
+        int at = cursor[ent_link[x]]++;
+        u->pos[at] = ent_pos[x];
+        u->mb[at] = ent_mb[x];
+    }
+    rc = 0;
+out:
+    free(ent_link);
+    free(ent_pos);
+    free(ent_mb);
+    free(cursor);
+    return rc;
+}
+
+/* The component of the running positions pos[0..n-1]; -1 out of memory. */
+static int build(regroup_t *g, const int *pos, int n)
+{
+    sim_t *s = g->s;
+    comp_links_t u;
     int ci = -1;
-    if (!roff || !rpos || !rmb || !rbw || !slot_of || !first)
+    int rc = comp_links(s, pos, n, &u);
+    int *slot_of = malloc((size_t)(u.nlinks ? u.nlinks : 1) * sizeof(int));
+    int *first = malloc((size_t)(u.nlinks ? u.nlinks : 1) * sizeof(int));
+    if (rc != 0 || !slot_of || !first)
         goto out;
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
-        for (int k = 0; k < d->nlinks; k++)
-            if (contended(s, d->links[k]))
-                roff[s->link_slot[d->links[k]] + 1]++;
-    }
-    for (int e = 0; e < nraw; e++) {
-        roff[e + 1] += roff[e];
-        slot_of[e] = roff[e]; /* fill cursors */
-    }
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
-        for (int k = 0; k < d->nlinks; k++) {
-            int l = d->links[k];
-            if (!contended(s, l))
-                continue;
-            int u = slot_of[s->link_slot[l]]++;
-            rpos[u] = i;
-            rmb[u] = d->mbytes[k];
-            rbw[s->link_slot[l]] = s->link_bw[l];
-        }
-    }
-    int nslots = sim_link_slots(roff, rpos, rmb, rbw, nraw, slot_of, first);
+    int nslots = sim_link_slots(u.off, u.pos, u.mb, u.bw, u.nlinks, slot_of, first);
     if (nslots < 0)
         goto out;
     int nw = 0;
-    for (int e = 0; e < nraw; e++)
+    for (int e = 0; e < u.nlinks; e++)
         if (first[slot_of[e]] == e)
-            nw += roff[e + 1] - roff[e];
+            nw += u.off[e + 1] - u.off[e];
     ci = comp_new(s, n, nslots, nw);
     if (ci < 0)
         goto out;
@@ -380,10 +410,7 @@ static int build(regroup_t *g, const int *pos, int n)
         }
     memset(c->slot_mark, 0, (size_t)(nslots ? nslots : 1) * sizeof(int));
 out:
-    free(roff);
-    free(rpos);
-    free(rmb);
-    free(rbw);
+    comp_links_free(&u);
     free(slot_of);
     free(first);
     return ci;
