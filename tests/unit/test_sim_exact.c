@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/crux_sim.h"
 #include "sim/sim_internal.h"
@@ -453,6 +454,38 @@ START_TEST(identical_links_are_one_slot)
     const double mb2[] = { 4, 4, 4, 4 };
     ck_assert_int_eq(sim_link_slots(off2, upos2, mb2, bw, 2, slot_of, first), 2);
     ck_assert_int_eq(sim_link_slots(off2, upos2, mb2, bw, 0, slot_of, first), 0);
+
+    /* 600 links drawn from 40 shapes, against comparing each with every
+     * earlier one: the hash table's probing finds every repeat */
+    enum { NL = 600, MAXU = 3 };
+    static int boff[NL + 1], bpos[NL * MAXU], bslot[NL], bfirst[NL];
+    static double bmb[NL * MAXU], bbw[NL];
+    uint64_t r = 12345;
+    for (int e = 0; e < NL; e++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int shape = (int)((r >> 33) % 40), len = 1 + shape % MAXU;
+        boff[e + 1] = boff[e] + len;
+        bbw[e] = 10 + shape % 2;
+        for (int x = 0; x < len; x++) {
+            bpos[boff[e] + x] = x + shape / 8;
+            bmb[boff[e] + x] = 1 + shape % 5;
+        }
+    }
+    int nslots = sim_link_slots(boff, bpos, bmb, bbw, NL, bslot, bfirst), want = 0;
+    for (int e = 0; e < NL; e++) {
+        int f = 0;
+        while (f < e && !(bbw[f] == bbw[e] && boff[f + 1] - boff[f] == boff[e + 1] - boff[e] &&
+                          memcmp(bpos + boff[f], bpos + boff[e],
+                                 (size_t)(boff[e + 1] - boff[e]) * sizeof(int)) == 0 &&
+                          memcmp(bmb + boff[f], bmb + boff[e],
+                                 (size_t)(boff[e + 1] - boff[e]) * sizeof(double)) == 0))
+            f++;
+        int expect = f < e ? bslot[f] : want++;
+        ck_assert_msg(bslot[e] == expect, "link %d: slot %d, not %d", e, bslot[e], expect);
+        if (f == e)
+            ck_assert_int_eq(bfirst[expect], e);
+    }
+    ck_assert_int_eq(nslots, want);
 }
 END_TEST
 
