@@ -276,96 +276,34 @@ int sim_link_slots(const int *off, const int *upos, const double *mb, const doub
     return nslots;
 }
 
-/* The contended links of a component and their users: links numbered in
- * order of first use (by position, then the job's links) in s->link_slot,
- * under a new stamp; users of link e are pos[off[e]..off[e+1]), in position
- * order, sending mb[...] bytes; bw[e] its capacity. */
-typedef struct {
-    int nlinks;
-    int *off, *pos;
-    double *mb, *bw;
-} comp_links_t;
-
-static void comp_links_free(comp_links_t *u)
-{
-    free(u->off);
-    free(u->pos);
-    free(u->mb);
-    free(u->bw);
-}
-
-/* Of the running positions pos[0..n-1]; -1 when out of memory.  A counting
- * sort: the (link, position, bytes) entries gathered in position order,
- * counted per link, then placed. */
-static int comp_links(sim_t *s, const int *pos, int n, comp_links_t *u)
-{
-    size_t cap = 1;
-    for (int i = 0; i < n; i++)
-        cap += (size_t)s->jobs[s->running[pos[i]]].next.nlinks;
-    int *ent_link = malloc(cap * sizeof(int)), *ent_pos = malloc(cap * sizeof(int));
-    double *ent_mb = malloc(cap * sizeof(double));
-    int *cursor = malloc(cap * sizeof(int));
-    *u = (comp_links_t){ 0, calloc(cap + 1, sizeof(int)), malloc(cap * sizeof(int)),
-                         malloc(cap * sizeof(double)), malloc(cap * sizeof(double)) };
-    int nent = 0, rc = -1;
-    if (!ent_link || !ent_pos || !ent_mb || !cursor || !u->off || !u->pos || !u->mb || !u->bw)
-        goto out;
-    /* link_users and link_demand keep what regroup() found for every link
-     * of a running job */
-    s->stamp++;
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[s->running[pos[i]]].next;
-        for (int k = 0; k < d->nlinks; k++) {
-            int l = d->links[k];
-            if (!contended(s, l))
-                continue;
-            if (s->link_stamp[l] != s->stamp) {
-                s->link_stamp[l] = s->stamp;
-                s->link_slot[l] = u->nlinks;
-                u->bw[u->nlinks++] = s->link_bw[l];
-            }
-            ent_link[nent] = s->link_slot[l];
-            ent_pos[nent] = i;
-            ent_mb[nent++] = d->mbytes[k];
-            u->off[s->link_slot[l] + 1]++;
-        }
-    }
-    for (int e = 0; e < u->nlinks; e++) {
-        u->off[e + 1] += u->off[e];
-        cursor[e] = u->off[e];
-    }
-    for (int x = 0; x < nent; x++) {
-        int at = cursor[ent_link[x]]++;
-        u->pos[at] = ent_pos[x];
-        u->mb[at] = ent_mb[x];
-    }
-    rc = 0;
-out:
-    free(ent_link);
-    free(ent_pos);
-    free(ent_mb);
-    free(cursor);
-    return rc;
-}
-
 /* The component of the running positions pos[0..n-1]; -1 out of memory. */
 static int build(regroup_t *g, const int *pos, int n)
 {
     sim_t *s = g->s;
-    comp_links_t u;
+    sim_linkset_t ls;
     int ci = -1;
-    int rc = comp_links(s, pos, n, &u);
-    int *slot_of = malloc((size_t)(u.nlinks ? u.nlinks : 1) * sizeof(int));
-    int *first = malloc((size_t)(u.nlinks ? u.nlinks : 1) * sizeof(int));
-    if (rc != 0 || !slot_of || !first)
+    int *jobs = malloc((size_t)(n ? n : 1) * sizeof(int));
+    if (jobs == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        jobs[i] = s->running[pos[i]];
+    /* link_users and link_demand keep what regroup() found for every link
+     * of a running job, so contended() still holds */
+    int rc = sim_linkset_build(s, jobs, n, contended, &ls);
+    double *bw = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(double));
+    int *slot_of = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(int));
+    int *first = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(int));
+    if (rc != 0 || !bw || !slot_of || !first)
         goto out;
-    int nslots = sim_link_slots(u.off, u.pos, u.mb, u.bw, u.nlinks, slot_of, first);
+    for (int e = 0; e < ls.nlinks; e++)
+        bw[e] = s->link_bw[ls.link[e]];
+    int nslots = sim_link_slots(ls.off, ls.user, ls.mb, bw, ls.nlinks, slot_of, first);
     if (nslots < 0)
         goto out;
     int nw = 0;
-    for (int e = 0; e < u.nlinks; e++)
+    for (int e = 0; e < ls.nlinks; e++)
         if (first[slot_of[e]] == e)
-            nw += u.off[e + 1] - u.off[e];
+            nw += ls.off[e + 1] - ls.off[e];
     ci = comp_new(s, n, nslots, nw);
     if (ci < 0)
         goto out;
@@ -373,9 +311,8 @@ static int build(regroup_t *g, const int *pos, int n)
     int w = 0;
     c->off[0] = 0;
     for (int i = 0; i < n; i++) {
-        int jid = s->running[pos[i]];
-        const sim_job_t *j = &s->jobs[jid];
-        c->jobs[i] = jid;
+        const sim_job_t *j = &s->jobs[jobs[i]];
+        c->jobs[i] = jobs[i];
         if (i > 0)
             c->level[i] = c->level[i - 1] + (j->next.level != s->jobs[c->jobs[i - 1]].next.level);
         c->rcap[i] = j->net ? g->xcap[pos[i]] * j->flow_bytes : 0;
@@ -410,7 +347,9 @@ static int build(regroup_t *g, const int *pos, int n)
         }
     memset(c->slot_mark, 0, (size_t)(nslots ? nslots : 1) * sizeof(int));
 out:
-    comp_links_free(&u);
+    sim_linkset_free(&ls);
+    free(jobs);
+    free(bw);
     free(slot_of);
     free(first);
     return ci;

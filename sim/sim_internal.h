@@ -220,6 +220,21 @@ typedef struct {
 
 #define SIM_BROKEN 2
 
+/* ---- the links a set of jobs crosses (links.c) */
+/* The links of jobs[0..n-1]'s next decisions that keep() accepts (all when
+ * keep is NULL), numbered by first use (by job, then the job's links) in
+ * s->link_slot under a new stamp; link e is link[e], its users are
+ * user[off[e]..off[e+1]) (indexes into jobs, in order) sending mb[...]
+ * bytes each.  sim_linkset_build: -1 when out of memory (free it anyway). */
+typedef struct {
+    int nlinks;
+    int *link, *off, *user;
+    double *mb;
+} sim_linkset_t;
+int sim_linkset_build(sim_t *s, const int *jobs, int n, int (*keep)(const sim_t *s, int link),
+                      sim_linkset_t *ls);
+void sim_linkset_free(sim_linkset_t *ls);
+
 /* stats.c: utilisation over time */
 int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held);
 void sim_flush_links(sim_t *s, sim_job_t *j);

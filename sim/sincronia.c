@@ -15,9 +15,7 @@
 #include "sim/sim_internal.h"
 
 typedef struct {
-    int nl;
-    int *off, *job; /* users of each local link (CSR) */
-    double *m;      /* M of each user */
+    sim_linkset_t ls; /* the jobs' links and their users, M of each */
     double *load;
     int *alive_users;
     uint64_t *ver;
@@ -26,64 +24,32 @@ typedef struct {
 
 static void bssi_free(bssi_t *b)
 {
-    free(b->off);
-    free(b->job);
-    free(b->m);
+    sim_linkset_free(&b->ls);
     free(b->load);
     free(b->alive_users);
     free(b->ver);
     sim_heap_free(&b->heap);
 }
 
-/* Local link numbers (s->link_slot under a fresh stamp) and users. */
+/* Local link numbers (s->link_slot under a fresh stamp), users and loads. */
 static int bssi_init(sim_t *s, bssi_t *b, const int *jobs, int n)
 {
     memset(b, 0, sizeof(*b));
-    s->stamp++;
-    int entries = 0;
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[jobs[i]].next;
-        entries += d->nlinks;
-        for (int k = 0; k < d->nlinks; k++)
-            if (s->link_stamp[d->links[k]] != s->stamp) {
-                s->link_stamp[d->links[k]] = s->stamp;
-                s->link_slot[d->links[k]] = b->nl++;
-            }
-    }
-    size_t nl = (size_t)b->nl + 1, ne = (size_t)entries + 1;
-    b->off = calloc(nl + 1, sizeof(int));
-    b->job = malloc(ne * sizeof(int));
-    b->m = malloc(ne * sizeof(double));
+    if (sim_linkset_build(s, jobs, n, NULL, &b->ls) != 0)
+        return -1;
+    size_t nl = (size_t)b->ls.nlinks + 1;
     b->load = calloc(nl, sizeof(double));
     b->alive_users = calloc(nl, sizeof(int));
     b->ver = calloc(nl, sizeof(uint64_t));
-    int *fill = malloc(nl * sizeof(int));
-    if (!b->off || !b->job || !b->m || !b->load || !b->alive_users || !b->ver || !fill) {
-        free(fill);
+    if (!b->load || !b->alive_users || !b->ver)
         return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[jobs[i]].next;
-        for (int k = 0; k < d->nlinks; k++)
-            b->off[s->link_slot[d->links[k]] + 1]++;
-    }
-    for (int e = 0; e < b->nl; e++)
-        b->off[e + 1] += b->off[e];
-    memcpy(fill, b->off, (size_t)b->nl * sizeof(int));
-    for (int i = 0; i < n; i++) {
-        const sim_decision_t *d = &s->jobs[jobs[i]].next;
-        for (int k = 0; k < d->nlinks; k++) {
-            int e = s->link_slot[d->links[k]];
-            b->job[fill[e]] = i;
-            b->m[fill[e]++] = d->mbytes[k];
-            b->load[e] += d->mbytes[k];
-            b->alive_users[e]++;
-        }
-    }
-    free(fill);
-    for (int e = 0; e < b->nl; e++)
+    for (int e = 0; e < b->ls.nlinks; e++) {
+        for (int u = b->ls.off[e]; u < b->ls.off[e + 1]; u++)
+            b->load[e] += b->ls.mb[u];
+        b->alive_users[e] = b->ls.off[e + 1] - b->ls.off[e];
         if (sim_heap_push(&b->heap, -b->load[e], 0, e, 0) != 0)
             return -1;
+    }
     return 0;
 }
 
@@ -120,23 +86,23 @@ static int bssi_order(sim_t *s, bssi_t *b, const int *jobs, int n, int *rank)
             break;
         int last = -1;
         double best = 0, mlast = 0;
-        for (int u = b->off[e]; u < b->off[e + 1]; u++) {
-            int i = b->job[u];
-            double ratio = w[i] / b->m[u];
+        for (int u = b->ls.off[e]; u < b->ls.off[e + 1]; u++) {
+            int i = b->ls.user[u];
+            double ratio = w[i] / b->ls.mb[u];
             if (left[i] && (last < 0 || ratio <= best)) { /* ties: the later job last */
                 last = i;
                 best = ratio;
-                mlast = b->m[u];
+                mlast = b->ls.mb[u];
             }
         }
         if (last < 0) /* cannot happen: alive users are unordered jobs */
             break;
         rank[last] = --pos;
         left[last] = 0;
-        for (int u = b->off[e]; u < b->off[e + 1]; u++) {
-            int i = b->job[u];
+        for (int u = b->ls.off[e]; u < b->ls.off[e + 1]; u++) {
+            int i = b->ls.user[u];
             if (left[i]) {
-                w[i] -= w[last] * b->m[u] / mlast;
+                w[i] -= w[last] * b->ls.mb[u] / mlast;
                 if (w[i] < 0)
                     w[i] = 0;
             }
