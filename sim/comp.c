@@ -32,14 +32,12 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->supos);
     free(c->suk);
     free(c->heap);
-    free(c->slot_rem);
-    free(c->slot_sum);
+    free(c->sf);
     free(c->slot_used);
     free(c->rate);
-    free(c->slot_mark);
     free(c->live);
-    free(c->slot_full);
-    free(c->slot_cnt);
+    free(c->job_full);
+    free(c->cand);
     free(c->touched);
     free(c->jcap);
     free(c->job_mark);
@@ -105,19 +103,17 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->rate = grab(sn * sizeof(double), &bad);
     c->heap = grab(sn * sizeof(int), &bad);
     c->job_mark = grab(sn * sizeof(int), &bad);
-    c->set = grab(sn * sizeof(int), &bad);
+    c->set = grab((sn + 1) * sizeof(int), &bad); /* + 1: see collect() */
     c->act = grab(sn * sizeof(int), &bad);
     c->delta = grab(3 * sn * sizeof(double), &bad);
     c->slot_link = grab(se * sizeof(int), &bad);
     c->slot_bw = grab(se * sizeof(double), &bad);
-    c->slot_rem = grab(se * sizeof(double), &bad);
-    c->slot_sum = grab(se * sizeof(double), &bad);
+    c->sf = grab(se * sizeof(*c->sf), &bad);
     c->slot_used = grab(se * sizeof(double), &bad);
-    c->slot_mark = grab(se * sizeof(int), &bad);
     c->live = grab(se * sizeof(int), &bad);
-    c->slot_full = grab(se * sizeof(int), &bad);
-    c->slot_cnt = grab(se * sizeof(int), &bad);
-    c->touched = grab(se * sizeof(int), &bad);
+    c->job_full = grab(sn * sizeof(int), &bad);
+    c->cand = grab((se + 1) * sizeof(int), &bad);
+    c->touched = grab((se + 1) * sizeof(int), &bad);
     c->jcap = grab(sn * sizeof(double), &bad);
     c->su_off = grab((se + 1) * sizeof(int), &bad);
     c->sa = grab(se * sizeof(int), &bad);
@@ -337,15 +333,16 @@ static int build(regroup_t *g, const int *pos, int n)
     for (int e = 0; e < nslots; e++)
         c->su_off[e + 1] += c->su_off[e];
     for (int e = 0; e < nslots; e++)
-        c->slot_mark[e] = c->su_off[e]; /* fill cursors, reset below */
+        c->sf[e].mark = c->su_off[e]; /* fill cursors, reset below */
     for (int i = 0; i < n; i++)
         for (int k = c->off[i]; k < c->off[i + 1]; k++) {
-            int idx = c->slot_mark[c->slot[k]]++;
+            int idx = c->sf[c->slot[k]].mark++;
             c->su[idx] = i;
             c->suk[idx] = k;
             c->supos[k] = idx;
         }
-    memset(c->slot_mark, 0, (size_t)(nslots ? nslots : 1) * sizeof(int));
+    for (int e = 0; e < nslots; e++)
+        c->sf[e].mark = 0;
 out:
     sim_linkset_free(&ls);
     free(jobs);

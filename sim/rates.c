@@ -42,28 +42,41 @@ static int collect(sim_comp_t *c, const int *seeds, int nseeds)
             c->set[n++] = seeds[i];
         }
     }
+    /* Whether a slot or a user is new is data-dependent and would be
+     * mispredicted half the time, so both are counted without a branch:
+     * the candidate is written, then kept by advancing the count. */
     for (int i = 0; i < n; i++) {
-        int q = c->set[i];
+        int q = c->set[i], nnew = 0;
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
-            if (c->slot_mark[e] == mark)
-                continue;
-            c->slot_mark[e] = mark;
+            c->touched[nnew] = e;
+            nnew += c->sf[e].mark != mark;
+            c->sf[e].mark = mark;
+        }
+        for (int x = 0; x < nnew; x++) {
+            int e = c->touched[x];
             double rem = c->slot_bw[e];
-            c->slot_sum[e] = 0;
+            c->sf[e].sum = 0;
             for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
-                int v = c->su[u];
-                if (c->level[v] < top) {
-                    rem -= c->rate[v] * c->w[c->suk[u]];
-                } else if (c->job_mark[v] != mark) {
-                    c->job_mark[v] = mark;
-                    c->set[n++] = v;
-                }
+                int v = c->su[u], above = c->level[v] < top;
+                double use = c->rate[v] * c->w[c->suk[u]];
+                rem -= above ? use : 0.0; /* x - 0.0 is x */
+                c->set[n] = v;
+                n += !above & (c->job_mark[v] != mark);
+                c->job_mark[v] = above ? c->job_mark[v] : mark;
             }
-            c->slot_rem[e] = rem > 0 ? rem : 0;
+            c->sf[e].rem = rem > 0 ? rem : 0;
         }
     }
-    for (int i = 1; i < n; i++) { /* insertion sort: sets are small */
+    if (n > 16) { /* in position order: reading the marks beats sorting */
+        n = 0;
+        for (int v = 0; v < c->n; v++) {
+            c->set[n] = v;
+            n += c->job_mark[v] == mark;
+        }
+        return n;
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort: the set is small */
         int v = c->set[i], k = i;
         while (k > 0 && c->set[k - 1] > v) {
             c->set[k] = c->set[k - 1];
@@ -106,7 +119,10 @@ static void list_transferring(sim_comp_t *c, int q, int on)
  * saturates or a cap binds, then freezes the jobs it limits.  The rounds
  * scan only the jobs still rising (act) and the shared slots one of them
  * still uses, both in their first order, so every sum and comparison is
- * the one a scan of all of them would make. */
+ * the one a scan of all of them would make.  The scan that finds r also
+ * keeps the few slots that may saturate at it (cand), and those that do
+ * flag their users (job_full), so freezing reads one flag per rising job
+ * rather than each of its slots. */
 static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
 {
     int nact = 0, ntouched = 0, ns = 0;
@@ -118,73 +134,92 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
         c->act[nact++] = q;
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
-            if (c->slot_cnt[e]++ == 0)
-                c->touched[ntouched++] = e;
-            c->slot_sum[e] += c->w[k];
+            c->touched[ntouched] = e;
+            ntouched += c->sf[e].cnt++ == 0;
+            c->sf[e].sum += c->w[k];
         }
     }
     for (int x = 0; x < ntouched; x++) {
         int e = c->touched[x];
-        c->slot_full[e] = 0;
-        if (c->slot_cnt[e] > 1)
+        if (c->sf[e].cnt > 1)
             c->live[ns++] = e;
     }
     for (int x = 0; x < nact; x++) {
         int q = c->act[x];
         c->jcap[q] = c->rcap[q];
         for (int k = c->off[q]; k < c->off[q + 1]; k++)
-            if (c->slot_cnt[c->slot[k]] == 1 && c->slot_rem[c->slot[k]] < c->jcap[q] * c->w[k])
-                c->jcap[q] = c->slot_rem[c->slot[k]] / c->w[k];
+            if (c->sf[c->slot[k]].cnt == 1 && c->sf[c->slot[k]].rem < c->jcap[q] * c->w[k])
+                c->jcap[q] = c->sf[c->slot[k]].rem / c->w[k];
     }
     while (nact > 0) {
         double r = INFINITY;
         for (int x = 0; x < nact; x++)
             if (c->jcap[c->act[x]] < r)
                 r = c->jcap[c->act[x]];
+        /* One scan finds r, drops the slots no rising job uses any more
+         * (only this scan read them, and it skips them while their sum is
+         * at most 1e-12) and keeps as candidates the slots within the
+         * margin of the lowest level seen so far.  That level only falls
+         * towards r, so every slot within the margin of r is among them. */
+        double lim = r * (1 + 1e-12);
+        int live = 0, ncand = 0;
         for (int x = 0; x < ns; x++) {
             int e = c->live[x];
-            if (c->slot_sum[e] > 1e-12 && c->slot_rem[e] < r * c->slot_sum[e])
-                r = c->slot_rem[e] / c->slot_sum[e];
+            double sum = c->sf[e].sum;
+            if (c->sf[e].cnt == 0 && !(sum > 1e-12))
+                continue;
+            c->live[live++] = e;
+            if (!(sum > 1e-12))
+                continue;
+            if (c->sf[e].rem < r * sum) {
+                r = c->sf[e].rem / sum;
+                lim = r * (1 + 1e-12);
+            }
+            c->cand[ncand] = e;
+            ncand += c->sf[e].rem <= lim * sum;
         }
-        if (!(r > 0) || !isfinite(r)) /* infinite cannot happen: all have caps */
+        ns = live;
+        if (!(r > 0) || !isfinite(r)) { /* infinite cannot happen: all have caps */
             r = 0;
-        double lim = r * (1 + 1e-12);
-        for (int x = 0; x < ns; x++) { /* saturated shared slots */
-            int e = c->live[x];
-            c->slot_full[e] = c->slot_sum[e] > 1e-12 && c->slot_rem[e] <= lim * c->slot_sum[e];
+            ncand = 0;
+            for (int x = 0; x < ns; x++)
+                c->cand[ncand++] = c->live[x];
+        }
+        lim = r * (1 + 1e-12);
+        int nfull = 0;
+        for (int x = 0; x < ncand; x++) { /* saturated shared slots bind their users */
+            int e = c->cand[x];
+            if (c->sf[e].sum > 1e-12 && c->sf[e].rem <= lim * c->sf[e].sum) {
+                c->cand[nfull++] = e;
+                for (int u = c->su_off[e]; u < c->su_off[e + 1]; u++)
+                    c->job_full[c->su[u]] = 1;
+            }
         }
         int kept = 0;
         for (int x = 0; x < nact; x++) {
             int q = c->act[x];
-            int bound = c->jcap[q] <= lim;
-            for (int k = c->off[q]; k < c->off[q + 1] && !bound; k++)
-                bound = c->slot_full[c->slot[k]];
-            if (!bound) {
+            if (!c->job_full[q] && !(c->jcap[q] <= lim)) {
                 c->act[kept++] = q;
                 continue;
             }
             c->rate[q] = r;
             for (int k = c->off[q]; k < c->off[q + 1]; k++) {
                 int e = c->slot[k];
-                c->slot_rem[e] -= c->w[k] * r;
-                if (c->slot_rem[e] < 0)
-                    c->slot_rem[e] = 0;
-                c->slot_sum[e] -= c->w[k];
-                c->slot_cnt[e]--;
+                c->sf[e].rem -= c->w[k] * r;
+                if (c->sf[e].rem < 0)
+                    c->sf[e].rem = 0;
+                c->sf[e].sum -= c->w[k];
+                c->sf[e].cnt--;
             }
         }
         nact = kept;
-        /* a slot no rising job uses is read again only by the scan for r,
-         * which skips it as long as its sum (now fixed) is at most 1e-12 */
-        int live = 0;
-        for (int x = 0; x < ns; x++)
-            if (c->slot_cnt[c->live[x]] > 0 || c->slot_sum[c->live[x]] > 1e-12)
-                c->live[live++] = c->live[x];
-        ns = live;
+        for (int x = 0; x < nfull; x++)
+            for (int u = c->su_off[c->cand[x]]; u < c->su_off[c->cand[x] + 1]; u++)
+                c->job_full[c->su[u]] = 0;
     }
     for (int x = 0; x < ntouched; x++) { /* the next level starts afresh */
-        c->slot_sum[c->touched[x]] = 0;
-        c->slot_cnt[c->touched[x]] = 0;
+        c->sf[c->touched[x]].sum = 0;
+        c->sf[c->touched[x]].cnt = 0;
     }
 }
 
@@ -279,7 +314,7 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
     for (int i = 0; i < n; i++) {
         int q = c->set[i];
         for (int k = c->off[q]; k < c->off[q + 1]; k++)
-            c->slot_used[c->slot[k]] = c->slot_bw[c->slot[k]] - c->slot_rem[c->slot[k]];
+            c->slot_used[c->slot[k]] = c->slot_bw[c->slot[k]] - c->sf[c->slot[k]].rem;
     }
     for (int i = 0; i < n; i++) {
         int q = c->set[i];

@@ -113,6 +113,13 @@ static inline int sim_transferring(const sim_job_t *j)
 }
 
 /* ---- components (comp.c) */
+/* A slot in the water-filling; its fields side by side, as the scans read
+ * them together. */
+typedef struct {
+    double rem, sum; /* left of its capacity, weights rising on it */
+    int cnt, mark;   /* users rising on it; collect's stamp */
+} sim_slot_fill_t;
+
 #define SIM_SNAPS 64 /* anchor iterations remembered */
 
 typedef struct {
@@ -134,12 +141,15 @@ typedef struct {
     /* the jobs' next events: a min-heap of positions by next_t */
     int *heap;
     /* water-filling of a set of jobs: scratch */
-    double *slot_rem, *slot_sum, *rate;
+    sim_slot_fill_t *sf;
+    double *rate;
     /* what the transferring jobs use of each slot at their rates (bytes/s):
      * set from each full filling, adjusted by the shortcuts (rates.c) */
     double *slot_used;
-    int *slot_mark, *job_mark, *set, mark;
-    int *live, *slot_full, *slot_cnt, *touched;
+    int *job_mark, *set, mark;
+    int *live, *touched; /* slot lists */
+    int *cand;           /* slots that may saturate in a round */
+    int *job_full;       /* 1 while a saturated slot binds the job (else 0) */
     double *jcap;
     int *act;     /* jobs still rising in the filling */
     double now;   /* the time it has been simulated to */
