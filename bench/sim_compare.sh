@@ -20,7 +20,8 @@
 # 10-40 CPU-seconds a policy for the first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
-# PARALLEL: policies simulated at once, each its own crux-sim process
+# PARALLEL: runs simulated at once, each its own crux-sim process, from one
+# queue of every topology, placement and policy, Lingjun's first
 # (default: the number of processors; the runs are independent and
 # single-threaded, so the outputs are the same for any PARALLEL).
 # Every run is niced: the build machine is shared.
@@ -42,33 +43,30 @@ case $PARALLEL in
 esac
 mkdir -p "$out"
 
-# run_policies DIR ARGS...: every policy of POLICIES with crux-sim run ARGS,
-# at most PARALLEL at once, each into DIR/parts/P; then their files are
-# moved into DIR and their summary rows joined in POLICIES' order, as one
-# `--policy all` run would have written them.
-run_policies() {
-  local dir=$1 p failed=0 running=0
-  shift
-  rm -rf "$dir"
-  mkdir -p "$dir/parts"
-  for p in $POLICIES; do
-    if [ "$running" -ge "$PARALLEL" ]; then
-      wait -n || failed=1
-      running=$((running - 1))
-    fi
-    nice -n 19 "$sim" run "$@" --policy "$p" --quiet --out "$dir/parts/$p" >"$dir/parts/$p.log" 2>&1 &
-    running=$((running + 1))
-  done
-  while [ "$running" -gt 0 ]; do
+# One queue for every run of every topology and placement, at most
+# PARALLEL at once: the policies' costs differ by up to a hundred times, so
+# waiting for one topology and placement to finish before starting the next
+# would leave processors idle.  start_run DIR P ARGS...: crux-sim run ARGS
+# for policy P into DIR/parts/P, once a processor is free.
+running=0 failed=0
+start_run() {
+  local dir=$1 p=$2
+  shift 2
+  if [ "$running" -ge "$PARALLEL" ]; then
     wait -n || failed=1
     running=$((running - 1))
-  done
-  if [ "$failed" -ne 0 ]; then
-    for p in $POLICIES; do
-      [ -f "$dir/parts/$p/summary.csv" ] || { echo "crux-sim failed for $p:" >&2; cat "$dir/parts/$p.log" >&2; }
-    done
-    return 1
   fi
+  nice -n 19 "$sim" run "$@" --policy "$p" --quiet --out "$dir/parts/$p" >"$dir/parts/$p.log" 2>&1 &
+  running=$((running + 1))
+}
+# join_runs DIR: moves each policy's files into DIR and joins their summary
+# rows in POLICIES' order, as one `--policy all` run would have written
+# them; 1 when a run failed (its log is shown).
+join_runs() {
+  local dir=$1 p
+  for p in $POLICIES; do
+    [ -f "$dir/parts/$p/summary.csv" ] || { echo "crux-sim failed for $p:" >&2; cat "$dir/parts/$p.log" >&2; return 1; }
+  done
   for p in $POLICIES; do
     mv "$dir/parts/$p"/*-"$p".csv "$dir/"
     if [ "$p" = "${POLICIES%% *}" ]; then
@@ -99,23 +97,47 @@ for topo in $TOPOLOGIES; do
   cluster "$topo" >"$out/$topo.json"
   "$sim" gen --cluster "$out/$topo.json" --jobs "$JOBS" --days "$DAYS" --load "$LOAD" \
     --seed "$SEED" --out "$out/$topo-workload.csv"
+done
+# Lingjun's runs first: they are the longest, and the shorter ones then fill
+# the processors while the last of them finish.
+pending=""
+for topo in $TOPOLOGIES; do
   for place in $PLACEMENTS; do
-    until=""
-    for cut in $SHORT; do
-      if [ "${cut%:*}" = "$topo-$place" ]; then
-        until="--until $(awk -v d="${cut#*:}" 'BEGIN { print d * 86400 }')"
-      fi
-    done
-    echo "== $topo, $place placement: $JOBS jobs over $DAYS days ${until:+(first ${until#--until } s)}"
-    if [ "${REUSE:-0}" = 1 ] && [ -f "$out/$topo-$place/summary.csv" ] &&
-       [ "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$out/$topo-$place/summary.csv")" -eq 8 ]; then
-      echo "   kept: $out/$topo-$place"
-      continue
+    [ "$topo" = lingjun ] && pending="$topo:$place $pending" || pending="$pending $topo:$place"
+  done
+done
+todo=""
+for tp in $pending; do
+  topo=${tp%%:*} place=${tp#*:} run=${tp%%:*}-${tp#*:}
+  until=""
+  for cut in $SHORT; do
+    if [ "${cut%:*}" = "$run" ]; then
+      until="--until $(awk -v d="${cut#*:}" 'BEGIN { print d * 86400 }')"
     fi
-    run_policies "$out/$topo-$place" --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
+  done
+  if [ "${REUSE:-0}" = 1 ] && [ -f "$out/$run/summary.csv" ] &&
+     [ "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$out/$run/summary.csv")" -eq 8 ]; then
+    echo "== $topo, $place placement: kept $out/$run"
+    continue
+  fi
+  echo "== $topo, $place placement: $JOBS jobs over $DAYS days ${until:+(first ${until#--until } s)}: started"
+  rm -rf "$out/$run"
+  mkdir -p "$out/$run/parts"
+  todo="$todo $run"
+  for p in $POLICIES; do
+    start_run "$out/$run" "$p" --cluster "$out/$topo.json" --workload "$out/$topo-workload.csv" \
       --placement "$place" --seed "$SEED" --bin 3600 $until
   done
 done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+for run in $todo; do
+  echo "== $run"
+  join_runs "$out/$run" || failed=1
+done
+[ "$failed" -eq 0 ] || { echo "some crux-sim runs failed" >&2; exit 1; }
 
 # The table: average utilisation (and on the first day), Crux-full's gain
 # over each policy in points and relative.

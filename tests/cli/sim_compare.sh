@@ -3,7 +3,8 @@
 # two-layer Clos, random placement): the policies simulated one at a time
 # and three at a time give the same files and the same table (the runs are
 # independent processes); a policy whose crux-sim fails makes the script
-# fail and name it; a bad PARALLEL is refused.
+# fail and name it; several topologies and placements share one queue; a
+# bad PARALLEL is refused.
 . "$(dirname "$0")/sched_tap.sh"
 COMPARE=$(cd "$(dirname "$0")/../../bench" && pwd)/sim_compare.sh
 BUILD=$(cd .. && pwd)
@@ -27,6 +28,17 @@ check "the same summary, policies in order" sh -c "
     \"\$(cut -d, -f1-19,23- '$WORK/three/clos2-random/summary.csv')\" ] &&
   [ \"\$(cut -d, -f1 '$WORK/three/clos2-random/summary.csv' | tr '\n' ' ')\" = \
     'policy none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper ' ]"
+
+# Two topologies and two placements share one queue of runs: each
+# directory gets its eight policies, the files its run alone gave.
+check "two topologies and placements in one queue" sh -c "
+  PARALLEL=3 JOBS=40 DAYS=0.02 TOPOLOGIES='clos2 double-sided' PLACEMENTS='random first-fit' SHORT= \
+    bash '$COMPARE' '$WORK/four' '$BUILD' >'$WORK/four.out' 2>&1 &&
+  for d in clos2-random clos2-first-fit double-sided-random double-sided-first-fit; do
+    [ \$(awk -F, 'NR > 1' '$WORK/four/'\$d/summary.csv | wc -l) -eq 8 ] || exit 1
+  done &&
+  [ \$(awk -F, 'NR > 1' '$WORK/four/table.csv' | wc -l) -eq 32 ] &&
+  cd '$WORK/one/clos2-random' && for f in *-*.csv; do cmp \"\$f\" '$WORK/four/clos2-random/'\"\$f\" || exit 1; done"
 
 # a crux-sim that fails for TACCL* and runs every other policy
 mkdir -p "$WORK/fake/sim"
