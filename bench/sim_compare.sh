@@ -15,8 +15,8 @@
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1
 # lingjun-first-fit:1": random placement on Lingjun makes one contention
 # component of most of its 6,776 GPUs, and first fit does as the cluster
-# churns; over two weeks Lingjun random takes over 80 CPU-minutes for the
-# eight policies (13-23 for each ECMP one) and first fit 67 before the
+# churns; over two weeks Lingjun random takes over 150 CPU-minutes for the
+# eight policies (Crux-PA over 66) and first fit 67 before the
 # faster filling (Crux-PA's 26 of them, now 18), against 10-40
 # CPU-seconds a policy for the first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
