@@ -297,44 +297,46 @@ static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
     free(had);
 }
 
-/* With cfg.check, after a filling: the rates of the set are the strict
- * priority max-min fair ones, checked by their certificate rather than by
- * filling again: no slot carries more than its capacity and every
- * transferring member is at its cap or has a bottleneck, a saturated slot
- * where no job of its level gets a higher per-flow rate and the levels
- * below get nothing (each to 1e-9, relative). */
+const char *sim_rates_unfair(const sim_comp_t *c, int q)
+{
+    double r = c->rate[q];
+    if (r > c->rcap[q] * (1 + 1e-9))
+        return "above its cap";
+    int bound = r >= c->rcap[q] * (1 - 1e-9);
+    for (int k = c->off[q]; k < c->off[q + 1]; k++) {
+        int e = c->slot[k], top = 1;
+        double use = 0, below = 0;
+        for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
+            int v = c->su[u];
+            double x = c->rate[v] * c->w[c->suk[u]];
+            use += x;
+            if (c->level[v] > c->level[q])
+                below += x;
+            else if (c->level[v] == c->level[q] &&
+                     c->rate[v] - r > 1e-9 * fmax(fmax(r, c->rate[v]), c->rcap[q]))
+                top = 0;
+        }
+        if (use > c->slot_bw[e] * (1 + 1e-9))
+            return "on a link over its capacity";
+        if (top && use >= c->slot_bw[e] * (1 - 1e-9) && below <= 1e-9 * c->slot_bw[e])
+            bound = 1;
+    }
+    return bound ? NULL : "below its cap without a bottleneck";
+}
+
+/* With cfg.check, after a filling: every transferring job of the set has
+ * the strict priority max-min fair rate (sim_rates_unfair), checked by the
+ * certificate rather than by filling again. */
 static void check_filling(sim_t *s, sim_comp_t *c, int n, double now)
 {
     for (int i = 0; i < n && !s->failed; i++) {
         int q = c->set[i];
         if (!sim_transferring(&s->jobs[c->jobs[q]]))
             continue;
-        double r = c->rate[q];
-        const char *why = r > c->rcap[q] * (1 + 1e-9) ? "above its cap" : NULL;
-        int bound = r >= c->rcap[q] * (1 - 1e-9);
-        for (int k = c->off[q]; k < c->off[q + 1] && why == NULL; k++) {
-            int e = c->slot[k], top = 1;
-            double use = 0, below = 0;
-            for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
-                int v = c->su[u];
-                double x = c->rate[v] * c->w[c->suk[u]];
-                use += x;
-                if (c->level[v] > c->level[q])
-                    below += x;
-                else if (c->level[v] == c->level[q] &&
-                         c->rate[v] - r > 1e-9 * fmax(fmax(r, c->rate[v]), c->rcap[q]))
-                    top = 0;
-            }
-            if (use > c->slot_bw[e] * (1 + 1e-9))
-                why = "on a link over its capacity";
-            else if (top && use >= c->slot_bw[e] * (1 - 1e-9) && below <= 1e-9 * c->slot_bw[e])
-                bound = 1;
-        }
-        if (why == NULL && !bound)
-            why = "below its cap without a bottleneck";
+        const char *why = sim_rates_unfair(c, q);
         if (why != NULL) {
             crux_errf(s->err, s->errlen, "job %s: rate %.17g at %.17g s, %s",
-                      s->jobs[c->jobs[q]].spec->id, r, now, why);
+                      s->jobs[c->jobs[q]].spec->id, c->rate[q], now, why);
             s->failed = SIM_BROKEN;
         }
     }

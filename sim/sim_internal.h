@@ -253,6 +253,14 @@ void sim_flush_links(sim_t *s, sim_job_t *j);
  * contended links) to the given seed positions: brings each to `now` and
  * sets its x; returns how many (their positions are in c->set) */
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now);
+/* Why job q's rate (per flow) is not the strict priority max-min fair one,
+ * given every other transferring user's rate, or NULL when it is: the
+ * certificate.  No slot of q carries more than its capacity, q is not above
+ * its cap, and q is at its cap or has a bottleneck: a saturated slot where
+ * no job of its level gets a higher per-flow rate and the levels below get
+ * nothing (each to 1e-9, relative).  Reads the slots' transferring users
+ * (su[su_off[e] .. + sa[e]]) with their rates, weights, levels and caps. */
+const char *sim_rates_unfair(const sim_comp_t *c, int q);
 
 /* comp.c: components from the policy's decisions, at s->now */
 int sim_comps_rebuild(sim_t *s);

@@ -489,6 +489,57 @@ START_TEST(identical_links_are_one_slot)
 }
 END_TEST
 
+/* The fairness certificate on hand-made rates: jobs 0 and 1 on level 0
+ * share slot 0 (10 a flow-second), jobs 1 and 2 (level 1) slot 1 (4); each
+ * may send 100.  The fair rates are 6, 4 and 0 (job 1 is held by slot 1,
+ * job 0 takes the rest of slot 0, job 2 gets nothing under job 1); every
+ * other allocation below breaks one of the certificate's conditions. */
+static const char *unfair(double r0, double r1, double r2, double cap0, int q)
+{
+    static int off[] = { 0, 1, 3, 4 }, slot[] = { 0, 0, 1, 1 }, level[] = { 0, 0, 1 };
+    static int su_off[] = { 0, 2, 4 }, su[] = { 0, 1, 1, 2 }, suk[] = { 0, 1, 2, 3 },
+               sa[] = { 2, 2 };
+    static double w[] = { 1, 1, 1, 1 }, bw[] = { 10, 4 };
+    double rate[] = { r0, r1, r2 }, rcap[] = { cap0, 100, 100 };
+    sim_comp_t c;
+    memset(&c, 0, sizeof(c));
+    c.n = 3;
+    c.nslots = 2;
+    c.off = off;
+    c.slot = slot;
+    c.level = level;
+    c.su_off = su_off;
+    c.su = su;
+    c.suk = suk;
+    c.sa = sa;
+    c.w = w;
+    c.slot_bw = bw;
+    c.rate = rate;
+    c.rcap = rcap;
+    return sim_rates_unfair(&c, q);
+}
+
+START_TEST(fairness_certificate)
+{
+    for (int q = 0; q < 3; q++)
+        ck_assert_ptr_null(unfair(6, 4, 0, 100, q));
+    /* at its own cap, below the link's share */
+    ck_assert_ptr_null(unfair(5, 4, 0, 5, 0));
+    ck_assert_str_eq(unfair(6, 4, 0, 5, 0), "above its cap");
+    ck_assert_str_eq(unfair(7, 4, 0, 100, 0), "on a link over its capacity");
+    ck_assert_str_eq(unfair(5, 5, 0, 100, 1), "on a link over its capacity");
+    /* slot 0 has room left */
+    ck_assert_str_eq(unfair(5, 4, 0, 100, 0), "below its cap without a bottleneck");
+    /* slot 1 is full, but partly with the level below */
+    ck_assert_str_eq(unfair(6, 3, 1, 100, 1), "below its cap without a bottleneck");
+    /* slot 0 is full, but job 0 of the same level gets more on it */
+    ck_assert_str_eq(unfair(8, 2, 0, 100, 1), "below its cap without a bottleneck");
+    /* the level below may get nothing on a slot the level above fills */
+    ck_assert_ptr_null(unfair(6, 4, 0, 100, 2));
+    ck_assert_str_eq(unfair(6, 2, 1, 100, 2), "below its cap without a bottleneck");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sim_exact");
@@ -500,6 +551,7 @@ static Suite *suite(void)
     tcase_add_test(t, no_transfer_waits_on_noise);
     tcase_add_test(t, averaged_window_ends_the_first_job);
     tcase_add_test(t, identical_links_are_one_slot);
+    tcase_add_test(t, fairness_certificate);
     suite_add_tcase(s, t);
     return s;
 }
