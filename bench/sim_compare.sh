@@ -62,12 +62,13 @@ start_run() {
 }
 # join_runs DIR: moves each policy's files into DIR and joins their summary
 # rows in POLICIES' order, as one `--policy all` run would have written
-# them; 1 when a run failed (its log is shown).
+# them; 1 when a run failed (every failed one named, with its log).
 join_runs() {
-  local dir=$1 p
+  local dir=$1 p bad=0
   for p in $POLICIES; do
-    [ -f "$dir/parts/$p/summary.csv" ] || { echo "crux-sim failed for $p:" >&2; cat "$dir/parts/$p.log" >&2; return 1; }
+    [ -f "$dir/parts/$p/summary.csv" ] || { echo "crux-sim failed for $p:" >&2; cat "$dir/parts/$p.log" >&2; bad=1; }
   done
+  [ "$bad" -eq 0 ] || return 1
   for p in $POLICIES; do
     mv "$dir/parts/$p"/*-"$p".csv "$dir/"
     if [ "$p" = "${POLICIES%% *}" ]; then

@@ -2,9 +2,9 @@
 # bench/sim_compare.sh on a tiny workload (40 jobs over half an hour, one
 # two-layer Clos, random placement): the policies simulated one at a time
 # and three at a time give the same files and the same table (the runs are
-# independent processes); a policy whose crux-sim fails makes the script
-# fail and name it; several topologies and placements share one queue; a
-# bad PARALLEL is refused.
+# independent processes); policies whose crux-sim fails make the script
+# fail and are each named; several topologies and placements share one
+# queue; a bad PARALLEL is refused.
 . "$(dirname "$0")/sched_tap.sh"
 COMPARE=$(cd "$(dirname "$0")/../../bench" && pwd)/sim_compare.sh
 BUILD=$(cd .. && pwd)
@@ -40,19 +40,20 @@ check "two topologies and placements in one queue" sh -c "
   [ \$(awk -F, 'NR > 1' '$WORK/four/table.csv' | wc -l) -eq 32 ] &&
   cd '$WORK/one/clos2-random' && for f in *-*.csv; do cmp \"\$f\" '$WORK/four/clos2-random/'\"\$f\" || exit 1; done"
 
-# a crux-sim that fails for TACCL* and runs every other policy
+# a crux-sim that fails for TACCL* and CASSINI and runs every other policy
 mkdir -p "$WORK/fake/sim"
 cat >"$WORK/fake/sim/crux-sim" <<EOF
 #!/bin/sh
-for a in "\$@"; do [ "\$a" = taccl ] && { echo 'taccl: simulated failure' >&2; exit 1; }; done
+for a in "\$@"; do case "\$a" in taccl | cassini) echo "\$a: simulated failure" >&2; exit 1 ;; esac; done
 exec '$BUILD/sim/crux-sim' "\$@"
 EOF
 chmod +x "$WORK/fake/sim/crux-sim"
-check "a failing policy fails the script and is named" sh -c "
+check "failing policies fail the script and are named" sh -c "
   PARALLEL=2 JOBS=40 DAYS=0.02 TOPOLOGIES=clos2 PLACEMENTS=random SHORT= \
     bash '$COMPARE' '$WORK/bad' '$WORK/fake' >'$WORK/bad.out' 2>'$WORK/bad.err'
   [ \$? -ne 0 ] && grep -q '^crux-sim failed for taccl:' '$WORK/bad.err' &&
-  grep -q 'simulated failure' '$WORK/bad.err' && [ ! -f '$WORK/bad/table.csv' ]"
+  grep -q '^crux-sim failed for cassini:' '$WORK/bad.err' &&
+  grep -q 'taccl: simulated failure' '$WORK/bad.err' && [ ! -f '$WORK/bad/table.csv' ]"
 check "PARALLEL=0 refused, named" sh -c "
   PARALLEL=0 bash '$COMPARE' '$WORK/zero' '$BUILD' 2>'$WORK/zero.err'
   [ \$? -eq 1 ] && grep -q \"^PARALLEL must be 1-99, not '0'\" '$WORK/zero.err'"
