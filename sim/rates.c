@@ -23,6 +23,13 @@
 
 #include "sim/sim_internal.h"
 
+/* Shared slots whose fill levels are this close (relative) saturate in one
+ * round: rounding must not split them into two. */
+#define TIE 1e-12
+/* A slot whose rising weights sum to at most this has none left: the rest
+ * is rounding from taking frozen users' weights off. */
+#define WEIGHT_MIN 1e-12
+
 /* The set: the seeds, then every transferring job of their level or below
  * sharing a slot with a member, in position order (levels, highest first).
  * Every job whose transferring state changed since its rate was set is a
@@ -45,16 +52,17 @@ static int collect(sim_comp_t *c, const int *seeds, int nseeds)
     /* Whether a slot or a user is new is data-dependent and would be
      * mispredicted half the time, so both are counted without a branch:
      * the candidate is written, then kept by advancing the count. */
+    int *fresh = c->touched; /* fill_level()'s slot list, unused until it runs */
     for (int i = 0; i < n; i++) {
         int q = c->set[i], nnew = 0;
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
-            c->touched[nnew] = e;
+            fresh[nnew] = e;
             nnew += c->sf[e].mark != mark;
             c->sf[e].mark = mark;
         }
         for (int x = 0; x < nnew; x++) {
-            int e = c->touched[x];
+            int e = fresh[x];
             double rem = c->slot_bw[e];
             c->sf[e].sum = 0;
             for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
@@ -158,22 +166,22 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
                 r = c->jcap[c->act[x]];
         /* One scan finds r, drops the slots no rising job uses any more
          * (only this scan read them, and it skips them while their sum is
-         * at most 1e-12) and keeps as candidates the slots within the
+         * at most WEIGHT_MIN) and keeps as candidates the slots within the
          * margin of the lowest level seen so far.  That level only falls
          * towards r, so every slot within the margin of r is among them. */
-        double lim = r * (1 + 1e-12);
+        double lim = r * (1 + TIE);
         int live = 0, ncand = 0;
         for (int x = 0; x < ns; x++) {
             int e = c->live[x];
             double sum = c->sf[e].sum;
-            if (c->sf[e].cnt == 0 && !(sum > 1e-12))
+            if (c->sf[e].cnt == 0 && !(sum > WEIGHT_MIN))
                 continue;
             c->live[live++] = e;
-            if (!(sum > 1e-12))
+            if (!(sum > WEIGHT_MIN))
                 continue;
             if (c->sf[e].rem < r * sum) {
                 r = c->sf[e].rem / sum;
-                lim = r * (1 + 1e-12);
+                lim = r * (1 + TIE);
             }
             c->cand[ncand] = e;
             ncand += c->sf[e].rem <= lim * sum;
@@ -185,11 +193,11 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             for (int x = 0; x < ns; x++)
                 c->cand[ncand++] = c->live[x];
         }
-        lim = r * (1 + 1e-12);
+        lim = r * (1 + TIE);
         int nfull = 0;
         for (int x = 0; x < ncand; x++) { /* saturated shared slots bind their users */
             int e = c->cand[x];
-            if (c->sf[e].sum > 1e-12 && c->sf[e].rem <= lim * c->sf[e].sum) {
+            if (c->sf[e].sum > WEIGHT_MIN && c->sf[e].rem <= lim * c->sf[e].sum) {
                 c->cand[nfull++] = e;
                 for (int u = c->su_off[e]; u < c->su_off[e + 1]; u++)
                     c->job_full[c->su[u]] = 1;
