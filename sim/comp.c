@@ -379,20 +379,27 @@ static int unchanged(const sim_t *s, const sim_comp_t *o, const sim_comp_t *c)
     return 1;
 }
 
-/* The anchor of steady-state detection: the job with the median iteration
- * alone (the upper one of two).  Its iterations set the averaging window,
- * long enough for most jobs to complete several, short enough that a large
- * component is not stepped through for many iterations of its slowest job
- * after every change (step.c). */
+/* The anchor of steady-state detection: among the jobs of the highest
+ * level, the one with the median iteration alone (the upper one of two).
+ * Its iterations set the averaging window, long enough for most jobs to
+ * complete several, short enough that a large component is not stepped
+ * through for many iterations of its slowest job after every change
+ * (step.c).  Highest level: no priority starves it, where a lower anchor
+ * can wait through the higher transfers and finish no iteration, so the
+ * component is stepped until another job takes over (a handover after
+ * 1000 + 100 n events). */
 static int median_period(const sim_t *s, const sim_comp_t *c)
 {
-    sched_keyed_t *p = malloc((size_t)(c->n ? c->n : 1) * sizeof(*p));
+    int top = 1; /* jobs are by level, highest first; there is one */
+    while (top < c->n && c->level[top] == 0)
+        top++;
+    sched_keyed_t *p = malloc((size_t)top * sizeof(*p));
     if (p == NULL)
         return 0;
-    for (int q = 0; q < c->n; q++)
+    for (int q = 0; q < top; q++)
         p[q] = (sched_keyed_t){ s->jobs[c->jobs[q]].alone_period, q };
-    qsort(p, (size_t)c->n, sizeof(*p), sched_keyed_asc);
-    int a = p[c->n / 2].job;
+    qsort(p, (size_t)top, sizeof(*p), sched_keyed_asc);
+    int a = p[top / 2].job;
     free(p);
     return a;
 }

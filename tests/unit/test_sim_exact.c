@@ -21,6 +21,10 @@
  * it to the first job's last iteration, where that job must leave, with
  * every iteration counted, close to when stepping has it leave.
  *
+ * The anchor of the fast-forward: jobs that starve under a higher one
+ * never finish an iteration, so the anchor comes from the highest level
+ * and a component whose high job recurs freezes at once.
+ *
  * Slots: links with the same capacity, users and bytes are one slot of
  * the filling (the reference cases above run on one: a job's two hosts
  * cross four such links, up and down, both directions); links that differ
@@ -171,7 +175,7 @@ static void reference(const ref_job_t *jobs, int n, q_t T, double *busy)
 static void add_job(crux_sim_workload_t *w, const crux_sched_cluster_t *c, int i,
                     const ref_job_t *r)
 {
-    char a[8], b[8], id[8];
+    char a[16], b[16], id[16];
     snprintf(a, sizeof(a), "h%d", i);
     snprintf(b, sizeof(b), "h%d", 4 + i);
     snprintf(id, sizeof(id), "j%d", i);
@@ -251,6 +255,47 @@ START_TEST(three_jobs_exact)
                                  { Q(1, 1), Q(0, 1), Q(2, 3), 1 },
                                  { Q(1, 1), Q(0, 1), Q(1, 1), 0 } };
     against_reference(levels, 3, 200);
+}
+END_TEST
+
+START_TEST(starved_job_is_no_anchor)
+{
+    /* A high job transfers without a break (its compute overlaps its
+     * transfer), so the two low ones starve after their first compute,
+     * the median of them all by iteration time among them.  The anchor of
+     * the fast-forward comes from the highest level: the high job's
+     * iterations recur at once, where an anchor that never finishes an
+     * iteration left the component stepped through 1,300 events first. */
+    const ref_job_t jobs[] = { { Q(1, 1), Q(1, 1), Q(1, 1), 1 },
+                               { Q(2, 1), Q(0, 1), Q(1, 1), 0 },
+                               { Q(3, 1), Q(0, 1), Q(1, 1), 0 } };
+    const int T = 20000;
+    double want[3];
+    reference(jobs, 3, Q(T, 1), want);
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
+    crux_sim_workload_t *w = crux_sim_workload_new();
+    for (int i = 0; i < 3; i++)
+        add_job(w, c, i, &jobs[i]);
+    crux_sim_config_t cfg;
+    crux_sim_config_defaults(&cfg);
+    cfg.policy = CRUX_SIM_FIXED;
+    cfg.alpha_s = 0;
+    cfg.until_s = T;
+    cfg.check = 1;
+    crux_sim_result_t *r = sim_test_run(c, w, &cfg);
+    crux_sim_summary_t m;
+    crux_sim_summary(r, &m);
+    ck_assert_uint_eq(m.freezes_exact, 1);
+    ck_assert_msg(m.events < 100, "%llu events", (unsigned long long)m.events);
+    for (int i = 0; i < 3; i++) {
+        crux_sim_job_result_t jr;
+        ck_assert_int_eq(crux_sim_result_job(r, i, &jr), CRUX_OK);
+        ck_assert_msg(fabs(jr.busy_s - want[i]) <= 1e-3 * want[i],
+                      "job %d: busy %.9g s, exactly %.9g s", i, jr.busy_s, want[i]);
+    }
+    crux_sim_result_free(r);
+    crux_sim_workload_free(w);
+    crux_sched_cluster_free(c);
 }
 END_TEST
 
@@ -550,6 +595,7 @@ static Suite *suite(void)
     tcase_add_test(t, rounding_noise_does_not_stall);
     tcase_add_test(t, no_transfer_waits_on_noise);
     tcase_add_test(t, averaged_window_ends_the_first_job);
+    tcase_add_test(t, starved_job_is_no_anchor);
     tcase_add_test(t, identical_links_are_one_slot);
     tcase_add_test(t, fairness_certificate);
     suite_add_tcase(s, t);
