@@ -35,6 +35,7 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->sf);
     free(c->slot_used);
     free(c->rate);
+    free(c->brk);
     free(c->live);
     free(c->job_full);
     free(c->cand);
@@ -101,6 +102,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->off = grab((sn + 1) * sizeof(int), &bad);
     c->rcap = grab(sn * sizeof(double), &bad);
     c->rate = grab(sn * sizeof(double), &bad);
+    c->brk = grab((sn + 1) * sizeof(*c->brk), &bad); /* + 1: the job itself */
     c->heap = grab(sn * sizeof(int), &bad);
     c->job_mark = grab(sn * sizeof(int), &bad);
     c->set = grab((sn + 1) * sizeof(int), &bad); /* + 1: see collect() */

@@ -120,6 +120,11 @@ typedef struct {
     int cnt, mark;   /* users rising on it; collect's stamp */
 } sim_slot_fill_t;
 
+/* A user of a slot rising up to `at`, with weight w (rates.c). */
+typedef struct {
+    double at, w;
+} sim_freeze_t;
+
 #define SIM_SNAPS 64 /* anchor iterations remembered */
 
 typedef struct {
@@ -143,6 +148,7 @@ typedef struct {
     /* water-filling of a set of jobs: scratch */
     sim_slot_fill_t *sf;
     double *rate;
+    sim_freeze_t *brk; /* a slot's users of one level (first_change) */
     /* what the transferring jobs use of each slot at their rates (bytes/s):
      * set from each full filling, adjusted by the shortcuts (rates.c) */
     double *slot_used;
@@ -253,6 +259,20 @@ void sim_flush_links(sim_t *s, sim_job_t *j);
  * contended links) to the given seed positions: brings each to `now` and
  * sets its x; returns how many (their positions are in c->set) */
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now);
+/* When job q alone starts or stops transferring, the lowest fill level at
+ * which the progressive filling of q's level can differ from the one that
+ * gave the current rates, less a relative margin of 1e-9 (rates that are
+ * equal can differ in their last bits); infinite when none of q's slots can
+ * fill, 0 when one is full without it.  Up to it the
+ * filling makes the same saturations as before, so every job of q's level
+ * with a rate below it keeps that rate and only the others are filled
+ * again.  q stops: its rate (q rose with the others up to it, and without
+ * it every slot only has more room).  q starts: the lowest level at which
+ * one of q's slots saturates with q rising up to its cap and every other
+ * transferring user of its level up to its rate (where the filling before
+ * froze it); the levels above take what they use.  Reads the slots'
+ * transferring users, their rates, weights and levels, and q's cap. */
+double sim_rates_first_change(sim_comp_t *c, int q, int starts);
 /* Why job q's rate (per flow) is not the strict priority max-min fair one,
  * given every other transferring user's rate, or NULL when it is: the
  * certificate.  No slot of q carries more than its capacity, q is not above

@@ -25,6 +25,10 @@
  * never finish an iteration, so the anchor comes from the highest level
  * and a component whose high job recurs freezes at once.
  *
+ * Where a filling can first change when one job starts or stops: below
+ * it, the jobs of its level keep their rates and are not filled again
+ * (sim_rates_first_change, on hand-made rates).
+ *
  * Slots: links with the same capacity, users and bytes are one slot of
  * the filling (the reference cases above run on one: a job's two hosts
  * cross four such links, up and down, both directions); links that differ
@@ -534,6 +538,58 @@ START_TEST(identical_links_are_one_slot)
 }
 END_TEST
 
+/* Where a filling can first change when job q starts, on hand-made rates:
+ * job H (the level above, rate h) and, on the level below, A (capped at
+ * 0.2), B and q share slot X; B and D share slot Y (0.8: B and D at 0.4).
+ * With q rising too, X fills at (capX - h - 0.2) / 2 while that is below
+ * B's 0.4, else at capX - h - 0.6 (B keeps its rate). */
+static double first_change(double cap_x, double h, int starts)
+{
+    static int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 };
+    static int level[] = { 0, 1, 1, 1, 1 };
+    static int su_off[] = { 0, 4, 6 }, su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
+    int sa[] = { starts ? 3 : 4, 2 }; /* q transferring when it stops */
+    static double w[] = { 1, 1, 1, 1, 1, 1 };
+    double bw[] = { cap_x, 0.8 }, rate[] = { h, 0.2, 0.4, 0.4, 0.398 },
+           rcap[] = { 100, 0.2, 100, 100, 100 };
+    sim_freeze_t brk[6];
+    sim_comp_t c;
+    memset(&c, 0, sizeof(c));
+    c.n = 5;
+    c.nslots = 2;
+    c.off = off;
+    c.slot = slot;
+    c.level = level;
+    c.su_off = su_off;
+    c.su = su;
+    c.suk = suk;
+    c.sa = sa;
+    c.w = w;
+    c.slot_bw = bw;
+    c.rate = rate;
+    c.rcap = rcap;
+    c.brk = brk;
+    return sim_rates_first_change(&c, 4, starts);
+}
+
+START_TEST(first_change_of_a_filling)
+{
+    /* B's rate falls to 0.398: A alone (0.2) keeps its rate */
+    ck_assert_double_eq_tol(first_change(0.996, 0, 1), 0.398, 1e-9);
+    /* the level above takes 0.1 of X: the same */
+    ck_assert_double_eq_tol(first_change(1.096, 0.1, 1), 0.398, 1e-9);
+    /* X has room for q up to 0.6: A and B keep theirs */
+    ck_assert_double_eq_tol(first_change(1.2, 0, 1), 0.6, 1e-9);
+    /* q at its cap (100) does not fill X: nobody of its level changes */
+    ck_assert(isinf(first_change(1000, 0, 1)));
+    /* X already full with the level above */
+    ck_assert_double_eq(first_change(1, 1.5, 1), 0);
+    /* q stops: below its rate, nothing changes */
+    ck_assert_double_eq_tol(first_change(0.996, 0, 0), 0.398, 1e-9);
+    ck_assert(first_change(0.996, 0, 0) < 0.398);
+}
+END_TEST
+
 /* The fairness certificate on hand-made rates: jobs 0 and 1 on level 0
  * share slot 0 (10 a flow-second), jobs 1 and 2 (level 1) slot 1 (4); each
  * may send 100.  The fair rates are 6, 4 and 0 (job 1 is held by slot 1,
@@ -598,6 +654,7 @@ static Suite *suite(void)
     tcase_add_test(t, starved_job_is_no_anchor);
     tcase_add_test(t, identical_links_are_one_slot);
     tcase_add_test(t, fairness_certificate);
+    tcase_add_test(t, first_change_of_a_filling);
     suite_add_tcase(s, t);
     return s;
 }
