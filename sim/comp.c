@@ -381,27 +381,34 @@ static int unchanged(const sim_t *s, const sim_comp_t *o, const sim_comp_t *c)
     return 1;
 }
 
-/* The anchor of steady-state detection: among the jobs of the highest
- * level, the one with the median iteration alone (the upper one of two).
- * Its iterations set the averaging window, long enough for most jobs to
- * complete several, short enough that a large component is not stepped
- * through for many iterations of its slowest job after every change
- * (step.c).  Highest level: no priority starves it, where a lower anchor
- * can wait through the higher transfers and finish no iteration, so the
- * component is stepped until another job takes over (a handover after
+/* The anchor of steady-state detection: the job with the median iteration
+ * alone (the upper one of two), or, when that job is not of the highest
+ * level, the job of the highest level nearest to it in that order, above
+ * first.  Its iterations set the averaging window, long enough for most
+ * jobs to complete several, short enough that a large component is not
+ * stepped through for many iterations of its slowest job after every change
+ * (step.c).  Highest level: no priority starves it.  A lower anchor can wait
+ * through the higher transfers and finish no iteration, and the component
+ * is then stepped until another job takes over (a handover after
  * 1000 + 100 n events). */
 static int median_period(const sim_t *s, const sim_comp_t *c)
 {
     int top = 1; /* jobs are by level, highest first; there is one */
     while (top < c->n && c->level[top] == 0)
         top++;
-    sched_keyed_t *p = malloc((size_t)top * sizeof(*p));
+    sched_keyed_t *p = malloc((size_t)c->n * sizeof(*p));
     if (p == NULL)
         return 0;
-    for (int q = 0; q < top; q++)
+    for (int q = 0; q < c->n; q++)
         p[q] = (sched_keyed_t){ s->jobs[c->jobs[q]].alone_period, q };
-    qsort(p, (size_t)top, sizeof(*p), sched_keyed_asc);
-    int a = p[top / 2].job;
+    qsort(p, (size_t)c->n, sizeof(*p), sched_keyed_asc);
+    int a = -1;
+    for (int i = c->n / 2; i < c->n && a < 0; i++)
+        if (p[i].job < top)
+            a = p[i].job;
+    for (int i = c->n / 2 - 1; i >= 0 && a < 0; i--)
+        if (p[i].job < top)
+            a = p[i].job;
     free(p);
     return a;
 }
