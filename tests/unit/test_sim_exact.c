@@ -22,8 +22,9 @@
  * every iteration counted, close to when stepping has it leave.
  *
  * The anchor of the fast-forward: jobs that starve under a higher one
- * never finish an iteration, so the anchor comes from the highest level
- * and a component whose high job recurs freezes at once.
+ * never finish an iteration, so a median job below the highest level hands
+ * the anchor to the nearest job of that level, and a component whose high
+ * job recurs freezes at once.
  *
  * Where a filling can first change when one job starts or stops: below
  * it, the jobs of its level keep their rates and are not filled again
@@ -199,34 +200,44 @@ static void add_job(crux_sim_workload_t *w, const crux_sched_cluster_t *c, int i
     ck_assert_msg(crux_sim_workload_add(w, c, &j, err, sizeof(err)) == CRUX_OK, "%s", err);
 }
 
+/* The jobs simulated on the uplink cluster up to T: each job's busy time
+ * must be within 0.1% of want; the run's summary. */
+static crux_sim_summary_t run_against(const ref_job_t *jobs, int n, int T, int ff,
+                                      const double *want)
+{
+    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
+    crux_sim_workload_t *w = crux_sim_workload_new();
+    for (int i = 0; i < n; i++)
+        add_job(w, c, i, &jobs[i]);
+    crux_sim_config_t cfg;
+    crux_sim_config_defaults(&cfg);
+    cfg.policy = CRUX_SIM_FIXED;
+    cfg.alpha_s = 0;
+    cfg.until_s = T;
+    cfg.fast_forward = ff;
+    cfg.check = 1;
+    crux_sim_result_t *r = sim_test_run(c, w, &cfg);
+    for (int i = 0; i < n; i++) {
+        crux_sim_job_result_t jr;
+        ck_assert_int_eq(crux_sim_result_job(r, i, &jr), CRUX_OK);
+        ck_assert_msg(fabs(jr.busy_s - want[i]) <= 1e-3 * want[i],
+                      "job %d (fast-forward %d): busy %.9g s, exactly %.9g s", i, ff, jr.busy_s,
+                      want[i]);
+    }
+    crux_sim_summary_t m;
+    crux_sim_summary(r, &m);
+    crux_sim_result_free(r);
+    crux_sim_workload_free(w);
+    crux_sched_cluster_free(c);
+    return m;
+}
+
 static void against_reference(const ref_job_t *jobs, int n, int T)
 {
     double want[4];
     reference(jobs, n, Q(T, 1), want);
-    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
-    for (int ff = 0; ff <= 1; ff++) {
-        crux_sim_workload_t *w = crux_sim_workload_new();
-        for (int i = 0; i < n; i++)
-            add_job(w, c, i, &jobs[i]);
-        crux_sim_config_t cfg;
-        crux_sim_config_defaults(&cfg);
-        cfg.policy = CRUX_SIM_FIXED;
-        cfg.alpha_s = 0;
-        cfg.until_s = T;
-        cfg.fast_forward = ff;
-        cfg.check = 1;
-        crux_sim_result_t *r = sim_test_run(c, w, &cfg);
-        for (int i = 0; i < n; i++) {
-            crux_sim_job_result_t jr;
-            ck_assert_int_eq(crux_sim_result_job(r, i, &jr), CRUX_OK);
-            ck_assert_msg(fabs(jr.busy_s - want[i]) <= 1e-3 * want[i],
-                          "job %d (fast-forward %d): busy %.9g s, exactly %.9g s", i, ff, jr.busy_s,
-                          want[i]);
-        }
-        crux_sim_result_free(r);
-        crux_sim_workload_free(w);
-    }
-    crux_sched_cluster_free(c);
+    for (int ff = 0; ff <= 1; ff++)
+        run_against(jobs, n, T, ff, want);
 }
 
 START_TEST(two_jobs_exact)
@@ -267,39 +278,17 @@ START_TEST(starved_job_is_no_anchor)
     /* A high job transfers without a break (its compute overlaps its
      * transfer), so the two low ones starve after their first compute,
      * the median of them all by iteration time among them.  The anchor of
-     * the fast-forward comes from the highest level: the high job's
-     * iterations recur at once, where an anchor that never finishes an
+     * the fast-forward is then the nearest job of the highest level: the
+     * high job's iterations recur at once, where an anchor that never finishes an
      * iteration left the component stepped through 1,300 events first. */
     const ref_job_t jobs[] = { { Q(1, 1), Q(1, 1), Q(1, 1), 1 },
                                { Q(2, 1), Q(0, 1), Q(1, 1), 0 },
                                { Q(3, 1), Q(0, 1), Q(1, 1), 0 } };
-    const int T = 20000;
     double want[3];
-    reference(jobs, 3, Q(T, 1), want);
-    crux_sched_cluster_t *c = sched_test_uplink_cluster(2);
-    crux_sim_workload_t *w = crux_sim_workload_new();
-    for (int i = 0; i < 3; i++)
-        add_job(w, c, i, &jobs[i]);
-    crux_sim_config_t cfg;
-    crux_sim_config_defaults(&cfg);
-    cfg.policy = CRUX_SIM_FIXED;
-    cfg.alpha_s = 0;
-    cfg.until_s = T;
-    cfg.check = 1;
-    crux_sim_result_t *r = sim_test_run(c, w, &cfg);
-    crux_sim_summary_t m;
-    crux_sim_summary(r, &m);
+    reference(jobs, 3, Q(20000, 1), want);
+    crux_sim_summary_t m = run_against(jobs, 3, 20000, 1, want);
     ck_assert_uint_eq(m.freezes_exact, 1);
     ck_assert_msg(m.events < 100, "%llu events", (unsigned long long)m.events);
-    for (int i = 0; i < 3; i++) {
-        crux_sim_job_result_t jr;
-        ck_assert_int_eq(crux_sim_result_job(r, i, &jr), CRUX_OK);
-        ck_assert_msg(fabs(jr.busy_s - want[i]) <= 1e-3 * want[i],
-                      "job %d: busy %.9g s, exactly %.9g s", i, jr.busy_s, want[i]);
-    }
-    crux_sim_result_free(r);
-    crux_sim_workload_free(w);
-    crux_sched_cluster_free(c);
 }
 END_TEST
 
@@ -538,6 +527,32 @@ START_TEST(identical_links_are_one_slot)
 }
 END_TEST
 
+/* A component of n jobs on two slots, from hand-made arrays. */
+typedef struct {
+    int *off, *slot, *level, *su_off, *su, *suk, *sa;
+    double *w, *bw, *rate, *rcap;
+} hand_t;
+
+static sim_comp_t hand_comp(int n, const hand_t *h)
+{
+    sim_comp_t c;
+    memset(&c, 0, sizeof(c));
+    c.n = n;
+    c.nslots = 2;
+    c.off = h->off;
+    c.slot = h->slot;
+    c.level = h->level;
+    c.su_off = h->su_off;
+    c.su = h->su;
+    c.suk = h->suk;
+    c.sa = h->sa;
+    c.w = h->w;
+    c.slot_bw = h->bw;
+    c.rate = h->rate;
+    c.rcap = h->rcap;
+    return c;
+}
+
 /* Where a filling can first change when job q starts, on hand-made rates:
  * job H (the level above, rate h) and, on the level below, A (capped at
  * 0.2), B and q share slot X; B and D share slot Y (0.8: B and D at 0.4).
@@ -553,21 +568,8 @@ static double first_change(double cap_x, double h, int starts)
     double bw[] = { cap_x, 0.8 }, rate[] = { h, 0.2, 0.4, 0.4, 0.398 },
            rcap[] = { 100, 0.2, 100, 100, 100 };
     sim_freeze_t brk[6];
-    sim_comp_t c;
-    memset(&c, 0, sizeof(c));
-    c.n = 5;
-    c.nslots = 2;
-    c.off = off;
-    c.slot = slot;
-    c.level = level;
-    c.su_off = su_off;
-    c.su = su;
-    c.suk = suk;
-    c.sa = sa;
-    c.w = w;
-    c.slot_bw = bw;
-    c.rate = rate;
-    c.rcap = rcap;
+    sim_comp_t c =
+        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
     c.brk = brk;
     return sim_rates_first_change(&c, 4, starts);
 }
@@ -602,21 +604,8 @@ static const char *unfair(double r0, double r1, double r2, double cap0, int q)
                sa[] = { 2, 2 };
     static double w[] = { 1, 1, 1, 1 }, bw[] = { 10, 4 };
     double rate[] = { r0, r1, r2 }, rcap[] = { cap0, 100, 100 };
-    sim_comp_t c;
-    memset(&c, 0, sizeof(c));
-    c.n = 3;
-    c.nslots = 2;
-    c.off = off;
-    c.slot = slot;
-    c.level = level;
-    c.su_off = su_off;
-    c.su = su;
-    c.suk = suk;
-    c.sa = sa;
-    c.w = w;
-    c.slot_bw = bw;
-    c.rate = rate;
-    c.rcap = rcap;
+    sim_comp_t c =
+        hand_comp(3, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
     return sim_rates_unfair(&c, q);
 }
 
