@@ -15,9 +15,8 @@
 # cut to their first days, "topology-placement:days ..." ("lingjun-random:1
 # lingjun-first-fit:1": random placement on Lingjun makes one contention
 # component of most of its 6,776 GPUs, and first fit does as the cluster
-# churns; over two weeks Lingjun random takes over 150 CPU-minutes for the
-# eight policies (Crux-PA over 66) and first fit 67 before the
-# faster filling (Crux-PA's 26 of them, now 18), against 10-40
+# churns; over two weeks Lingjun random takes 64 CPU-minutes for the eight
+# policies (Crux-PA 26 of them) and first fit 26, against 1-15
 # CPU-seconds a policy for the first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
