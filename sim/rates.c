@@ -18,7 +18,7 @@
  * no other rate (shortcut()), not at all.  When one job starts or stops,
  * the jobs of its level that the filling froze below the level where the
  * change can first show (sim_rates_first_change()) keep their rates too:
- * the filling runs on the others (Lingjun random, no scheduling: 15 of the
+ * the filling runs on the others (Lingjun random, no scheduling: 13 of the
  * 49 jobs a set reached).  --check verifies every job the set reached. */
 #include <limits.h>
 #include <math.h>
