@@ -4,10 +4,11 @@
  * A link is contended when its users, each at the most its private links
  * (links nobody else uses) allow, could send more than it carries; a link
  * that cannot fill never limits anyone, so it is left out.  Jobs joined by
- * contended links form a component.  A component whose jobs, order of
- * levels, links and weights are exactly as before keeps its state, frozen
- * or not; every other one is brought up to date and rebuilt from its
- * jobs' current phases. */
+ * contended links form a component; its water-filling sees the contended
+ * links as slots (slots.c).  A component whose jobs, order of levels,
+ * links and weights are exactly as before keeps its state, frozen or not;
+ * every other one is brought up to date and rebuilt from its jobs' current
+ * phases. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -222,58 +223,6 @@ static int by_comp_level(const void *x, const void *y)
     return a->job - b->job;
 }
 
-/* Contended links that carry the same flows, the same capacity and the
- * same users (in position order) with the same weights, are one slot: a
- * host's NIC links to its ToR, a ToR's parallel cables to its pod switch.
- * Every sum, comparison and subtraction the filling makes on one of them it
- * makes on the others with the same operands, so one stands for all
- * (Lingjun random: about eight links a slot).  The one difference: when two
- * slots' fill levels tie within rounding, the scan for the lowest may keep
- * the other of the two (an ulp).  Linear in the weights. */
-int sim_link_slots(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
-                   int *slot_of, int *first)
-{
-    int size = 1;
-    while (size < 2 * nraw)
-        size *= 2;
-    int *table = malloc((size_t)size * sizeof(int));
-    if (table == NULL)
-        return -1;
-    for (int b = 0; b < size; b++)
-        table[b] = -1;
-    int nslots = 0;
-    for (int e = 0; e < nraw; e++) {
-        uint64_t h;
-        memcpy(&h, &bw[e], sizeof(h));
-        for (int u = off[e]; u < off[e + 1]; u++) {
-            uint64_t m;
-            memcpy(&m, &mb[u], sizeof(m));
-            h = (h ^ (uint64_t)upos[u]) * 0x100000001b3ULL;
-            h = (h ^ m) * 0x9e3779b97f4a7c15ULL;
-            h ^= h >> 29;
-        }
-        for (int b = (int)(h & (uint64_t)(size - 1));; b = (b + 1) & (size - 1)) {
-            int f = table[b];
-            if (f < 0) {
-                table[b] = e;
-                first[nslots] = e;
-                slot_of[e] = nslots++;
-                break;
-            }
-            size_t len = (size_t)(off[e + 1] - off[e]);
-            if (len == (size_t)(off[f + 1] - off[f]) &&
-                memcmp(&bw[e], &bw[f], sizeof(double)) == 0 &&
-                memcmp(upos + off[e], upos + off[f], len * sizeof(int)) == 0 &&
-                memcmp(mb + off[e], mb + off[f], len * sizeof(double)) == 0) {
-                slot_of[e] = slot_of[f];
-                break;
-            }
-        }
-    }
-    free(table);
-    return nslots;
-}
-
 /* The component of the running positions pos[0..n-1]; -1 out of memory. */
 static int build(regroup_t *g, const int *pos, int n)
 {
@@ -291,18 +240,24 @@ static int build(regroup_t *g, const int *pos, int n)
     double *bw = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(double));
     int *slot_of = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(int));
     int *first = malloc((size_t)(ls.nlinks ? ls.nlinks : 1) * sizeof(int));
+    char *dominated = NULL;
+    int *newid = NULL;
     if (rc != 0 || !bw || !slot_of || !first)
         goto out;
     for (int e = 0; e < ls.nlinks; e++)
         bw[e] = s->link_bw[ls.link[e]];
     int nslots = sim_link_slots(ls.off, ls.user, ls.mb, bw, ls.nlinks, slot_of, first);
-    if (nslots < 0)
+    dominated = malloc((size_t)(nslots > 0 ? nslots : 1));
+    newid = malloc((size_t)(nslots > 0 ? nslots : 1) * sizeof(int));
+    if (nslots < 0 || dominated == NULL || newid == NULL ||
+        sim_slots_dominated(ls.off, ls.user, ls.mb, bw, first, nslots, n, dominated) < 0)
         goto out;
-    int nw = 0;
-    for (int e = 0; e < ls.nlinks; e++)
-        if (first[slot_of[e]] == e)
-            nw += ls.off[e + 1] - ls.off[e];
-    ci = comp_new(s, n, nslots, nw);
+    int kept = 0, nw = 0; /* the slots left, renumbered in order */
+    for (int x = 0; x < nslots; x++) {
+        newid[x] = dominated[x] ? -1 : kept++;
+        nw += dominated[x] ? 0 : ls.off[first[x] + 1] - ls.off[first[x]];
+    }
+    ci = comp_new(s, n, kept, nw);
     if (ci < 0)
         goto out;
     sim_comp_t *c = &s->comps[ci];
@@ -318,13 +273,13 @@ static int build(regroup_t *g, const int *pos, int n)
             int l = j->next.links[k];
             if (!contended(s, l))
                 continue;
-            int e = s->link_slot[l];
-            if (first[slot_of[e]] != e) /* its slot's first link stands for it */
+            int e = s->link_slot[l], x = newid[slot_of[e]];
+            if (first[slot_of[e]] != e || x < 0) /* its slot's first link stands for it */
                 continue;
-            c->slot[w] = slot_of[e];
+            c->slot[w] = x;
             c->w[w++] = j->next.mbytes[k] / j->flow_bytes;
-            c->slot_link[slot_of[e]] = l;
-            c->slot_bw[slot_of[e]] = s->link_bw[l];
+            c->slot_link[x] = l;
+            c->slot_bw[x] = s->link_bw[l];
         }
         c->off[i + 1] = w;
     }
@@ -332,9 +287,9 @@ static int build(regroup_t *g, const int *pos, int n)
      * transferring yet (sim_rates marks them as rates are set) */
     for (int k = 0; k < w; k++)
         c->su_off[c->slot[k] + 1]++;
-    for (int e = 0; e < nslots; e++)
+    for (int e = 0; e < kept; e++)
         c->su_off[e + 1] += c->su_off[e];
-    for (int e = 0; e < nslots; e++)
+    for (int e = 0; e < kept; e++)
         c->sf[e].mark = c->su_off[e]; /* fill cursors, reset below */
     for (int i = 0; i < n; i++)
         for (int k = c->off[i]; k < c->off[i + 1]; k++) {
@@ -343,7 +298,7 @@ static int build(regroup_t *g, const int *pos, int n)
             c->suk[idx] = k;
             c->supos[k] = idx;
         }
-    for (int e = 0; e < nslots; e++)
+    for (int e = 0; e < kept; e++)
         c->sf[e].mark = 0;
 out:
     sim_linkset_free(&ls);
@@ -351,6 +306,8 @@ out:
     free(bw);
     free(slot_of);
     free(first);
+    free(dominated);
+    free(newid);
     return ci;
 }
 

@@ -9,7 +9,8 @@
  * private links allow.  The link or cap reached first freezes the jobs it
  * limits; the level's leftover capacity goes to the levels below.
  * Non-contended links are left out: their users together cannot fill them;
- * contended links that carry the same flows are one slot (comp.c).
+ * contended links that carry the same flows are one slot, and a slot
+ * another always fills first is left out (slots.c).
  *
  * When jobs start or stop transferring, only the transferring jobs
  * connected to them through shared contended links can see their rates

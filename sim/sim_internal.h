@@ -285,13 +285,22 @@ const char *sim_rates_unfair(const sim_comp_t *c, int q);
 /* comp.c: components from the policy's decisions, at s->now */
 int sim_comps_rebuild(sim_t *s);
 void sim_comp_release(sim_t *s, int comp);
-/* Slots: links e = 0..nraw-1 with capacity bw[e] and users
+/* slots.c.  Slots: links e = 0..nraw-1 with capacity bw[e] and users
  * upos[off[e]..off[e+1]) sending mb[...] bytes each are grouped into slots
  * of links identical in all three; sets slot_of[e] (slots numbered in order
  * of their first link) and first[x] (a slot's first link); returns the number
  * of slots, -1 when out of memory. */
 int sim_link_slots(const int *off, const int *upos, const double *mb, const double *bw, int nraw,
                    int *slot_of, int *first);
+/* Slot b dominates slot a when b carries no more than a and every user of
+ * a sends at least as much on b: whatever the rates, a carries no more of
+ * its capacity than b does of b's, so a fills only when b does, with no
+ * user b does not freeze, and the filling and its certificate may leave a
+ * out.  Sets dominated[x] for the slots x (first links first[x] of the
+ * links above) some other slot dominates; the users are 0..nusers-1, listed
+ * ascending per link.  Returns their number, -1 when out of memory. */
+int sim_slots_dominated(const int *off, const int *upos, const double *mb, const double *bw,
+                        const int *first, int nslots, int nusers, char *dominated);
 /* step.c */
 void sim_job_bring(sim_t *s, sim_job_t *j, double t); /* its state up to t */
 void sim_comp_heap_init(sim_t *s, sim_comp_t *c);

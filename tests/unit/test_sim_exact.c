@@ -527,6 +527,76 @@ START_TEST(identical_links_are_one_slot)
 }
 END_TEST
 
+/* Whether slot y dominates slot x by the definition (sim_internal.h), by
+ * comparing every user of x with every user of y. */
+static int dominates(const int *off, const int *upos, const double *mb, const double *bw, int y,
+                     int x)
+{
+    if (!(bw[y] <= bw[x]))
+        return 0;
+    for (int i = off[x]; i < off[x + 1]; i++) {
+        int found = 0;
+        for (int k = off[y]; k < off[y + 1]; k++)
+            found |= upos[k] == upos[i] && mb[k] >= mb[i];
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+START_TEST(dominated_slots_are_left_out)
+{
+    /* slot 1 dominates 0 (one more user, the same weights) and 4 (a subset
+     * of its users); 2 and 3 cover 0 as well (3 with less capacity) but
+     * nothing covers them; user 0 sends more on 5 than anywhere else; 6
+     * and 7 are equal: the first stays */
+    const double bw[] = { 10, 10, 10, 5, 10, 10, 5, 5 };
+    const int off[] = { 0, 2, 5, 7, 9, 11, 13, 15, 17 };
+    const int upos[] = { 0, 1, 0, 1, 2, 0, 1, 0, 1, 1, 2, 0, 2, 0, 2, 0, 2 };
+    const double mb[] = { 4, 2, 4, 2, 1, 4, 3, 4, 2, 2, 1, 5, 1, 1, 9, 1, 9 };
+    const int first[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    const char want[] = { 1, 0, 0, 0, 1, 0, 0, 1 };
+    char dom[8];
+    ck_assert_int_eq(sim_slots_dominated(off, upos, mb, bw, first, 8, 3, dom), 3);
+    for (int x = 0; x < 8; x++)
+        ck_assert_msg(dom[x] == want[x], "slot %d: dominated %d, not %d", x, dom[x], want[x]);
+    ck_assert_int_eq(sim_slots_dominated(off, upos, mb, bw, first, 0, 3, dom), 0);
+
+    /* 300 slots, each a random set of 6 users with weights 1-3 and a
+     * capacity of 1 or 2, against the definition: a slot is left out when
+     * another dominates it, unless that one is equal to it and comes later */
+    enum { NS = 300, NU = 6 };
+    static int boff[NS + 1], bpos[NS * NU], bfirst[NS];
+    static double bmb[NS * NU], bbw[NS];
+    static char bdom[NS];
+    uint64_t r = 777;
+    for (int e = 0; e < NS; e++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int mask = 1 + (int)((r >> 33) % 63), len = 0; /* users ascending */
+        for (int u = 0; u < NU; u++)
+            if (mask & (1 << u)) {
+                bpos[boff[e] + len] = u;
+                bmb[boff[e] + len++] = 1 + (double)((r >> (40 + 3 * u)) % 3);
+            }
+        boff[e + 1] = boff[e] + len;
+        bbw[e] = 1 + (double)((r >> 62) & 1);
+        bfirst[e] = e;
+    }
+    int ndom = sim_slots_dominated(boff, bpos, bmb, bbw, bfirst, NS, NU, bdom), count = 0;
+    for (int x = 0; x < NS; x++) {
+        int expect = 0;
+        for (int y = 0; y < NS && !expect; y++)
+            expect = y != x && dominates(boff, bpos, bmb, bbw, y, x) &&
+                     !(y > x && dominates(boff, bpos, bmb, bbw, x, y));
+        ck_assert_msg(bdom[x] == expect, "slot %d: dominated %d, not %d", x, bdom[x], expect);
+        count += expect;
+    }
+    ck_assert_int_eq(ndom, count);
+    ck_assert_int_gt(count, 0);
+    ck_assert_int_lt(count, NS);
+}
+END_TEST
+
 /* A component of n jobs on two slots, from hand-made arrays. */
 typedef struct {
     int *off, *slot, *level, *su_off, *su, *suk, *sa;
@@ -642,6 +712,7 @@ static Suite *suite(void)
     tcase_add_test(t, averaged_window_ends_the_first_job);
     tcase_add_test(t, starved_job_is_no_anchor);
     tcase_add_test(t, identical_links_are_one_slot);
+    tcase_add_test(t, dominated_slots_are_left_out);
     tcase_add_test(t, fairness_certificate);
     tcase_add_test(t, first_change_of_a_filling);
     suite_add_tcase(s, t);
