@@ -34,6 +34,10 @@
 /* A slot whose rising weights sum to at most this has none left: the rest
  * is rounding from taking frozen users' weights off. */
 #define WEIGHT_MIN 1e-12
+/* Rates, loads and capacities this close (relative) may be equal but for
+ * their last bits: a first change is taken this much lower, a shortcut
+ * wants this much room, and the checks allow this much. */
+#define MARGIN 1e-9
 
 /* The set: the seeds, then every transferring job of their level or below
  * sharing a slot with a member, in position order (levels, highest first).
@@ -248,7 +252,7 @@ static int by_freeze_level(const void *x, const void *y)
 double sim_rates_first_change(sim_comp_t *c, int q, int starts)
 {
     if (!starts)
-        return c->rate[q] * (1 - 1e-9);
+        return c->rate[q] * (1 - MARGIN);
     double first = INFINITY;
     for (int k = c->off[q]; k < c->off[q + 1]; k++) {
         int e = c->slot[k], nb = 0;
@@ -292,7 +296,7 @@ double sim_rates_first_change(sim_comp_t *c, int q, int starts)
             slope -= b[i].w;
         }
     }
-    return first > 0 ? first * (1 - 1e-9) : 0;
+    return first > 0 ? first * (1 - MARGIN) : 0;
 }
 
 /* Job q's rate as a shortcut when one job's change cannot move any other
@@ -315,7 +319,7 @@ static int shortcut(sim_t *s, sim_comp_t *c, int q, double now)
         return 0;
     for (int k = c->off[q]; k < c->off[q + 1]; k++) {
         int e = c->slot[k];
-        double room = c->slot_bw[e] * (1 - 1e-9) - c->slot_used[e];
+        double room = c->slot_bw[e] * (1 - MARGIN) - c->slot_used[e];
         if (on ? !(r * c->w[k] <= room) : !(room > 0))
             return 0;
     }
@@ -358,7 +362,7 @@ static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
         int v = c->set[i];
         double full = c->rate[v];
         double scale = fmax(fmax(fabs(had[v]), fabs(full)), c->rcap[v]);
-        if (fabs(had[v] - full) > 1e-9 * scale && !s->failed) {
+        if (fabs(had[v] - full) > MARGIN * scale && !s->failed) {
             crux_errf(s->err, s->errlen,
                       "job %s: rate %.17g after a shortcut at %.17g s, %.17g by the filling",
                       s->jobs[c->jobs[v]].spec->id, had[v], now, full);
@@ -372,9 +376,9 @@ static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
 const char *sim_rates_unfair(const sim_comp_t *c, int q)
 {
     double r = c->rate[q];
-    if (r > c->rcap[q] * (1 + 1e-9))
+    if (r > c->rcap[q] * (1 + MARGIN))
         return "above its cap";
-    int bound = r >= c->rcap[q] * (1 - 1e-9);
+    int bound = r >= c->rcap[q] * (1 - MARGIN);
     for (int k = c->off[q]; k < c->off[q + 1]; k++) {
         int e = c->slot[k], top = 1;
         double use = 0, below = 0;
@@ -385,12 +389,12 @@ const char *sim_rates_unfair(const sim_comp_t *c, int q)
             if (c->level[v] > c->level[q])
                 below += x;
             else if (c->level[v] == c->level[q] &&
-                     c->rate[v] - r > 1e-9 * fmax(fmax(r, c->rate[v]), c->rcap[q]))
+                     c->rate[v] - r > MARGIN * fmax(fmax(r, c->rate[v]), c->rcap[q]))
                 top = 0;
         }
-        if (use > c->slot_bw[e] * (1 + 1e-9))
+        if (use > c->slot_bw[e] * (1 + MARGIN))
             return "on a link over its capacity";
-        if (top && use >= c->slot_bw[e] * (1 - 1e-9) && below <= 1e-9 * c->slot_bw[e])
+        if (top && use >= c->slot_bw[e] * (1 - MARGIN) && below <= MARGIN * c->slot_bw[e])
             bound = 1;
     }
     return bound ? NULL : "below its cap without a bottleneck";

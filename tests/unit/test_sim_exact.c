@@ -662,6 +662,77 @@ START_TEST(first_change_of_a_filling)
 }
 END_TEST
 
+/* The filling when q starts, on the component of first_change() with H at
+ * 0.1 (its cap) and X at 1.096: A (0.2, its cap) is frozen below the first
+ * change (0.398) and keeps its rate without being filled again; B and q
+ * freeze at 0.398 on X, and D takes the rest of Y (0.402).  The run's
+ * check certifies every transferring job. */
+START_TEST(filling_keeps_rates_below_the_first_change)
+{
+    int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 }, level[] = { 0, 1, 1, 1, 1 };
+    int su_off[] = { 0, 4, 6 }, su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
+    int sa[] = { 3, 2 }, supos[] = { 0, 1, 2, 4, 5, 3 };
+    double w[] = { 1, 1, 1, 1, 1, 1 }, bw[] = { 1.096, 0.8 };
+    double rate[] = { 0.1, 0.2, 0.4, 0.4, 0 }, rcap[] = { 0.1, 0.2, 100, 100, 100 };
+    double used[] = { 0.7, 0.8 };
+    sim_comp_t c =
+        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
+    sim_freeze_t brk[6];
+    sim_slot_fill_t sf[2] = { { 0 } };
+    int set[6], job_mark[5] = { 0 }, touched[3], live[2], cand[3], job_full[5] = { 0 }, act[5];
+    int jobs[] = { 0, 1, 2, 3, 4 };
+    double jcap[5];
+    c.supos = supos;
+    c.slot_used = used;
+    c.brk = brk;
+    c.sf = sf;
+    c.set = set;
+    c.job_mark = job_mark;
+    c.touched = touched;
+    c.live = live;
+    c.cand = cand;
+    c.job_full = job_full;
+    c.jcap = jcap;
+    c.act = act;
+    c.jobs = jobs;
+    static const char *ids[] = { "H", "A", "B", "D", "q" };
+    crux_sim_job_t spec[5];
+    sim_job_t job[5];
+    memset(spec, 0, sizeof(spec));
+    memset(job, 0, sizeof(job));
+    for (int i = 0; i < 5; i++) {
+        spec[i].id = ids[i];
+        job[i] = (sim_job_t){ .spec = &spec[i],
+                              .state = JOB_RUNNING,
+                              .phase = PH_COMM,
+                              .comm_left = 1,
+                              .flow_bytes = 1,
+                              .x = rate[i],
+                              .xfer = i < 4 };
+    }
+    char err[256] = "";
+    sim_t s;
+    memset(&s, 0, sizeof(s));
+    s.jobs = job;
+    s.cfg.check = 1;
+    s.err = err;
+    s.errlen = sizeof(err);
+    int n = sim_rates(&s, &c, &(int){ 4 }, 1, 0);
+    ck_assert_msg(s.failed == 0, "%s", err);
+    ck_assert_int_eq(n, 3); /* B, D and q; A kept */
+    ck_assert_int_eq(set[0], 2);
+    ck_assert_int_eq(set[1], 3);
+    ck_assert_int_eq(set[2], 4);
+    const double want[] = { 0.1, 0.2, 0.398, 0.402, 0.398 };
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", ids[i], rate[i],
+                      want[i]);
+    ck_assert_int_eq(sa[0], 4); /* q is listed as transferring on X */
+    ck_assert_double_eq_tol(used[0], 1.096, 1e-12);
+    ck_assert_double_eq_tol(used[1], 0.8, 1e-12);
+}
+END_TEST
+
 /* The fairness certificate on hand-made rates: jobs 0 and 1 on level 0
  * share slot 0 (10 a flow-second), jobs 1 and 2 (level 1) slot 1 (4); each
  * may send 100.  The fair rates are 6, 4 and 0 (job 1 is held by slot 1,
@@ -715,6 +786,7 @@ static Suite *suite(void)
     tcase_add_test(t, dominated_slots_are_left_out);
     tcase_add_test(t, fairness_certificate);
     tcase_add_test(t, first_change_of_a_filling);
+    tcase_add_test(t, filling_keeps_rates_below_the_first_change);
     suite_add_tcase(s, t);
     return s;
 }
