@@ -12,12 +12,11 @@
 # Usage: bench/sim_compare.sh [OUT] [BUILD_DIR]     (default bench/out/sim, ./build)
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
 # ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
-# cut to their first days, "topology-placement:days ..." ("lingjun-random:1
-# lingjun-first-fit:1": random placement on Lingjun makes one contention
-# component of most of its 6,776 GPUs, and first fit does as the cluster
-# churns; over two weeks Lingjun random takes 64 CPU-minutes for the eight
-# policies (Crux-PA 26 of them) and first fit 26, against 1-15
-# CPU-seconds a policy for the first day), REUSE=1:
+# cut to their first days, "topology-placement:days ..." (none: every run goes
+# on until its last job leaves; the whole comparison took 32 minutes with
+# two processes on a 2-core VM, 63.5 CPU-minutes, Lingjun random 38 of them
+# and Crux-PA there 14; "lingjun-random:1 lingjun-first-fit:1" takes about
+# 8), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
 # PARALLEL: runs simulated at once, each its own crux-sim process, from one
@@ -33,7 +32,7 @@ sim=$build/sim/crux-sim
 [ -x "$sim" ] || { echo "build crux first: $sim is missing" >&2; exit 1; }
 JOBS=${JOBS:-5000} DAYS=${DAYS:-14} LOAD=${LOAD:-0.85} SEED=${SEED:-1}
 PLACEMENTS=${PLACEMENTS:-packed first-fit random}
-SHORT=${SHORT-lingjun-random:1 lingjun-first-fit:1}
+SHORT=${SHORT-}
 TOPOLOGIES=${TOPOLOGIES:-lingjun clos2 double-sided}
 POLICIES="none sincronia taccl cassini crux-pa crux-ps-pa crux-full crux-full-paper"
 PARALLEL=${PARALLEL:-$(nproc 2>/dev/null || echo 1)}
