@@ -623,6 +623,33 @@ static sim_comp_t hand_comp(int n, const hand_t *h)
     return c;
 }
 
+/* The scratch a filling of a hand-made component (up to 8 jobs on 2
+ * slots) works in, and its jobs' positions. */
+typedef struct {
+    sim_freeze_t brk[9];
+    sim_slot_fill_t sf[2];
+    int set[9], job_mark[8], touched[3], live[2], cand[3], job_full[8], act[8], jobs[8];
+    double jcap[8];
+} hand_scratch_t;
+
+static void hand_scratch(sim_comp_t *c, hand_scratch_t *x)
+{
+    memset(x, 0, sizeof(*x));
+    for (int q = 0; q < c->n; q++)
+        x->jobs[q] = q;
+    c->brk = x->brk;
+    c->sf = x->sf;
+    c->set = x->set;
+    c->job_mark = x->job_mark;
+    c->touched = x->touched;
+    c->live = x->live;
+    c->cand = x->cand;
+    c->job_full = x->job_full;
+    c->jcap = x->jcap;
+    c->act = x->act;
+    c->jobs = x->jobs;
+}
+
 /* Where a filling can first change when job q starts, on hand-made rates:
  * job H (the level above, rate h) and, on the level below, A (capped at
  * 0.2), B and q share slot X; B and D share slot Y (0.8: B and D at 0.4).
@@ -637,10 +664,10 @@ static double first_change(double cap_x, double h, int starts)
     static double w[] = { 1, 1, 1, 1, 1, 1 };
     double bw[] = { cap_x, 0.8 }, rate[] = { h, 0.2, 0.4, 0.4, 0.398 },
            rcap[] = { 100, 0.2, 100, 100, 100 };
-    sim_freeze_t brk[6];
     sim_comp_t c =
         hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
-    c.brk = brk;
+    hand_scratch_t scratch;
+    hand_scratch(&c, &scratch);
     return sim_rates_first_change(&c, 4, starts);
 }
 
@@ -677,24 +704,10 @@ START_TEST(filling_keeps_rates_below_the_first_change)
     double used[] = { 0.7, 0.8 };
     sim_comp_t c =
         hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
-    sim_freeze_t brk[6];
-    sim_slot_fill_t sf[2] = { { 0 } };
-    int set[6], job_mark[5] = { 0 }, touched[3], live[2], cand[3], job_full[5] = { 0 }, act[5];
-    int jobs[] = { 0, 1, 2, 3, 4 };
-    double jcap[5];
+    hand_scratch_t scratch;
+    hand_scratch(&c, &scratch);
     c.supos = supos;
     c.slot_used = used;
-    c.brk = brk;
-    c.sf = sf;
-    c.set = set;
-    c.job_mark = job_mark;
-    c.touched = touched;
-    c.live = live;
-    c.cand = cand;
-    c.job_full = job_full;
-    c.jcap = jcap;
-    c.act = act;
-    c.jobs = jobs;
     static const char *ids[] = { "H", "A", "B", "D", "q" };
     crux_sim_job_t spec[5];
     sim_job_t job[5];
@@ -720,9 +733,9 @@ START_TEST(filling_keeps_rates_below_the_first_change)
     int n = sim_rates(&s, &c, &(int){ 4 }, 1, 0);
     ck_assert_msg(s.failed == 0, "%s", err);
     ck_assert_int_eq(n, 3); /* B, D and q; A kept */
-    ck_assert_int_eq(set[0], 2);
-    ck_assert_int_eq(set[1], 3);
-    ck_assert_int_eq(set[2], 4);
+    ck_assert_int_eq(c.set[0], 2);
+    ck_assert_int_eq(c.set[1], 3);
+    ck_assert_int_eq(c.set[2], 4);
     const double want[] = { 0.1, 0.2, 0.398, 0.402, 0.398 };
     for (int i = 0; i < 5; i++)
         ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", ids[i], rate[i],
