@@ -12,9 +12,9 @@
  * median iteration time alone, or the nearest of the highest level) the
  * state of every job of the component is recorded.  When it equals one of
  * the last SIM_SNAPS recorded (phases and remaining amounts within 1e-9),
- * the component is periodic: the same
- * interval repeats until something outside changes it, so whole periods
- * are credited at once (busy time, bytes, iterations) and the clock jumps.
+ * the component is periodic: the same interval repeats until something
+ * outside changes it, so whole periods are credited at once (busy time,
+ * bytes, iterations) and the clock jumps.
  * Jobs whose periods drift against each other never recur exactly; after
  * SIM_SNAPS anchor iterations, or a budget of events that grows with the
  * component, the window since the first anchor iteration (the warm-up) is
