@@ -212,8 +212,6 @@ static int pick_hop(walk_t *w, int l, int v, void *arg)
 int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src, int dst,
                       uint64_t index, int *links, int max)
 {
-    if (sched_path_count(c, s, src, dst) <= index) /* also fills the memo */
-        return -1;
     walk_t w = { c, s, dst, NULL, 0.0, dist_row(c, dst) };
     int first[CRUX_SCHED_MAX_PORTS], sws[CRUX_SCHED_MAX_PORTS];
     int k = first_hops(c, src, dst, first, sws), hops = 0, u = -1;
@@ -225,6 +223,8 @@ int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src
         }
         index -= s->count[sws[i]];
     }
+    if (u < 0) /* index is not below the count */
+        return -1;
     while (u >= 0) {
         if (hops == max)
             return -1;
@@ -328,7 +328,9 @@ int crux_sched_path_links(const crux_sched_cluster_t *c, int src_host, int src_n
     int a = nic_id(c, src_host, src_nic), b = nic_id(c, dst_host, dst_nic);
     if (a < 0 || b < 0 || sched_scratch_init(&s, c) != 0)
         return -1;
-    int n = sched_path_unrank(c, &s, a, b, index, links, max);
+    int n = sched_path_count(c, &s, a, b) > index
+                ? sched_path_unrank(c, &s, a, b, index, links, max)
+                : -1;
     sched_scratch_free(&s);
     return n;
 }

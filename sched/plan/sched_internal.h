@@ -94,6 +94,9 @@ void sched_scratch_free(sched_scratch_t *s);
 int sched_dist_sw_nic(const crux_sched_cluster_t *c, int s, int nic);
 uint64_t sched_path_count(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic,
                           int dst_nic);
+/* Path number `index` of those sched_path_count() just counted on the same
+ * scratch (it walks that count's memo); -1 when index is not below the
+ * count or the path is longer than max. */
 int sched_path_unrank(const crux_sched_cluster_t *c, sched_scratch_t *s, int src_nic, int dst_nic,
                       uint64_t index, int *links, int max);
 /* The least congested path: minimises max over its links of
