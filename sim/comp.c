@@ -41,6 +41,7 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->job_full);
     free(c->cand);
     free(c->touched);
+    free(c->sslot);
     free(c->jcap);
     free(c->job_mark);
     free(c->set);
@@ -106,7 +107,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->brk = grab((sn + 1) * sizeof(*c->brk), &bad); /* + 1: the job itself */
     c->heap = grab(sn * sizeof(int), &bad);
     c->job_mark = grab(sn * sizeof(int), &bad);
-    c->set = grab((sn + 1) * sizeof(int), &bad); /* + 1: see collect() */
+    c->set = grab(sn * sizeof(int), &bad);
     c->act = grab(sn * sizeof(int), &bad);
     c->delta = grab(3 * sn * sizeof(double), &bad);
     c->slot_link = grab(se * sizeof(int), &bad);
@@ -117,6 +118,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->job_full = grab(sn * sizeof(int), &bad);
     c->cand = grab((se + 1) * sizeof(int), &bad);
     c->touched = grab((se + 1) * sizeof(int), &bad);
+    c->sslot = grab((se + 1) * sizeof(int), &bad);
     c->jcap = grab(sn * sizeof(double), &bad);
     c->su_off = grab((se + 1) * sizeof(int), &bad);
     c->sa = grab(se * sizeof(int), &bad);

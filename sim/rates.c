@@ -12,15 +12,14 @@
  * contended links that carry the same flows are one slot, and a slot
  * another always fills first is left out (slots.c).
  *
- * When jobs start or stop transferring, only the transferring jobs
- * connected to them through shared contended links can see their rates
- * change (the water-filling of the others is a separate problem), so the
- * filling runs on that set alone; and when one job's change provably moves
+ * When jobs start or stop transferring, the jobs of higher levels keep
+ * their rates (strict priority), so the filling runs on the jobs of their
+ * level and below (collect()); and when one job's change provably moves
  * no other rate (shortcut()), not at all.  When one job starts or stops,
  * the jobs of its level that the filling froze below the level where the
  * change can first show (sim_rates_first_change()) keep their rates too:
- * the filling runs on the others (Lingjun random, no scheduling: 13 of the
- * 49 jobs a set reached).  --check verifies every job the set reached. */
+ * the filling runs on the others.  --check verifies every transferring job
+ * of the seeds' level and below. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,71 +38,70 @@
  * wants this much room, and the checks allow this much. */
 #define MARGIN 1e-9
 
-/* The set: the seeds, then every transferring job of their level or below
- * sharing a slot with a member, in position order (levels, highest first).
- * Every job whose transferring state changed since its rate was set is a
- * seed, so the transferring users listed per slot are the others.  Jobs
- * above every seed keep their rates (strict priority: what happens below
- * them cannot slow them down), so they are left out and what they use of
- * each slot is taken off its capacity instead: a change then costs the
- * jobs it can reach downwards, not the whole contended component.  So are
- * the jobs of the seeds' level whose rates are below `lim` (sim_rates_first_change()),
- * and the set grows only through the others. */
-static int collect(sim_comp_t *c, const int *seeds, int nseeds, double lim)
+/* The set: the seeds and every transferring job of their level or below,
+ * in position order (levels, highest first).  Every job whose transferring
+ * state changed since its rate was set is a seed, so the transferring users
+ * listed per slot are the others.  Jobs above every seed keep their rates
+ * (strict priority: what happens below them cannot slow them down), so they
+ * are left out and what they use of each slot is taken off its capacity
+ * instead: a change then costs the levels it can reach, not the whole
+ * contended component.  So are the jobs of the seeds' level whose rates
+ * are below `lim` (sim_rates_first_change()).  A job below that no slot
+ * joins to a seed keeps its rate too, but finding those costs a scan of
+ * every member's slots' users and leaves out almost none (Lingjun random,
+ * Crux-PA: 0.2 of 48 jobs a set), so the set takes them all and the
+ * filling gives them their rates again.  The set's slots are listed in
+ * c->sslot (c->nsslot of them), each with what the jobs kept out use of it
+ * taken off its capacity. */
+static int collect(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double lim)
 {
     int n = 0, mark = ++c->mark, top = INT_MAX;
     for (int i = 0; i < nseeds; i++) {
         if (c->level[seeds[i]] < top)
             top = c->level[seeds[i]];
-        if (c->job_mark[seeds[i]] != mark) {
-            c->job_mark[seeds[i]] = mark;
-            c->set[n++] = seeds[i];
-        }
+        c->job_mark[seeds[i]] = mark;
     }
-    /* Whether a slot or a user is new is data-dependent and would be
-     * mispredicted half the time, so both are counted without a branch:
-     * the candidate is written, then kept by advancing the count. */
-    int *fresh = c->touched; /* fill_level()'s slot list, unused until it runs */
+    int v = 0;
+    while (v < c->n && c->level[v] < top)
+        v++;
+    int below = v; /* the first position below the seeds' level */
+    while (below < c->n && c->level[below] == top)
+        below++;
+    /* only jobs above the seeds' level, or of it with rates below lim, are
+     * kept out: the users listed before the first member's position */
+    int stop = lim > 0 ? below : v;
+    for (; v < c->n; v++) {
+        int in = c->job_mark[v] == mark ||
+                 (s->jobs[c->jobs[v]].xfer && (c->level[v] > top || !(c->rate[v] < lim)));
+        c->job_mark[v] = in ? mark : c->job_mark[v];
+        c->set[n] = v;
+        n += in;
+    }
+    /* Whether a slot is new is data-dependent and would be mispredicted
+     * half the time, so it is counted without a branch: the candidate is
+     * written, then kept by advancing the count. */
+    int ns = 0;
     for (int i = 0; i < n; i++) {
-        int q = c->set[i], nnew = 0;
+        int q = c->set[i];
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
             int e = c->slot[k];
-            fresh[nnew] = e;
-            nnew += c->sf[e].mark != mark;
+            c->sslot[ns] = e;
+            ns += c->sf[e].mark != mark;
             c->sf[e].mark = mark;
         }
-        for (int x = 0; x < nnew; x++) {
-            int e = fresh[x];
-            double rem = c->slot_bw[e];
-            c->sf[e].sum = 0;
-            for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e]; u++) {
-                int v = c->su[u];
-                int kept = (c->level[v] < top) | ((c->level[v] == top) & (c->rate[v] < lim));
-                double use = c->rate[v] * c->w[c->suk[u]];
-                rem -= kept ? use : 0.0; /* x - 0.0 is x */
-                c->set[n] = v;
-                n += !kept & (c->job_mark[v] != mark);
-                c->job_mark[v] = kept ? c->job_mark[v] : mark;
-            }
-            c->sf[e].rem = rem > 0 ? rem : 0;
-        }
     }
-    if (n > 16) { /* in position order: reading the marks beats sorting */
-        n = 0;
-        for (int v = 0; v < c->n; v++) {
-            c->set[n] = v;
-            n += c->job_mark[v] == mark;
+    for (int x = 0; x < ns; x++) {
+        int e = c->sslot[x];
+        double rem = c->slot_bw[e];
+        for (int u = c->su_off[e]; u < c->su_off[e] + c->sa[e] && c->su[u] < stop; u++) {
+            int v = c->su[u];
+            int kept = c->job_mark[v] != mark;
+            rem -= kept ? c->rate[v] * c->w[c->suk[u]] : 0.0; /* x - 0.0 is x */
         }
-        return n;
+        c->sf[e].sum = 0;
+        c->sf[e].rem = rem > 0 ? rem : 0;
     }
-    for (int i = 1; i < n; i++) { /* insertion sort: the set is small */
-        int v = c->set[i], k = i;
-        while (k > 0 && c->set[k - 1] > v) {
-            c->set[k] = c->set[k - 1];
-            k--;
-        }
-        c->set[k] = v;
-    }
+    c->nsslot = ns;
     return n;
 }
 
@@ -120,15 +118,24 @@ static void su_swap(sim_comp_t *c, int idx, int to)
 }
 
 /* Job q starts (on) or stops transferring: its entries join or leave the
- * transferring prefix of each of its slots. */
+ * transferring prefix of each of its slots, which is kept in position
+ * order (levels, highest first): collect() then reads only the users above
+ * the set, and every sum over a slot's users is taken in one order, not in
+ * the order jobs happened to start. */
 static void list_transferring(sim_comp_t *c, int q, int on)
 {
     for (int k = c->off[q]; k < c->off[q + 1]; k++) {
-        int e = c->slot[k];
-        if (on)
-            su_swap(c, c->supos[k], c->su_off[e] + c->sa[e]++);
-        else
-            su_swap(c, c->supos[k], c->su_off[e] + --c->sa[e]);
+        int e = c->slot[k], at;
+        if (on) {
+            at = c->su_off[e] + c->sa[e]++;
+            su_swap(c, c->supos[k], at);
+            for (; at > c->su_off[e] && c->su[at - 1] > q; at--)
+                su_swap(c, at - 1, at);
+        } else {
+            int end = c->su_off[e] + --c->sa[e];
+            for (at = c->supos[k]; at < end; at++)
+                su_swap(c, at, at + 1);
+        }
     }
 }
 
@@ -152,24 +159,24 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
         if (!sim_transferring(&s->jobs[c->jobs[q]]))
             continue;
         c->act[nact++] = q;
+        c->jcap[q] = c->rcap[q];
         for (int k = c->off[q]; k < c->off[q + 1]; k++) {
-            int e = c->slot[k];
-            c->touched[ntouched] = e;
-            ntouched += c->sf[e].cnt++ == 0;
-            c->sf[e].sum += c->w[k];
+            sim_slot_fill_t *f = &c->sf[c->slot[k]];
+            c->touched[ntouched] = c->slot[k];
+            ntouched += f->cnt++ == 0;
+            f->sum += c->w[k];
+            f->user = k; /* its only one if no other comes */
+            f->job = q;
         }
     }
+    /* a slot one job uses caps it; the others are shared */
     for (int x = 0; x < ntouched; x++) {
         int e = c->touched[x];
-        if (c->sf[e].cnt > 1)
+        const sim_slot_fill_t *f = &c->sf[e];
+        if (f->cnt > 1)
             c->live[ns++] = e;
-    }
-    for (int x = 0; x < nact; x++) {
-        int q = c->act[x];
-        c->jcap[q] = c->rcap[q];
-        for (int k = c->off[q]; k < c->off[q + 1]; k++)
-            if (c->sf[c->slot[k]].cnt == 1 && c->sf[c->slot[k]].rem < c->jcap[q] * c->w[k])
-                c->jcap[q] = c->sf[c->slot[k]].rem / c->w[k];
+        else if (f->rem < c->jcap[f->job] * c->w[f->user])
+            c->jcap[f->job] = f->rem / c->w[f->user];
     }
     while (nact > 0) {
         double r = INFINITY;
@@ -225,9 +232,8 @@ static void fill_level(sim_t *s, sim_comp_t *c, int a, int b)
             c->rate[q] = r;
             for (int k = c->off[q]; k < c->off[q + 1]; k++) {
                 int e = c->slot[k];
-                c->sf[e].rem -= c->w[k] * r;
-                if (c->sf[e].rem < 0)
-                    c->sf[e].rem = 0;
+                double rem = c->sf[e].rem - c->w[k] * r;
+                c->sf[e].rem = rem < 0 ? 0 : rem;
                 c->sf[e].sum -= c->w[k];
                 c->sf[e].cnt--;
             }
@@ -356,7 +362,7 @@ static void check_shortcut(sim_t *s, sim_comp_t *c, int q, double now)
         return;
     }
     memcpy(had, c->rate, (size_t)c->n * sizeof(double));
-    int n = collect(c, &q, 1, 0);
+    int n = collect(s, c, &q, 1, 0);
     fill_all(s, c, n);
     for (int i = 0; i < n; i++) {
         int v = c->set[i];
@@ -400,8 +406,8 @@ const char *sim_rates_unfair(const sim_comp_t *c, int q)
     return bound ? NULL : "below its cap without a bottleneck";
 }
 
-/* With cfg.check, after a filling of n jobs: every transferring job the
- * seeds reach has the strict priority max-min fair rate
+/* With cfg.check, after a filling of n jobs: every transferring job of the
+ * seeds' level and below has the strict priority max-min fair rate
  * (sim_rates_unfair), checked by the certificate rather than by filling
  * again; those of the seeds' level kept out of the filling too.  The set is
  * put back after (collect() rebuilds it with nobody kept out). */
@@ -413,7 +419,7 @@ static void check_filling(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds,
         return;
     }
     memcpy(had, c->set, (size_t)n * sizeof(int));
-    int all = collect(c, seeds, nseeds, 0);
+    int all = collect(s, c, seeds, nseeds, 0);
     for (int i = 0; i < all && !s->failed; i++) {
         int q = c->set[i];
         if (!sim_transferring(&s->jobs[c->jobs[q]]))
@@ -443,17 +449,14 @@ int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now)
         if (sim_transferring(j) != j->xfer)
             lim = sim_rates_first_change(c, seeds[0], !j->xfer);
     }
-    int n = collect(c, seeds, nseeds, lim);
+    int n = collect(s, c, seeds, nseeds, lim);
     for (int i = 0; i < n; i++) /* up to now at the old rates */
         sim_job_bring(s, &s->jobs[c->jobs[c->set[i]]], now);
     fill_all(s, c, n);
-    /* every slot of the set was marked in collect() and what is left of it
-     * now is its capacity less what every transferring user takes */
-    for (int i = 0; i < n; i++) {
-        int q = c->set[i];
-        for (int k = c->off[q]; k < c->off[q + 1]; k++)
-            c->slot_used[c->slot[k]] = c->slot_bw[c->slot[k]] - c->sf[c->slot[k]].rem;
-    }
+    /* what is left of the set's slots now is their capacity less what
+     * every transferring user takes */
+    for (int x = 0; x < c->nsslot; x++)
+        c->slot_used[c->sslot[x]] = c->slot_bw[c->sslot[x]] - c->sf[c->sslot[x]].rem;
     for (int i = 0; i < n; i++) {
         int q = c->set[i];
         sim_job_t *j = &s->jobs[c->jobs[q]];

@@ -118,6 +118,7 @@ static inline int sim_transferring(const sim_job_t *j)
 typedef struct {
     double rem, sum; /* left of its capacity, weights rising on it */
     int cnt, mark;   /* users rising on it; collect's stamp */
+    int user, job;   /* its last rising user (weight index, position) */
 } sim_slot_fill_t;
 
 /* A user of a slot rising up to `at`, with weight w (rates.c). */
@@ -154,6 +155,7 @@ typedef struct {
     double *slot_used;
     int *job_mark, *set, mark;
     int *live, *touched; /* slot lists */
+    int *sslot, nsslot;  /* the slots of the set (collect) */
     int *cand;           /* slots that may saturate in a round */
     int *job_full;       /* 1 while a saturated slot binds the job (else 0) */
     double *jcap;
@@ -255,9 +257,9 @@ void sim_linkset_free(sim_linkset_t *ls);
 int sim_bins_add(sim_t *s, double t0, double t1, double gpu_s, int held);
 void sim_flush_links(sim_t *s, sim_job_t *j);
 
-/* rates.c: water-filling of the transferring jobs connected (through
- * contended links) to the given seed positions: brings each to `now` and
- * sets its x; returns how many (their positions are in c->set) */
+/* rates.c: water-filling of the given seed positions and the transferring
+ * jobs of their level or below: brings each to `now` and sets its x;
+ * returns how many (their positions are in c->set) */
 int sim_rates(sim_t *s, sim_comp_t *c, const int *seeds, int nseeds, double now);
 /* When job q alone starts or stops transferring, the lowest fill level at
  * which the progressive filling of q's level can differ from the one that

@@ -628,7 +628,7 @@ static sim_comp_t hand_comp(int n, const hand_t *h)
 typedef struct {
     sim_freeze_t brk[9];
     sim_slot_fill_t sf[2];
-    int set[9], job_mark[8], touched[3], live[2], cand[3], job_full[8], act[8], jobs[8];
+    int set[8], job_mark[8], touched[3], sslot[3], live[2], cand[3], job_full[8], act[8], jobs[8];
     double jcap[8];
 } hand_scratch_t;
 
@@ -642,6 +642,7 @@ static void hand_scratch(sim_comp_t *c, hand_scratch_t *x)
     c->set = x->set;
     c->job_mark = x->job_mark;
     c->touched = x->touched;
+    c->sslot = x->sslot;
     c->live = x->live;
     c->cand = x->cand;
     c->job_full = x->job_full;
