@@ -48,6 +48,7 @@ static void comp_arrays_free(sim_comp_t *c)
     free(c->act);
     free(c->snap);
     free(c->delta);
+    free(c->contended);
 }
 
 void sim_comp_release(sim_t *s, int ci)
@@ -69,9 +70,9 @@ static void *grab(size_t bytes, int *bad)
     return p;
 }
 
-/* A component slot for n jobs, nslots links and nw weights; -1 when out of
- * memory. */
-static int comp_new(sim_t *s, int n, int nslots, int nw)
+/* A component slot for n jobs with nraw links in all, nslots slots and nw
+ * weights; -1 when out of memory. */
+static int comp_new(sim_t *s, int n, int nraw, int nslots, int nw)
 {
     int ci;
     if (s->nfree_comps > 0) {
@@ -128,6 +129,7 @@ static int comp_new(sim_t *s, int n, int nslots, int nw)
     c->supos = grab(sw * sizeof(int), &bad);
     c->suk = grab(sw * sizeof(int), &bad);
     c->snap = grab(snap * sizeof(double), &bad);
+    c->contended = grab((size_t)nraw, &bad);
     if (bad) {
         sim_comp_release(s, ci);
         return -1;
@@ -209,6 +211,14 @@ static void regroup(regroup_t *g)
     }
 }
 
+/* What a job's private links allow it (bytes/s per flow byte, 0 without
+ * network traffic): its cap in the filling. */
+static double job_rcap(const regroup_t *g, int p)
+{
+    const sim_job_t *j = &g->s->jobs[g->s->running[p]];
+    return j->net ? g->xcap[p] * j->flow_bytes : 0;
+}
+
 typedef struct {
     int root, level, job, pos;
 } member_t;
@@ -259,20 +269,24 @@ static int build(regroup_t *g, const int *pos, int n)
         newid[x] = dominated[x] ? -1 : kept++;
         nw += dominated[x] ? 0 : ls.off[first[x] + 1] - ls.off[first[x]];
     }
-    ci = comp_new(s, n, kept, nw);
+    int nraw = 0;
+    for (int i = 0; i < n; i++)
+        nraw += s->jobs[jobs[i]].next.nlinks;
+    ci = comp_new(s, n, nraw, kept, nw);
     if (ci < 0)
         goto out;
     sim_comp_t *c = &s->comps[ci];
-    int w = 0;
+    int w = 0, raw = 0;
     c->off[0] = 0;
     for (int i = 0; i < n; i++) {
         const sim_job_t *j = &s->jobs[jobs[i]];
         c->jobs[i] = jobs[i];
         if (i > 0)
             c->level[i] = c->level[i - 1] + (j->next.level != s->jobs[c->jobs[i - 1]].next.level);
-        c->rcap[i] = j->net ? g->xcap[pos[i]] * j->flow_bytes : 0;
+        c->rcap[i] = job_rcap(g, pos[i]);
         for (int k = 0; k < j->next.nlinks; k++) {
             int l = j->next.links[k];
+            c->contended[raw++] = (char)contended(s, l);
             if (!contended(s, l))
                 continue;
             int e = s->link_slot[l], x = newid[slot_of[e]];
@@ -318,6 +332,34 @@ static int same_decision(const sim_decision_t *a, const sim_decision_t *b)
     return a->nlinks == b->nlinks &&
            memcmp(a->links, b->links, (size_t)a->nlinks * sizeof(int)) == 0 &&
            memcmp(a->mbytes, b->mbytes, (size_t)a->nlinks * sizeof(double)) == 0;
+}
+
+/* Whether old component o was built from what build() would now be given
+ * for the running positions pos[0..n-1]: the same jobs in the same order,
+ * order of levels, caps, decisions (in force and next) and contended
+ * links.  It then evolves exactly as the new one would, and checking costs
+ * less than building: most components are unchanged at a replan. */
+static int built_from(const regroup_t *g, const sim_comp_t *o, const int *pos, int n)
+{
+    const sim_t *s = g->s;
+    if (o->n != n)
+        return 0;
+    int raw = 0;
+    for (int i = 0; i < n; i++) {
+        const sim_job_t *j = &s->jobs[s->running[pos[i]]];
+        int rank = i == 0 ? 0
+                          : o->level[i - 1] +
+                                (j->next.level != s->jobs[s->running[pos[i - 1]]].next.level);
+        double rcap = job_rcap(g, pos[i]);
+        if (o->jobs[i] != s->running[pos[i]] || o->level[i] != rank ||
+            memcmp(&o->rcap[i], &rcap, sizeof(rcap)) != 0 || j->shift > 0 ||
+            !same_decision(&j->dec, &j->next))
+            return 0;
+        for (int k = 0; k < j->next.nlinks; k++)
+            if (o->contended[raw++] != contended(s, j->next.links[k]))
+                return 0;
+    }
+    return 1;
 }
 
 /* Whether old component o evolves exactly as new component c would. */
@@ -423,10 +465,16 @@ int sim_comps_rebuild(sim_t *s)
         int b = a + 1;
         while (b < n && m[b].root == m[a].root)
             b++;
+        int old = s->jobs[s->running[pos[a]]].comp;
+        if (old >= 0 && old < old_count && was[old] &&
+            built_from(&g, &s->comps[old], pos + a, b - a)) {
+            keep[old] = 1;
+            a = b;
+            continue;
+        }
         int ci = build(&g, pos + a, b - a);
         if (ci < 0)
             goto out;
-        int old = s->jobs[s->comps[ci].jobs[0]].comp;
         if (old >= 0 && old < old_count && was[old] &&
             unchanged(s, &s->comps[old], &s->comps[ci])) {
             keep[old] = 1;

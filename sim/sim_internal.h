@@ -174,6 +174,9 @@ typedef struct {
     double freeze_t, period;
     double thaw_m; /* periods left until it thaws */
     double *delta; /* per job: busy, units, begun over a period */
+    /* what it was built from beyond its jobs, levels, caps and decisions:
+     * whether each link of each job (in order) was contended */
+    char *contended;
 } sim_comp_t;
 
 /* ---- the event heap (heap.c) */
