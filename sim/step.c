@@ -6,7 +6,7 @@
  * its jobs in a heap by the time of their next state change (compute end,
  * hold end, fixed latency end, transfer end at the current rate).  An
  * event touches one job, plus, when the set of transferring jobs changed,
- * the transferring jobs connected to it (rates.c).
+ * the transferring jobs of its level and below (rates.c).
  *
  * Fast-forward.  At every iteration end of an anchor job (the one with the
  * median iteration time alone, or the nearest of the highest level) the
