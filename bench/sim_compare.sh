@@ -13,10 +13,10 @@
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
 # ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." (none: every run goes
-# on until its last job leaves; the whole comparison took 32 minutes with
-# two processes on a 2-core VM, 63.5 CPU-minutes, Lingjun random 38 of them
-# and Crux-PA there 14; "lingjun-random:1 lingjun-first-fit:1" takes about
-# 8), REUSE=1:
+# on until its last job leaves; the whole comparison took 25 minutes with
+# two processes on a 2-core VM, 49 CPU-minutes, Lingjun random 29 of them
+# and Crux-PA there 9; "lingjun-random:1 lingjun-first-fit:1" cuts Lingjun
+# to its first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
 # PARALLEL: runs simulated at once, each its own crux-sim process, from one
