@@ -747,6 +747,83 @@ START_TEST(filling_keeps_rates_below_the_first_change)
 }
 END_TEST
 
+/* A slot's transferring users stay in position order as jobs start and
+ * stop, on the component of first_change(): H (level 0) starts after A
+ * and B, through the shortcut (X has room for its cap, 0.1); then q
+ * starts beside D, both seeds, so nothing of level 1 is kept and collect()
+ * reads X's users only up to the first of level 1; then A stops.  Were H
+ * listed after A and B, that read would miss H's 0.1 and give B and q
+ * 0.448 on a full X. */
+START_TEST(transferring_users_stay_in_position_order)
+{
+    int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 }, level[] = { 0, 1, 1, 1, 1 };
+    /* X: A and B transferring, then H and q; Y: B and D */
+    int su_off[] = { 0, 4, 6 }, su[] = { 1, 2, 0, 4, 2, 3 }, suk[] = { 1, 2, 0, 5, 3, 4 };
+    int sa[] = { 2, 2 }, supos[] = { 2, 0, 1, 4, 5, 3 };
+    double w[] = { 1, 1, 1, 1, 1, 1 }, bw[] = { 1.096, 0.8 };
+    double rate[] = { 0, 0.2, 0.4, 0.4, 0 }, rcap[] = { 0.1, 0.2, 100, 100, 100 };
+    double used[] = { 0.6, 0.8 };
+    sim_comp_t c =
+        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
+    hand_scratch_t scratch;
+    hand_scratch(&c, &scratch);
+    c.supos = supos;
+    c.slot_used = used;
+    static const char *ids[] = { "H", "A", "B", "D", "q" };
+    crux_sim_job_t spec[5];
+    sim_job_t job[5];
+    memset(spec, 0, sizeof(spec));
+    memset(job, 0, sizeof(job));
+    for (int i = 0; i < 5; i++) {
+        spec[i].id = ids[i];
+        job[i] = (sim_job_t){ .spec = &spec[i],
+                              .state = JOB_RUNNING,
+                              .phase = i == 4 ? PH_COMPUTE : PH_COMM,
+                              .comm_left = 1,
+                              .flow_bytes = 1,
+                              .x = rate[i],
+                              .xfer = i >= 1 && i <= 3 };
+    }
+    char err[256] = "";
+    sim_t s;
+    memset(&s, 0, sizeof(s));
+    s.jobs = job;
+    s.cfg.check = 1;
+    s.err = err;
+    s.errlen = sizeof(err);
+
+    ck_assert_int_eq(sim_rates(&s, &c, &(int){ 0 }, 1, 0), 1); /* H starts: the shortcut */
+    ck_assert_msg(s.failed == 0, "%s", err);
+    ck_assert_double_eq_tol(rate[0], 0.1, 1e-12);
+    ck_assert_int_eq(sa[0], 3);
+    ck_assert_int_eq(su[0], 0);
+    ck_assert_int_eq(su[1], 1);
+    ck_assert_int_eq(su[2], 2);
+
+    job[4].phase = PH_COMM;                                        /* q starts */
+    ck_assert_int_eq(sim_rates(&s, &c, (int[]){ 3, 4 }, 2, 0), 4); /* A, B, D, q */
+    ck_assert_msg(s.failed == 0, "%s", err);
+    const double want[] = { 0.1, 0.2, 0.398, 0.402, 0.398 };
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", ids[i], rate[i],
+                      want[i]);
+    ck_assert_int_eq(sa[0], 4);
+    for (int u = 1; u < 4; u++)
+        ck_assert_int_lt(su[u - 1], su[u]);
+
+    job[1].phase = PH_COMPUTE; /* A stops: B and D at 0.4 on Y, q the rest of X */
+    sim_rates(&s, &c, &(int){ 1 }, 1, 0);
+    ck_assert_msg(s.failed == 0, "%s", err);
+    ck_assert_int_eq(sa[0], 3);
+    ck_assert_int_eq(su[0], 0);
+    ck_assert_int_eq(su[1], 2);
+    ck_assert_int_eq(su[2], 4);
+    ck_assert_double_eq_tol(rate[2], 0.4, 1e-12);
+    ck_assert_double_eq_tol(rate[4], 0.596, 1e-12);
+    ck_assert_double_eq_tol(used[0], 1.096, 1e-12);
+}
+END_TEST
+
 /* The fairness certificate on hand-made rates: jobs 0 and 1 on level 0
  * share slot 0 (10 a flow-second), jobs 1 and 2 (level 1) slot 1 (4); each
  * may send 100.  The fair rates are 6, 4 and 0 (job 1 is held by slot 1,
@@ -801,6 +878,7 @@ static Suite *suite(void)
     tcase_add_test(t, fairness_certificate);
     tcase_add_test(t, first_change_of_a_filling);
     tcase_add_test(t, filling_keeps_rates_below_the_first_change);
+    tcase_add_test(t, transferring_users_stay_in_position_order);
     suite_add_tcase(s, t);
     return s;
 }
