@@ -651,6 +651,37 @@ static void hand_scratch(sim_comp_t *c, hand_scratch_t *x)
     c->jobs = x->jobs;
 }
 
+/* The jobs H, A, B, D and q of the hand-made components below, each in
+ * the middle of a transfer at rate[i] (listed as transferring where
+ * xfer[i]), and a run over them with --check on. */
+static const char *const hand_ids[] = { "H", "A", "B", "D", "q" };
+
+typedef struct {
+    crux_sim_job_t spec[5];
+    sim_job_t job[5];
+    char err[256];
+    sim_t s;
+} hand_run_t;
+
+static void hand_run(hand_run_t *h, const double *rate, const int *xfer)
+{
+    memset(h, 0, sizeof(*h));
+    for (int i = 0; i < 5; i++) {
+        h->spec[i].id = hand_ids[i];
+        h->job[i] = (sim_job_t){ .spec = &h->spec[i],
+                                 .state = JOB_RUNNING,
+                                 .phase = PH_COMM,
+                                 .comm_left = 1,
+                                 .flow_bytes = 1,
+                                 .x = rate[i],
+                                 .xfer = xfer[i] };
+    }
+    h->s.jobs = h->job;
+    h->s.cfg.check = 1;
+    h->s.err = h->err;
+    h->s.errlen = sizeof(h->err);
+}
+
 /* Where a filling can first change when job q starts, on hand-made rates:
  * job H (the level above, rate h) and, on the level below, A (capped at
  * 0.2), B and q share slot X; B and D share slot Y (0.8: B and D at 0.4).
@@ -709,38 +740,18 @@ START_TEST(filling_keeps_rates_below_the_first_change)
     hand_scratch(&c, &scratch);
     c.supos = supos;
     c.slot_used = used;
-    static const char *ids[] = { "H", "A", "B", "D", "q" };
-    crux_sim_job_t spec[5];
-    sim_job_t job[5];
-    memset(spec, 0, sizeof(spec));
-    memset(job, 0, sizeof(job));
-    for (int i = 0; i < 5; i++) {
-        spec[i].id = ids[i];
-        job[i] = (sim_job_t){ .spec = &spec[i],
-                              .state = JOB_RUNNING,
-                              .phase = PH_COMM,
-                              .comm_left = 1,
-                              .flow_bytes = 1,
-                              .x = rate[i],
-                              .xfer = i < 4 };
-    }
-    char err[256] = "";
-    sim_t s;
-    memset(&s, 0, sizeof(s));
-    s.jobs = job;
-    s.cfg.check = 1;
-    s.err = err;
-    s.errlen = sizeof(err);
-    int n = sim_rates(&s, &c, &(int){ 4 }, 1, 0);
-    ck_assert_msg(s.failed == 0, "%s", err);
+    hand_run_t h;
+    hand_run(&h, rate, (int[]){ 1, 1, 1, 1, 0 });
+    int n = sim_rates(&h.s, &c, &(int){ 4 }, 1, 0);
+    ck_assert_msg(h.s.failed == 0, "%s", h.err);
     ck_assert_int_eq(n, 3); /* B, D and q; A kept */
     ck_assert_int_eq(c.set[0], 2);
     ck_assert_int_eq(c.set[1], 3);
     ck_assert_int_eq(c.set[2], 4);
     const double want[] = { 0.1, 0.2, 0.398, 0.402, 0.398 };
     for (int i = 0; i < 5; i++)
-        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", ids[i], rate[i],
-                      want[i]);
+        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", hand_ids[i],
+                      rate[i], want[i]);
     ck_assert_int_eq(sa[0], 4); /* q is listed as transferring on X */
     ck_assert_double_eq_tol(used[0], 1.096, 1e-12);
     ck_assert_double_eq_tol(used[1], 0.8, 1e-12);
@@ -769,51 +780,32 @@ START_TEST(transferring_users_stay_in_position_order)
     hand_scratch(&c, &scratch);
     c.supos = supos;
     c.slot_used = used;
-    static const char *ids[] = { "H", "A", "B", "D", "q" };
-    crux_sim_job_t spec[5];
-    sim_job_t job[5];
-    memset(spec, 0, sizeof(spec));
-    memset(job, 0, sizeof(job));
-    for (int i = 0; i < 5; i++) {
-        spec[i].id = ids[i];
-        job[i] = (sim_job_t){ .spec = &spec[i],
-                              .state = JOB_RUNNING,
-                              .phase = i == 4 ? PH_COMPUTE : PH_COMM,
-                              .comm_left = 1,
-                              .flow_bytes = 1,
-                              .x = rate[i],
-                              .xfer = i >= 1 && i <= 3 };
-    }
-    char err[256] = "";
-    sim_t s;
-    memset(&s, 0, sizeof(s));
-    s.jobs = job;
-    s.cfg.check = 1;
-    s.err = err;
-    s.errlen = sizeof(err);
+    hand_run_t h;
+    hand_run(&h, rate, (int[]){ 0, 1, 1, 1, 0 });
+    h.job[4].phase = PH_COMPUTE; /* q not yet */
 
-    ck_assert_int_eq(sim_rates(&s, &c, &(int){ 0 }, 1, 0), 1); /* H starts: the shortcut */
-    ck_assert_msg(s.failed == 0, "%s", err);
+    ck_assert_int_eq(sim_rates(&h.s, &c, &(int){ 0 }, 1, 0), 1); /* H starts: the shortcut */
+    ck_assert_msg(h.s.failed == 0, "%s", h.err);
     ck_assert_double_eq_tol(rate[0], 0.1, 1e-12);
     ck_assert_int_eq(sa[0], 3);
     ck_assert_int_eq(su[0], 0);
     ck_assert_int_eq(su[1], 1);
     ck_assert_int_eq(su[2], 2);
 
-    job[4].phase = PH_COMM;                                        /* q starts */
-    ck_assert_int_eq(sim_rates(&s, &c, (int[]){ 3, 4 }, 2, 0), 4); /* A, B, D, q */
-    ck_assert_msg(s.failed == 0, "%s", err);
+    h.job[4].phase = PH_COMM;                                        /* q starts */
+    ck_assert_int_eq(sim_rates(&h.s, &c, (int[]){ 3, 4 }, 2, 0), 4); /* A, B, D, q */
+    ck_assert_msg(h.s.failed == 0, "%s", h.err);
     const double want[] = { 0.1, 0.2, 0.398, 0.402, 0.398 };
     for (int i = 0; i < 5; i++)
-        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", ids[i], rate[i],
-                      want[i]);
+        ck_assert_msg(fabs(rate[i] - want[i]) < 1e-12, "%s: rate %.17g, not %g", hand_ids[i],
+                      rate[i], want[i]);
     ck_assert_int_eq(sa[0], 4);
     for (int u = 1; u < 4; u++)
         ck_assert_int_lt(su[u - 1], su[u]);
 
-    job[1].phase = PH_COMPUTE; /* A stops: B and D at 0.4 on Y, q the rest of X */
-    sim_rates(&s, &c, &(int){ 1 }, 1, 0);
-    ck_assert_msg(s.failed == 0, "%s", err);
+    h.job[1].phase = PH_COMPUTE; /* A stops: B and D at 0.4 on Y, q the rest of X */
+    sim_rates(&h.s, &c, &(int){ 1 }, 1, 0);
+    ck_assert_msg(h.s.failed == 0, "%s", h.err);
     ck_assert_int_eq(sa[0], 3);
     ck_assert_int_eq(su[0], 0);
     ck_assert_int_eq(su[1], 2);
