@@ -682,6 +682,28 @@ static void hand_run(hand_run_t *h, const double *rate, const int *xfer)
     h->s.errlen = sizeof(h->err);
 }
 
+/* The five jobs' component of the tests below: H on level 0, A, B, D and q
+ * on level 1; H, A, B and q cross slot X, B and D slot Y.  The caller
+ * gives each slot's users (su, suk, the transferring count sa), the slots'
+ * capacities, the rates and caps, and, for a filling, the users' positions
+ * and the slots' use (NULL otherwise). */
+typedef struct {
+    int *su, *suk, *sa, *supos;
+    double *bw, *rate, *rcap, *used;
+} five_t;
+
+static sim_comp_t five_comp(const five_t *f)
+{
+    static int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 };
+    static int level[] = { 0, 1, 1, 1, 1 }, su_off[] = { 0, 4, 6 };
+    static double w[] = { 1, 1, 1, 1, 1, 1 };
+    sim_comp_t c = hand_comp(
+        5, &(hand_t){ off, slot, level, su_off, f->su, f->suk, f->sa, w, f->bw, f->rate, f->rcap });
+    c.supos = f->supos;
+    c.slot_used = f->used;
+    return c;
+}
+
 /* Where a filling can first change when job q starts, on hand-made rates:
  * job H (the level above, rate h) and, on the level below, A (capped at
  * 0.2), B and q share slot X; B and D share slot Y (0.8: B and D at 0.4).
@@ -689,15 +711,11 @@ static void hand_run(hand_run_t *h, const double *rate, const int *xfer)
  * B's 0.4, else at capX - h - 0.6 (B keeps its rate). */
 static double first_change(double cap_x, double h, int starts)
 {
-    static int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 };
-    static int level[] = { 0, 1, 1, 1, 1 };
-    static int su_off[] = { 0, 4, 6 }, su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
+    static int su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
     int sa[] = { starts ? 3 : 4, 2 }; /* q transferring when it stops */
-    static double w[] = { 1, 1, 1, 1, 1, 1 };
     double bw[] = { cap_x, 0.8 }, rate[] = { h, 0.2, 0.4, 0.4, 0.398 },
            rcap[] = { 100, 0.2, 100, 100, 100 };
-    sim_comp_t c =
-        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
+    sim_comp_t c = five_comp(&(five_t){ su, suk, sa, NULL, bw, rate, rcap, NULL });
     hand_scratch_t scratch;
     hand_scratch(&c, &scratch);
     return sim_rates_first_change(&c, 4, starts);
@@ -728,18 +746,13 @@ END_TEST
  * check certifies every transferring job. */
 START_TEST(filling_keeps_rates_below_the_first_change)
 {
-    int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 }, level[] = { 0, 1, 1, 1, 1 };
-    int su_off[] = { 0, 4, 6 }, su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
+    int su[] = { 0, 1, 2, 4, 2, 3 }, suk[] = { 0, 1, 2, 5, 3, 4 };
     int sa[] = { 3, 2 }, supos[] = { 0, 1, 2, 4, 5, 3 };
-    double w[] = { 1, 1, 1, 1, 1, 1 }, bw[] = { 1.096, 0.8 };
+    double bw[] = { 1.096, 0.8 }, used[] = { 0.7, 0.8 };
     double rate[] = { 0.1, 0.2, 0.4, 0.4, 0 }, rcap[] = { 0.1, 0.2, 100, 100, 100 };
-    double used[] = { 0.7, 0.8 };
-    sim_comp_t c =
-        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
+    sim_comp_t c = five_comp(&(five_t){ su, suk, sa, supos, bw, rate, rcap, used });
     hand_scratch_t scratch;
     hand_scratch(&c, &scratch);
-    c.supos = supos;
-    c.slot_used = used;
     hand_run_t h;
     hand_run(&h, rate, (int[]){ 1, 1, 1, 1, 0 });
     int n = sim_rates(&h.s, &c, &(int){ 4 }, 1, 0);
@@ -767,19 +780,14 @@ END_TEST
  * 0.448 on a full X. */
 START_TEST(transferring_users_stay_in_position_order)
 {
-    int off[] = { 0, 1, 2, 4, 5, 6 }, slot[] = { 0, 0, 0, 1, 1, 0 }, level[] = { 0, 1, 1, 1, 1 };
     /* X: A and B transferring, then H and q; Y: B and D */
-    int su_off[] = { 0, 4, 6 }, su[] = { 1, 2, 0, 4, 2, 3 }, suk[] = { 1, 2, 0, 5, 3, 4 };
+    int su[] = { 1, 2, 0, 4, 2, 3 }, suk[] = { 1, 2, 0, 5, 3, 4 };
     int sa[] = { 2, 2 }, supos[] = { 2, 0, 1, 4, 5, 3 };
-    double w[] = { 1, 1, 1, 1, 1, 1 }, bw[] = { 1.096, 0.8 };
+    double bw[] = { 1.096, 0.8 }, used[] = { 0.6, 0.8 };
     double rate[] = { 0, 0.2, 0.4, 0.4, 0 }, rcap[] = { 0.1, 0.2, 100, 100, 100 };
-    double used[] = { 0.6, 0.8 };
-    sim_comp_t c =
-        hand_comp(5, &(hand_t){ off, slot, level, su_off, su, suk, sa, w, bw, rate, rcap });
+    sim_comp_t c = five_comp(&(five_t){ su, suk, sa, supos, bw, rate, rcap, used });
     hand_scratch_t scratch;
     hand_scratch(&c, &scratch);
-    c.supos = supos;
-    c.slot_used = used;
     hand_run_t h;
     hand_run(&h, rate, (int[]){ 0, 1, 1, 1, 0 });
     h.job[4].phase = PH_COMPUTE; /* q not yet */
