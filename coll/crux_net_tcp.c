@@ -36,13 +36,15 @@ typedef struct {
     int fd;
     crux_net_op_t *send, *recv; /* the step each stream is at; NULL: none started */
     size_t send_off, recv_off;
+    int pinned_port; /* the source port that pins its path (crux_net_path.c), or -1 */
 } net_peer_t;
 
 typedef struct {
     crux_net_t base;
     net_peer_t *peers; /* peers[rank].fd is -1 */
     int family;
-    int tos, priority; /* the marking in force */
+    int tos, priority;            /* the marking in force */
+    const crux_net_path_t *paths; /* during set-up: the path to take to each member, or NULL */
 } net_tcp_t;
 
 /* What each member tells the others. */
@@ -210,7 +212,10 @@ static crux_status_t connect_up(net_tcp_t *net, const net_card_t *cards, const n
             snprintf(err, errlen, "member %d gave an unusable address", p);
             return CRUX_ERR_PEER;
         }
-        int fd = socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = net->paths != NULL
+                     ? crux_net_path_socket(net->family, &mine->addr, &c->addr, net->paths[p],
+                                            &net->peers[p].pinned_port)
+                     : socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         net->peers[p].fd = fd;
         net_hello_t hello = { NET_MAGIC, net->base.rank, mine->token };
         /* marked before connecting, so the handshake already is */
@@ -275,6 +280,22 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   const crux_net_level_t *level, crux_net_t **net_p, char *err,
                                   size_t errlen)
 {
+    return crux_net_tcp_create_pinned(oob, where, level, NULL, net_p, err, errlen);
+}
+
+int crux_net_pinned_port(const crux_net_t *base, int member)
+{
+    const net_tcp_t *net = (const net_tcp_t *)base;
+    return base->kind == CRUX_NET_TCP && member >= 0 && member < base->size
+               ? net->peers[member].pinned_port
+               : -1;
+}
+
+crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char *where,
+                                         const crux_net_level_t *level,
+                                         const crux_net_path_t *paths, crux_net_t **net_p,
+                                         char *err, size_t errlen)
+{
     *net_p = NULL;
     err[0] = '\0';
     net_tcp_t *net = calloc(1, sizeof(*net));
@@ -291,7 +312,9 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
     net->priority = crux_net_socket_priority(level);
     for (int p = 0; p < oob->size; p++) {
         net->peers[p].fd = -1;
+        net->peers[p].pinned_port = -1;
     }
+    net->paths = paths;
     net_card_t mine = { .status = CRUX_OK };
     int lfd = -1;
     if (getrandom(&mine.token, sizeof(mine.token), 0) != (ssize_t)sizeof(mine.token)) {
@@ -318,6 +341,7 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
         status = crux_oob_agree(oob, status, 1, NULL);
     }
     free(all);
+    net->paths = NULL;
     if (lfd >= 0) {
         close(lfd);
     }

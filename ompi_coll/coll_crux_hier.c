@@ -299,8 +299,8 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
-crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf, void *rbuf,
-                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf, int count,
+                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op, cdtype, cop };
