@@ -14,6 +14,7 @@
  * with a "uid", and only when that user owns the file.  A job with neither
  * figures nor a profile yet is planned from --default-compute-s and
  * --default-bytes. */
+#define _GNU_SOURCE /* strverscmp */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -188,9 +189,11 @@ static int apply_profile(const crux_sched_cluster_t *c, entry_t *e, const char *
     return 0;
 }
 
+/* Ids in the order a batch system gives them ("9" before "10"): the plan's
+ * job order, which TACCL* routes in. */
 static int by_id(const void *a, const void *b)
 {
-    return strcmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
+    return strverscmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
 }
 
 /* Read the spool, plan, write.  Returns TOOL_INPUT when a file was
