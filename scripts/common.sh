@@ -9,9 +9,10 @@ CRUX_JOBS=${CRUX_JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Build tools and libraries, then what the tests and benchmarks use.
 CRUX_DEB_BUILD="gcc make autoconf automake libtool pkg-config
   libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check libjson-c-dev"
-# slurm-wlm and munge: a single-host Slurm for tests/cli/slurm.sh
+# slurm-wlm and munge: a single-host Slurm for tests/cli/slurm.sh; with
+# iproute2 and nftables, the emulated cluster of tests/cli/testbed.sh
 CRUX_DEB_TEST="clang-format python3-mpi4py python3-numpy graphviz gnuplot-nox procps
-  slurm-wlm munge"
+  slurm-wlm munge iproute2 nftables"
 # The hardening steps (scripts/hardening): sanitizer run-times, valgrind,
 # clang with libFuzzer
 CRUX_DEB_HARDEN="libasan8 libubsan1 libtsan2 valgrind clang-14 libclang-rt-14-dev"
