@@ -17,6 +17,7 @@
 #                       "NAME MODEL ARRIVAL_S SECONDS HOST HOST", '#' comments
 #     --hosts H         hosts per rack (4)  --rate R  spine cables (50mbit); host cables twice that
 #     --reps N          repetitions for "all" (3)
+#     --first-id N      the jobs' ids from N under every policy (1; "all": 1, 101, 201, ...)
 #     --build DIR       the build tree (./build)
 #
 # Slurm's nodes are the emulated hosts: each slurmd runs in its host's
@@ -31,7 +32,7 @@ usage() { sed -n '/^#   bench/,/^#     --build/p' "$0" | sed 's/^# \{0,1\}//' >&
 cmd=$1 out=$2
 shift 2
 policies=none,crux-full,taccl,crux-pa workload=$src/bench/testbed-jobs.txt hosts=4 rate=50mbit
-reps=3 build=$src/build
+reps=3 build=$src/build first_id=1
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2 ;;
     --rate) rate=$2 ;;
     --reps) reps=$2 ;;
+    --first-id) first_id=$2 ;;
     --build) build=$2 ;;
     *) usage ;;
   esac
@@ -52,7 +54,7 @@ case $cmd in
     [[ $reps =~ ^[1-9][0-9]?$ ]] || usage
     for ((r = 1; r <= reps; r++)); do
       "$0" run "$out/rep$r" --policies "$policies" --workload "$workload" --hosts "$hosts" \
-        --rate "$rate" --build "$build" || exit 1
+        --rate "$rate" --build "$build" --first-id $((100 * r - 99)) || exit 1
     done
     report "$out"/rep*
     exit $? ;;
@@ -69,6 +71,7 @@ train=$build/bench/crux-bench-train sched=$build/sched/crux-sched hooks=$build/s
   { echo "$0: build crux first ($build)" >&2; exit 2; }
 [ -f "$workload" ] || { echo "$0: no workload $workload" >&2; exit 2; }
 [[ $hosts =~ ^[1-9][0-9]?$ ]] || usage
+[[ $first_id =~ ^[1-9][0-9]{0,6}$ ]] || usage
 [[ $rate =~ ^([1-9][0-9]*)mbit$ ]] || { echo "$0: --rate like 50mbit" >&2; exit 2; }
 host_rate=$((2 * ${rate%mbit}))mbit
 mkdir -p "$out" || exit 1
@@ -160,6 +163,7 @@ TaskProlog=$T/taskprolog
 InactiveLimit=0
 KillWait=2
 MinJobAge=600
+FirstJobId=$first_id
 EOF
   "$src/scripts/testbed" hosts "$net" | while read -r name _ mgmt _ _; do
     echo "NodeName=$name NodeAddr=$mgmt CPUs=2 State=UNKNOWN"
@@ -167,8 +171,14 @@ EOF
   echo "PartitionName=crux Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
 } >"$T/slurm.conf"
 export SLURM_CONF=$T/slurm.conf
-in_ns mgmt unshare --uts sh -c "hostname ctl && exec slurmctld -c -f $T/slurm.conf" ||
-  { echo "$0: slurmctld failed" >&2; exit 1; }
+# slurmctld afresh, its state forgotten: the jobs' ids start at --first-id
+# again, so every policy hashes the same ids onto the same ECMP paths
+start_ctld() {
+  [ -f "$T/slurmctld.pid" ] && stop_pid "$(cat "$T/slurmctld.pid")"
+  rm -rf "$T/state" && mkdir "$T/state" || return 1
+  in_ns mgmt unshare --uts sh -c "hostname ctl && exec slurmctld -c -f $T/slurm.conf"
+}
+start_ctld || { echo "$0: slurmctld failed" >&2; exit 1; }
 "$src/scripts/testbed" hosts "$net" | while read -r name _ _ _ _; do
   mkdir -p "$T/slurmd-$name"
   in_ns "$name" unshare --uts --mount --propagation private sh -c \
@@ -176,12 +186,16 @@ in_ns mgmt unshare --uts sh -c "hostname ctl && exec slurmctld -c -f $T/slurm.co
      exec slurmd -c -f $T/slurm.conf -N $name" || exit 1
 done || { echo "$0: slurmd failed" >&2; exit 1; }
 slurm() { in_ns mgmt "$@"; }
-for ((i = 0; i < 60; i++)); do
-  [ "$(slurm sinfo -h -o %t 2>/dev/null | sort -u)" = idle ] && break
-  sleep 1
-done
-[ "$(slurm sinfo -h -o %t 2>/dev/null | sort -u)" = idle ] ||
-  { echo "$0: the Slurm nodes are not idle after 60 s: $(slurm sinfo -h 2>&1)" >&2; tail -5 "$T"/log/*; exit 1; }
+nodes_idle() {
+  for ((i = 0; i < 60; i++)); do
+    [ "$(slurm sinfo -h -o %t 2>/dev/null | sort -u)" = idle ] && return 0
+    sleep 1
+  done
+  echo "$0: the Slurm nodes are not idle after 60 s: $(slurm sinfo -h 2>&1)" >&2
+  tail -5 "$T"/log/*
+  return 1
+}
+nodes_idle || exit 1
 say "Slurm: nodes $nodes idle"
 
 # what every job runs (sbatch passes this environment on)
@@ -225,6 +239,10 @@ tcp_counters() {
 run_policy() {
   local policy=$1 dir=$out/$1
   rm -rf "$dir" && mkdir -p "$dir/logs" || return 1
+  if [ -n "${ran_one:-}" ]; then
+    start_ctld && nodes_idle || return 1
+  fi
+  ran_one=1
   rm -f "$T"/spool/* "$T"/profiles/* "$T/prio"
   "$sched" daemon --spool "$T/spool" --profiles "$T/profiles" --cluster "$T/cluster.json" \
     --out "$T/prio" --levels 3 --policy "$policy" --settle-ms 200 --report "$T/report" \

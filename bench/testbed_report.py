@@ -384,7 +384,8 @@ def util_series(jobs, epoch, step=5.0):
             add(busy, it["start"], it["start"] + (1 - o) * c)
             comm = it["start"] + (1 - o) * c
             add(busy, comm, comm + o * c)
-    return [(k * step, busy[k] / held[k] if held[k] > 0 else None) for k in range(nb)]
+    # a bin where the jobs held less than half of it is an edge: left out
+    return [(k * step, busy[k] / held[k] if held[k] > step / 2 else None) for k in range(nb)]
 
 
 def report(argv):
@@ -407,6 +408,9 @@ def report(argv):
         for d in sorted(os.listdir(r)):
             if os.path.isdir(os.path.join(r, d)) and d not in pols:
                 pols.append(d)
+    # fair sharing first: the others' gains are over it
+    order = ["none", "crux-full", "crux-full-paper", "taccl", "crux-pa"]
+    pols.sort(key=lambda p: (order.index(p) if p in order else len(order), p))
     rows = {}  # policy -> rep -> dict
     for r in reps:
         for pol in pols:
@@ -417,23 +421,31 @@ def report(argv):
             done = [j for j in jobs if "first" in j]
             sims = simulate(r, pdir, pol, epoch, done, sim)
             wire = wire_check(pdir, jobs)
+            steady = []  # (measured, simulated) utilisation of each job in each stretch
+            for a, b, parts in steady_windows(pdir, jobs):
+                ss = simulate(r, pdir, pol, epoch, parts, sim)
+                steady += [(j["util"], ss[j["name"]]["util"], j["held"]) for j in parts]
             rows.setdefault(pol, {})[r] = dict(
-                util=total(done), sim=total([sims[j["name"]] for j in done]),
+                util=total(done), sim=total([sims[j["name"]] for j in done]), steady=steady,
+                learned=len(learned_at(pdir, jobs)), jobs_n=len(jobs), done_n=len(done),
                 jobs={j["name"]: dict(util=j["util"], period=j["mean_period"], n=len(j["iters"]),
                                       sim=sims[j["name"]]["util"],
                                       sim_period=sims[j["name"]]["held"] / max(sims[j["name"]]["iters"], 1e-9),
                                       wrong=wire[j["name"]][1],
                                       good=wire[j["name"]][0]) for j in done},
                 series=util_series(done, epoch))
-    md = []
-    md.append("| policy | utilisation, each repetition | median | crux-sim (median) |")
-    md.append("|---|---|---|---|")
     med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
+    md = []
+    base = pols[0]
+    md.append("| policy | GPU utilisation, each repetition | median | range | median gain over %s |" % base)
+    md.append("|---|---|---|---|---|")
     for pol in pols:
         u = [rows[pol][r]["util"] for r in reps if r in rows[pol]]
-        s = [rows[pol][r]["sim"] for r in reps if r in rows[pol]]
-        md.append("| %s | %s | %.1f%% | %.1f%% |" % (pol, ", ".join("%.1f%%" % (100 * x) for x in u),
-                                                     100 * med(u), 100 * med(s)))
+        g = [100 * (rows[pol][r]["util"] - rows[base][r]["util"]) for r in reps
+             if r in rows[pol] and r in rows[base]]
+        md.append("| %s | %s | %.1f%% | %.1f-%.1f%% | %+.1f points (%s) |" % (
+            pol, ", ".join("%.1f%%" % (100 * x) for x in u), 100 * med(u), 100 * min(u), 100 * max(u),
+            med(g), ", ".join("%+.1f" % x for x in g)))
     md.append("")
     names = []
     for pol in pols:
@@ -441,24 +453,35 @@ def report(argv):
             for n in rows[pol][r]["jobs"]:
                 if n not in names:
                     names.append(n)
-    md.append("| job | " + " | ".join("%s: measured / crux-sim" % p for p in pols) + " |")
+    md.append("| job | " + " | ".join(pols) + " |")
     md.append("|---|" + "---|" * len(pols))
     for n in names:
         cells = []
         for pol in pols:
             m = [rows[pol][r]["jobs"][n] for r in reps if r in rows[pol] and n in rows[pol][r]["jobs"]]
-            if not m:
-                cells.append("-")
-                continue
-            cells.append("%.1f%% / %.1f%% (%.2f s / %.2f s)" % (
-                100 * med([x["util"] for x in m]), 100 * med([x["sim"] for x in m]),
-                med([x["period"] for x in m]), med([x["sim_period"] for x in m])))
+            cells.append("%.1f%%, %.2f s" % (100 * med([x["util"] for x in m]),
+                                            med([x["period"] for x in m])) if m else "-")
         md.append("| %s | %s |" % (n, " | ".join(cells)))
+    md.append("")
+    md.append("| policy | crux-sim, whole run (median) | measured (median) | stretches on a measured plan: "
+              "job-stretches, mean and largest simulated - measured |")
+    md.append("|---|---|---|---|")
+    for pol in pols:
+        st = [x for r in reps if r in rows[pol] for x in rows[pol][r]["steady"]]
+        d = [100 * (b - a) for a, b, _ in st]
+        md.append("| %s | %.1f%% | %.1f%% | %d, %+.1f points, %+.1f points |" % (
+            pol, 100 * med([rows[pol][r]["sim"] for r in reps if r in rows[pol]]),
+            100 * med([rows[pol][r]["util"] for r in reps if r in rows[pol]]), len(d),
+            sum(d) / len(d) if d else 0, max(d, key=abs) if d else 0))
     md.append("")
     wrong = sum(rows[p][r]["jobs"][n]["wrong"] for p in pols for r in rows[p] for n in rows[p][r]["jobs"])
     good = sum(rows[p][r]["jobs"][n]["good"] for p in pols for r in rows[p] for n in rows[p][r]["jobs"])
-    md.append("Bytes between a job's hosts on the planned spine and band, once a plan was in force: "
-              "%.1f MB; elsewhere: %.2f MB." % (good / 1e6, wrong / 1e6))
+    learned = sum(rows[p][r]["learned"] for p in pols for r in rows[p])
+    jobs_n = sum(rows[p][r]["jobs_n"] for p in pols for r in rows[p])
+    done_n = sum(rows[p][r]["done_n"] for p in pols for r in rows[p])
+    md.append("Jobs that ran their iterations: %d of %d; planned from their own profile: %d. Bytes between a "
+              "job's hosts on the planned spine and band, once a plan was in force: %.1f MB; elsewhere: "
+              "%.2f MB." % (done_n, jobs_n, learned, good / 1e6, wrong / 1e6))
     open(os.path.join(out, "tables.md"), "w").write("\n".join(md) + "\n")
     # data for the plots: utilisation over time (first repetition), mean iteration time per job
     first = reps[0]
@@ -488,7 +511,7 @@ def report(argv):
 def plot(out, pols):
     gp = """set terminal png size 900,420
 set output "%(out)s/util-over-time.png"
-set xlabel "seconds since the first job"
+set xlabel "seconds since the first submission"
 set ylabel "GPU utilisation of the jobs running"
 set yrange [0:1.05]
 set key bottom left

@@ -321,8 +321,9 @@ crux_net_level_t coll_crux_job_net_level(void);
 bool coll_crux_job_route(char *out, size_t size);
 #define CRUX_PRIO_ROUTE_MAX 4097 /* a priority file's longest token, and its end */
 /* The planned paths of the cross communicator's connections, one per rank,
- * from a route (coll_crux_route.c); NULL when none applies (free it). */
-crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route);
+ * from a route, for rail `rail` (coll_crux_route.c); NULL when none applies
+ * (free it). */
+crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail);
 uint64_t coll_crux_route_hash(const char *route);
 
 /* The channel of a layout's inter-node step (coll_crux_net.c): chosen and

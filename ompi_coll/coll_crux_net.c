@@ -76,7 +76,8 @@ static crux_status_t open_tcp(crux_layout_t *l, const crux_coll_oob_t *oob,
     char where[128];
     rail_entry(c->net_if != NULL ? c->net_if : "", ompi_comm_rank(l->local_comm), where,
                sizeof(where));
-    crux_net_path_t *paths = coll_crux_route_paths(l->cross_comm, route);
+    crux_net_path_t *paths =
+        coll_crux_route_paths(l->cross_comm, route, ompi_comm_rank(l->local_comm));
     crux_status_t status =
         crux_net_tcp_create_pinned(oob, where, level, paths, &l->net, err, errlen);
     free(paths);
