@@ -157,6 +157,11 @@ crux_status_t crux_net_start(crux_net_t *net, void *buf, size_t count, crux_dtyp
  * failed: every step in flight then fails. */
 crux_status_t crux_net_test(crux_net_t *net, void *request, int *done);
 
+/* Sleep until the channel may move something of a step in flight (one of
+ * its sockets is ready) or 'timeout_ms' passed.  The UCX channel cannot
+ * tell and returns at once. */
+void crux_net_wait(crux_net_t *net, int timeout_ms);
+
 /* Bytes this member sent over the channel so far. */
 uint64_t crux_net_bytes_sent(const crux_net_t *net);
 /* The local address the TCP channel listens on ("10.0.0.1:40213"); "ucx"

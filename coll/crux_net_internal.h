@@ -32,6 +32,8 @@ typedef struct {
     int (*set_level)(crux_net_t *net, const crux_net_level_t *level);
     /* release the transport; after it nothing may touch a step any more */
     void (*close)(crux_net_t *net);
+    /* crux_net_wait's contract; NULL: return at once */
+    void (*wait)(crux_net_t *net, int timeout_ms);
 } crux_net_ops_t;
 
 /* The head of every channel's own structure. */

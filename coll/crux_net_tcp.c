@@ -445,9 +445,33 @@ static crux_status_t tcp_post(crux_net_t *base, crux_net_op_t *op)
     return CRUX_OK;
 }
 
+/* Until a socket with a step on it is ready (or the time is up). */
+static void tcp_wait(crux_net_t *base, int timeout_ms)
+{
+    net_tcp_t *net = (net_tcp_t *)base;
+    struct pollfd fds[64];
+    int n = 0;
+    for (int p = 0; p < base->size; p++) {
+        const net_peer_t *peer = &net->peers[p];
+        if (p == base->rank || peer->fd < 0 || (peer->send == NULL && peer->recv == NULL)) {
+            continue;
+        }
+        if (n == (int)(sizeof(fds) / sizeof(fds[0]))) {
+            return; /* more peers than one poll looks at: the caller polls */
+        }
+        fds[n++] = (struct pollfd){ .fd = peer->fd,
+                                    .events = (short)((peer->send != NULL ? POLLOUT : 0) |
+                                                      (peer->recv != NULL ? POLLIN : 0)) };
+    }
+    if (n > 0) {
+        (void)poll(fds, (nfds_t)n, timeout_ms);
+    }
+}
+
 static const crux_net_ops_t tcp_ops = {
     .post = tcp_post,
     .progress = tcp_progress,
     .set_level = tcp_set_level,
     .close = tcp_close,
+    .wait = tcp_wait,
 };
