@@ -258,7 +258,9 @@ run_policy() {
   while read -r name model arrival seconds ha hb; do
     case $name in '' | '#'*) continue ;; esac
     now=$(date +%s.%N)
-    sleep "$(awk -v a="$arrival" -v t0="$t0" -v n="$now" 'BEGIN {d = t0 + a - n; print (d > 0 ? d : 0)}')"
+    # in the background, so that a signal is not held until the sleep ends
+    sleep "$(awk -v a="$arrival" -v t0="$t0" -v n="$now" 'BEGIN {d = t0 + a - n; print (d > 0 ? d : 0)}')" &
+    wait $!
     local id
     id=$(slurm sbatch --parsable -J "$name" -N 2 --ntasks-per-node=2 -w "$ha,$hb" \
       -o "$dir/logs/$name.out" -e "$dir/logs/$name.err" \

@@ -70,8 +70,9 @@ def read_log(path):
         elif f and f[0] == "iter" and len(f) == 10:
             job["iters"].append(dict(start=float(f[3]), compute=float(f[5]), comm=float(f[7]),
                                      period=float(f[9])))
-        elif f and f[0] == "done" and len(f) == 9:
-            job["done"] = dict(n=int(f[2]), held=float(f[4]), busy=float(f[6]))
+        elif f and f[0] == "done" and len(f) >= 9:
+            job["done"] = dict(n=int(f[2]), held=float(f[4]), busy=float(f[6]),
+                               cpu=float(f[10]) if len(f) >= 11 else None)
     return job
 
 

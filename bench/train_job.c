@@ -19,9 +19,11 @@
  * S the iteration's start (seconds since the epoch, CLOCK_REALTIME), C the
  * compute it did, X the Allreduce's time, P the iteration's time; and at
  * the end
- *   done iterations N held H busy U utilization F
- * with H from the first iteration's start to the last one's end and U the
- * compute done (N x C): the GPU time the job held and used.
+ *   done iterations N held H busy U utilization F cpu_s P
+ * with H from the first iteration's start to the last one's end, U the
+ * compute done (N x C): the GPU time the job held and used; and P the
+ * processor time all its ranks took (user and system), to show that the
+ * machine's cores were not what the job waited for.
  *
  * usage: crux-bench-train [--model gpt|bert|resnet] [--compute-s C] [--bytes B]
  *                         [--overlap O] [--seconds T | --iterations N] [--log FILE] */
@@ -33,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* The model classes of the Crux paper's testbed, at the testbed's scale (a
@@ -247,10 +250,16 @@ int main(int argc, char **argv)
             break;
         }
     }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
+           cpu_all = 0;
+    MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         double held = end - first, busy = (double)n * o.m.compute_s;
-        fprintf(log, "done iterations %ld held %.6f busy %.6f utilization %.6f\n", n, held, busy,
-                held > 0 ? busy / held : 0);
+        fprintf(log, "done iterations %ld held %.6f busy %.6f utilization %.6f cpu_s %.3f\n", n,
+                held, busy, held > 0 ? busy / held : 0, cpu_all);
         if (log != stdout) {
             fclose(log);
         }
