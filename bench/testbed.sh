@@ -16,6 +16,7 @@
 #     --workload FILE   the jobs (default: bench/testbed-jobs.txt): one a line,
 #                       "NAME MODEL ARRIVAL_S SECONDS HOST HOST", '#' comments
 #     --hosts H         hosts per rack (4)  --rate R  spine cables (50mbit); host cables twice that
+#     --queue N         packets each band of a cable end queues (100)
 #     --reps N          repetitions for "all" (3)
 #     --first-id N      the jobs' ids from N under every policy (1; "all": 1, 101, 201, ...)
 #     --build DIR       the build tree (./build)
@@ -32,7 +33,7 @@ usage() { sed -n '/^#   bench/,/^#     --build/p' "$0" | sed 's/^# \{0,1\}//' >&
 cmd=$1 out=$2
 shift 2
 policies=none,crux-full,taccl,crux-pa workload=$src/bench/testbed-jobs.txt hosts=4 rate=50mbit
-reps=3 build=$src/build first_id=1
+reps=3 build=$src/build first_id=1 queue=100
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2 ;;
     --reps) reps=$2 ;;
     --first-id) first_id=$2 ;;
+    --queue) queue=$2 ;;
     --build) build=$2 ;;
     *) usage ;;
   esac
@@ -54,7 +56,7 @@ case $cmd in
     [[ $reps =~ ^[1-9][0-9]?$ ]] || usage
     for ((r = 1; r <= reps; r++)); do
       "$0" run "$out/rep$r" --policies "$policies" --workload "$workload" --hosts "$hosts" \
-        --rate "$rate" --build "$build" --first-id $((100 * r - 99)) || exit 1
+        --rate "$rate" --build "$build" --first-id $((100 * r - 99)) --queue "$queue" || exit 1
     done
     report "$out"/rep*
     exit $? ;;
@@ -102,9 +104,10 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 say() { echo "# $(date -u +%H:%M:%S) $*"; }
 
-net=$("$src/scripts/testbed" up auto --hosts "$hosts" --uplink-rate "$rate" --host-rate "$host_rate") ||
+net=$("$src/scripts/testbed" up auto --hosts "$hosts" --uplink-rate "$rate" --host-rate "$host_rate" \
+  --queue "$queue") ||
   { net=; exit 1; }
-say "testbed $net: 2 racks of $hosts hosts, 2 spines, spine cables $rate, host cables $host_rate, in $T"
+say "testbed $net: 2 racks of $hosts hosts, 2 spines, spine cables $rate, host cables $host_rate, queues of $queue packets, in $T"
 in_ns() { local n=$1; shift; nsenter --net="/run/netns/c40t$net-$n" "$@"; }
 "$src/scripts/testbed" cluster "$net" >"$T/cluster.json" || exit 1
 cp "$T/cluster.json" "$out/cluster.json"

@@ -12,6 +12,15 @@
       the comparison over repetitions: tables (markdown), data and plots in
       DIR (default: the repetitions' parent/report)
 
+crux-sim is given each job as its profile shows it to crux-sched daemon:
+compute = the mean time between its calls, no overlap, W = ranks x that
+time, so that it decides from the figures the daemon decided from (with
+the true figures, crux-sim's crux-pa ranked a ResNet above a GPT job that
+the daemon ranked above it).  For the testbed's models, whose Allreduce
+always outlasts the compute it can hide behind, that time is (1-overlap) C
+and the job the same; the utilisation counts the whole compute C of each
+iteration.
+
 A run directory (bench/testbed.sh run) holds cluster.json and a directory
 per policy: epoch, jobs.txt ("NAME SLURM-ID MODEL ARRIVAL SECONDS HOST HOST"),
 logs/NAME.log (crux-bench-train's lines), flows.txt (the spines' counters,
@@ -192,11 +201,16 @@ def profile_check(pdir, jobs):
     return out
 
 
-def measured_work(j):
-    """W as the job's profile sees it: its ranks x the time between its
-    calls (hidden compute is invisible to MPI)."""
+def measured_gap(j):
+    """The mean time between the job's calls: its compute as its profile
+    sees it (what it computes while its Allreduce runs is invisible to MPI)."""
     gaps = [i["period"] - i["comm"] for i in j["iters"]]
-    return j.get("ranks", 4) * sum(gaps) / len(gaps) if gaps else 0
+    return sum(gaps) / len(gaps) if gaps else j["compute"]
+
+
+def measured_work(j):
+    """W as the job's profile sees it: its ranks x the time between its calls."""
+    return j.get("ranks", 4) * measured_gap(j)
 
 
 def simulate(run, pdir, policy, epoch, jobs, sim):
@@ -211,21 +225,24 @@ def simulate(run, pdir, policy, epoch, jobs, sim):
             g = j["ranks"]
             net_bytes = j["bytes"] * g / (2.0 * (g - 1))
             # the ids the daemon planned (ECMP hashes them; TACCL* routes in their
-            # order) and the W it measured (what the profile sees)
-            f.write("%s,%.6f,%s,%d,%.6f,%.6f,%.6g,%.6g,%.6f,%s\n" % (
-                j["id"], j["first"] - epoch, j["model"], g, j["compute"], j["overlap"],
-                net_bytes, measured_work(j), j["held"], ";".join(j["hosts"])))
+            # order), and the job as its profile shows it (see the top)
+            f.write("%s,%.6f,%s,%d,%.6f,0,%.6g,%.6g,%.6f,%s\n" % (
+                j["id"], j["first"] - epoch, j["model"], g, measured_gap(j), net_bytes,
+                measured_work(j), j["held"], ";".join(j["hosts"])))
     subprocess.run([sim, "run", "--cluster", os.path.join(run, "cluster.json"), "--workload", wl,
                     "--policy", policy, "--levels", "3", "--bin", "5", "--out", tmp, "--quiet"],
                    check=True)
     out = {}
-    name = {j["id"]: j["name"] for j in jobs}
+    by_id = {j["id"]: j for j in jobs}
     with open(os.path.join(tmp, "jobs-%s.csv" % policy)) as f:
         for row in csv.DictReader(f):
+            j = by_id[row["id"]]
             held = float(row["end_s"]) - float(row["start_s"])
-            out[name[row["id"]]] = dict(util=float(row["busy_s"]) / held if held > 0 else 0,
-                                  iters=float(row["iterations"]), held=held,
-                                  busy=float(row["busy_s"]))
+            # its compute phases were the gaps: the job did its whole compute in them
+            busy = float(row["busy_s"]) * j["compute"] / measured_gap(j)
+            out[j["name"]] = dict(util=busy / held if held > 0 else 0,
+                                  iters=float(row["iterations"]), held=held, busy=busy,
+                                  level=int(row["level"]))
     for p in glob.glob(os.path.join(tmp, "*")):
         os.remove(p)
     os.rmdir(tmp)
@@ -496,7 +513,7 @@ def report(argv):
                     f.write("%.1f %.4f\n" % (t, u))
             f.write("\n\n")
     with open(os.path.join(out, "iteration-times.dat"), "w") as f:
-        f.write("job " + " ".join(pols) + "\n")
+        f.write("# job " + " ".join(pols) + "\n")
         for n in names:
             vals = []
             for pol in pols:

@@ -43,8 +43,9 @@
  * 1.4 s), in decreasing GPU intensity (compute per byte of gradients):
  * GPT, large gradients and long iterations; ResNet, small gradients and
  * short iterations; BERT, gradients nearly as large as GPT's for a quarter
- * of its compute.  Their intensities differ by 1.4x and 2.8x, so that
- * measured ones keep their order. */
+ * of its compute.  As their profiles show them (W from the compute between
+ * calls) their intensities differ by 1.4x and 2.8x, so that measured ones
+ * keep their order. */
 typedef struct {
     const char *name;
     double compute_s, bytes, overlap;
