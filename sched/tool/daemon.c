@@ -210,6 +210,7 @@ static int replan(const daemon_t *d)
         }
     }
     rewinddir(dir);
+    tool_round_begin(); /* a file refused as before is not named again */
     while ((de = readdir(dir)) != NULL) {
         size_t base;
         int is_job = has_suffix(de->d_name, ".job", &base);
@@ -291,6 +292,7 @@ static int replan(const daemon_t *d)
             rejected++;
         }
     }
+    tool_round_end();
     if (rc == TOOL_OK) {
         crux_status_t st = crux_sched_plan_run(plan, &d->o);
         char comment[256];
@@ -305,8 +307,9 @@ static int replan(const daemon_t *d)
             rc = tool_write_report(plan, d->c, d->table, d->o.levels, d->o.reserve, d->report, 0,
                                    "crux-sched daemon");
         if (rc == TOOL_OK)
-            tool_log("crux-sched daemon: planned %d jobs (%d files rejected), wrote %s",
-                     crux_sched_plan_jobs(plan), rejected, d->out);
+            tool_log("crux-sched daemon: planned %d job%s (%d file%s rejected), wrote %s",
+                     crux_sched_plan_jobs(plan), crux_sched_plan_jobs(plan) == 1 ? "" : "s",
+                     rejected, rejected == 1 ? "" : "s", d->out);
     }
     crux_sched_plan_free(plan);
     for (int i = 0; i < n; i++) {
