@@ -78,9 +78,13 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
 {
     bool ok = true;
     /* every check runs, so one run names every refused value */
-    ok &= size_ok("stage_size", c->stage_size, CRUX_MIN_STAGE, CRUX_MAX_STAGE,
-                  "must be between 65536 and 2^40");
-    ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK, c->stage_size,
+    bool stage_ok = size_ok("stage_size", c->stage_size, CRUX_MIN_STAGE, CRUX_MAX_STAGE,
+                            "must be between 65536 and 2^40");
+    ok &= stage_ok;
+    /* against a refused stage size, the chunk size is judged on its own:
+     * the fault is the stage's, said once */
+    ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK,
+                  stage_ok ? c->stage_size : CRUX_MAX_STAGE,
                   "must be at least 64 and at most coll_crux_stage_size");
     ok &= int_ok("group_size", c->group_size, 0, INT_MAX, "must not be negative");
     ok &= int_ok("far_latency_ns", c->far_latency_ns, 0, INT_MAX, "must not be negative");

@@ -35,6 +35,7 @@ refused() {
 refused "chunk 0" chunk_size=0
 refused "chunk above the stage" chunk_size=131072 stage_size=65536
 refused "stage too small" stage_size=100
+expect_no_stderr "coll_crux_chunk_size" "[np=2 stage too small] ... the default chunk size not blamed for it"
 refused "stage -1" stage_size=-1
 refused "stage 2^64-1" stage_size=18446744073709551615
 refused "depth -1" hier_depth=-1
