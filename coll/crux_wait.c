@@ -60,7 +60,7 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
         if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
         }
-        if (crux_load(&ctrl->failed) >= group->seq) {
+        if (crux_load(&ctrl->failed) == CRUX_ABANDONED) {
             return CRUX_ERR_PEER;
         }
         if (crux_idle_poll(&idle, 1) == CRUX_IDLE_SLEEP) {

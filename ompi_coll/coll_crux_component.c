@@ -132,11 +132,25 @@ static int crux_register(void)
              "hier-sequential, fallback (every host call to the previously selected module)",
              OPAL_INFO_LVL_5);
 
-    c->allreduce_min_bytes = 8192;
+    c->allreduce_min_bytes = 0;
     reg_size("allreduce_min_bytes",
              "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)",
              OPAL_INFO_LVL_5, &c->allreduce_min_bytes);
+
+    c->small_max_bytes = defaults.small_max_bytes;
+    reg_size("small_max_bytes",
+             "Allreduce messages of at most this many bytes take the small Allreduce (one "
+             "copy into a slot of the group's shared segment, flags, one reduction; across "
+             "nodes member 0 of each group steps between nodes); four slots of this size per "
+             "process and group; 0: none",
+             OPAL_INFO_LVL_5, &c->small_max_bytes);
+
+    c->small_whole_max_bytes = defaults.small_whole_max_bytes;
+    reg_size("small_whole_max_bytes",
+             "Small Allreduce messages of at most this many bytes are reduced whole by every "
+             "process; larger ones a slice each",
+             OPAL_INFO_LVL_6, &c->small_whole_max_bytes);
 
     c->far_latency_ns = 0;
     reg_int("far_latency_ns",
