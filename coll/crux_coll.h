@@ -62,8 +62,8 @@ typedef struct {
 #define CRUX_COLL_CONFIG_DEFAULT                                                        \
     {                                                                                   \
         .stage_size = 4u << 20, .chunk_size = 256u << 10, .stream_min_bytes = 2u << 20, \
-        .local_procs = 0, .far_latency = 0, .small_max_bytes = 64u << 10,               \
-        .small_whole_max_bytes = 4u << 10, .tl = CRUX_TL_CONFIG_DEFAULT,                \
+        .local_procs = 0, .far_latency = 0, .small_max_bytes = 4u << 10,                \
+        .small_whole_max_bytes = 256, .tl = CRUX_TL_CONFIG_DEFAULT,                     \
     }
 
 /* Create a group.  On failure no member has a group, and all return the same

@@ -142,6 +142,16 @@ static inline uint64_t crux_load(const uint64_t *word)
  * and wake the peers sleeping on it. */
 void crux_publish(crux_coll_group_t *group, uint64_t *word, uint64_t value);
 
+/* crux_publish without its full fence, for the small Allreduce's flags,
+ * where the fence cost a cross-core round trip of every call (the store
+ * waited for the line the peers poll): the store stays in this core's
+ * store buffer while the caller goes on.  A peer that counts itself among
+ * the sleepers just as the store is made, and whose look and whose
+ * futex's own look both miss it (the store would have to stay unseen for
+ * a whole system call), sleeps its full CRUX_IDLE_SLEEP_NS: a late call,
+ * never a lost one. */
+void crux_raise(crux_coll_group_t *group, uint64_t *word, uint64_t value);
+
 #define CRUX_PUBLISH(group, field, value) \
     crux_publish((group), &(group)->ctrl[(group)->rank]->field, (value))
 

@@ -36,12 +36,11 @@ static crux_alg_t select_device(const crux_select_query_t *q, const char **why)
     return CRUX_ALG_HOST_STAGED;
 }
 
-/* Small calls take the small Allreduce where its flags can be had: its
- * hand-off is flags in a shared-memory group, so not where the lanes are
- * forced. */
+/* Small calls take the small Allreduce when nothing is forced: a forced
+ * topology or hand-off runs its pipeline at every size. */
 static int small(const crux_select_query_t *q, crux_select_cap_t cap)
 {
-    return q->request.handoff != CRUX_HANDOFF_LANES && has(q, cap);
+    return !crux_request_forced(&q->request) && has(q, cap);
 }
 
 static crux_alg_t select_hier(const crux_select_query_t *q, crux_alg_t alg, const char **why)

@@ -60,7 +60,7 @@ static uint8_t *data(const call_t *c, crux_small_head_t *head)
 static void raise_flag(const call_t *c, crux_small_head_t *head)
 {
     __atomic_store_n(&head->shape, c->shape, __ATOMIC_RELAXED);
-    crux_publish(c->g, &head->seq, c->seq);
+    crux_raise(c->g, &head->seq, c->seq);
 }
 
 /* Wait for member q's slot of this call: CRUX_ERR_INVALID when q runs a

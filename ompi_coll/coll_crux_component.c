@@ -140,10 +140,11 @@ static int crux_register(void)
 
     c->small_max_bytes = defaults.small_max_bytes;
     reg_size("small_max_bytes",
-             "Allreduce messages of at most this many bytes take the small Allreduce (one "
-             "copy into a slot of the group's shared segment, flags, one reduction; across "
-             "nodes member 0 of each group steps between nodes); four slots of this size per "
-             "process and group; 0: none",
+             "On one node, Allreduce messages of at most this many bytes take the small "
+             "Allreduce (one copy into a slot of the group's shared segment, flags, one "
+             "reduction; across nodes it takes every size below coll_crux_hier_min_bytes, "
+             "member 0 of each group stepping between nodes); each process and group has four "
+             "slots of the larger of the two; 0: none on one node",
              OPAL_INFO_LVL_5, &c->small_max_bytes);
 
     c->small_whole_max_bytes = defaults.small_whole_max_bytes;
@@ -223,8 +224,9 @@ static int crux_register(void)
 
     c->hier_min_bytes = 262144; /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
     reg_size("hier_min_bytes",
-             "Across nodes, Allreduce messages of at least this many bytes use "
-             "the hierarchical algorithm; smaller ones the previous module (auto only)",
+             "Across nodes, Allreduce messages of at least this many bytes use the "
+             "hierarchical pipeline; smaller ones the small Allreduce (auto only; at most "
+             "1 MiB of it)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
 
     c->hier_depth = 4;

@@ -48,7 +48,13 @@ crux_coll_config_t coll_crux_config(void)
     config.stage_size = c->stage_size;
     config.chunk_size = c->chunk_size;
     config.stream_min_bytes = c->stream_min_bytes;
-    config.small_max_bytes = c->small_max_bytes;
+    /* slots for the flat range and for the range across nodes below the
+     * hierarchical pipeline */
+    size_t across = c->hier_min_bytes > 0 ? c->hier_min_bytes - 1 : 0;
+    config.small_max_bytes = c->small_max_bytes > across ? c->small_max_bytes : across;
+    if (config.small_max_bytes > CRUX_SMALL_MAX_BYTES) {
+        config.small_max_bytes = CRUX_SMALL_MAX_BYTES;
+    }
     config.small_whole_max_bytes = c->small_whole_max_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;

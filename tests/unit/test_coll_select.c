@@ -106,10 +106,10 @@ START_TEST(every_point)
 }
 END_TEST
 
-/* A call that fits the small Allreduce takes it wherever its flags may
- * run: flat on one node, across groups when hierarchical, but not where
- * the lanes or the sequential steps are forced; without it the choice is
- * the one for larger calls. */
+/* A call that fits the small Allreduce takes it when nothing is forced:
+ * flat on one node, across groups across nodes; a forced topology or
+ * hand-off runs its pipeline at every size; without it the choice is the
+ * one for larger calls. */
 START_TEST(small_calls)
 {
     enum { A = CRUX_TOPOLOGY_AUTO, F = CRUX_TOPOLOGY_FLAT, H = CRUX_TOPOLOGY_HIER };
@@ -119,15 +119,15 @@ START_TEST(small_calls)
         crux_alg_t alg;
     } rows[] = {
         { A, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_SMALL },
-        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_SMALL },
+        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
         { A, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
-        { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_SMALL },
-        { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER_SMALL },
+        { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
+        { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER },
         { S, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER_SEQUENTIAL },
         { A, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SMALL },
-        { A, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER_SMALL },
+        { A, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
         { A, CRUX_HANDOFF_LANES, 0, CRUX_ALG_HIER },
-        { H, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER_SMALL },
+        { H, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
         { S, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SEQUENTIAL },
         { F, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_FALLBACK },
     };
@@ -137,8 +137,8 @@ START_TEST(small_calls)
         crux_alg_t alg = pick(0, rows[i].local, req(rows[i].topology, rows[i].handoff), &c, &why);
         ck_assert_msg(alg == rows[i].alg, "row %zu: %s, not %s", i, crux_alg_name(alg),
                       crux_alg_name(rows[i].alg));
-        /* the lanes forced: no small group built for nothing */
-        if (rows[i].handoff == CRUX_HANDOFF_LANES) {
+        /* anything forced: no small group built for nothing */
+        if (rows[i].handoff != CRUX_HANDOFF_AUTO || rows[i].topology != A) {
             ck_assert_uint_eq(c.asked & SMALL_CAPS, 0);
         }
     }

@@ -183,7 +183,7 @@ static int run_default_limits(fork_group_member_t *m, void *arg)
         return 2;
     }
     const size_t whole = config.small_whole_max_bytes / 4, max = config.small_max_bytes / 4;
-    const size_t counts[] = { 1, 7, 8, 9, whole - 1, whole, whole + 1, 3001, max - 1, max };
+    const size_t counts[] = { 1, 7, 8, 9, whole - 1, whole, whole + 1, max / 3 + 1, max - 1, max };
     float *s = malloc((max + 1) * 4), *r = malloc((max + 1) * 4), *want = malloc(max * 4);
     float *scratch = malloc(max * 4);
     int rc = 0;
