@@ -76,7 +76,17 @@ static crux_status_t wait_slot(const call_t *c, int q, int which)
     return st;
 }
 
-static crux_status_t wait_inputs(const call_t *c, const void **inputs)
+/* Ask for every line of [p, p + bytes) at once: the reads that follow
+ * miss in a peer's cache, and issued together they overlap (the hardware
+ * prefetcher ramps up over a page, not a few lines). */
+static void prefetch(const uint8_t *p, size_t bytes)
+{
+    for (size_t at = 0; at < bytes; at += 64) {
+        __builtin_prefetch(p + at, 0, 3);
+    }
+}
+
+static crux_status_t wait_inputs(const call_t *c, const void **inputs, size_t at, size_t bytes)
 {
     crux_coll_group_t *g = c->g;
     for (int i = 1; i < g->size; i++) {
@@ -84,6 +94,9 @@ static crux_status_t wait_inputs(const call_t *c, const void **inputs)
         crux_status_t st = wait_slot(c, q, SLOT_IN);
         if (st != CRUX_OK) {
             return st;
+        }
+        if (c->bytes > CRUX_SMALL_INLINE) {
+            prefetch(data(c, slot(c, q, SLOT_IN)) + at, bytes);
         }
     }
     for (int q = 0; q < g->size; q++) {
@@ -117,6 +130,7 @@ static crux_status_t sliced(const call_t *c, const void **inputs, uint8_t *dst,
         if (st != CRUX_OK) {
             return st;
         }
+        prefetch(data(c, slot(c, q, SLOT_OUT)) + from, n);
         memcpy(dst + from, data(c, slot(c, q, SLOT_OUT)) + from, n);
     }
     return CRUX_OK;
@@ -171,15 +185,17 @@ static crux_status_t run(crux_coll_group_t *g, const crux_coll_inter_t *inter, c
     const void *inputs[g->size];
     crux_status_t st = CRUX_OK;
     if (inter == NULL && c.bytes <= g->config.small_whole_max_bytes) {
-        st = wait_inputs(&c, inputs);
+        st = wait_inputs(&c, inputs, 0, c.bytes);
         if (st == CRUX_OK) {
             crux_reduce_chain(reduce, rbuf, NULL, inputs, g->size, c.bytes, esize, 0);
         }
     } else if (inter == NULL) {
-        st = wait_inputs(&c, inputs);
+        crux_cut_t cut = crux_cut(count, esize, c.bytes, g->size);
+        st = wait_inputs(&c, inputs, crux_chunk_offset(&cut, g->rank, 0),
+                         crux_shard_length(&cut, g->rank) * esize);
         st = st == CRUX_OK ? sliced(&c, inputs, rbuf, reduce) : st;
     } else if (g->rank == 0) {
-        st = wait_inputs(&c, inputs);
+        st = wait_inputs(&c, inputs, 0, c.bytes);
         if (st == CRUX_OK) {
             crux_reduce_chain(reduce, rbuf, NULL, inputs, g->size, c.bytes, esize, 0);
             st = inter_step(inter, rbuf, count);

@@ -54,8 +54,9 @@ typedef struct {
     int allreduce_topology;
     int allreduce_handoff;
     int allreduce_memory_path;
-    size_t allreduce_min_bytes; /* below: previous module */
-    size_t small_max_bytes;     /* the small Allreduce up to this size */
+    size_t allreduce_min_bytes;  /* below: previous module */
+    size_t small_max_bytes;      /* the small Allreduce up to this size, on one node ... */
+    size_t hier_small_max_bytes; /* ... and across nodes */
     size_t small_whole_max_bytes;
     size_t stage_size;
     size_t chunk_size;
@@ -237,6 +238,10 @@ void coll_crux_set_caller(mca_coll_crux_module_t *module);
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+/* ... a shared-memory group within a layout's rank group: the small
+ * Allreduce's slots for the sizes it takes across nodes (shared only with
+ * the groups of other layouts, variant 1) */
+crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_host_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_engine_group_destroy(void *group);

@@ -142,10 +142,16 @@ static int crux_register(void)
     reg_size("small_max_bytes",
              "On one node, Allreduce messages of at most this many bytes take the small "
              "Allreduce (one copy into a slot of the group's shared segment, flags, one "
-             "reduction; across nodes it takes every size below coll_crux_hier_min_bytes, "
-             "member 0 of each group stepping between nodes); each process and group has four "
-             "slots of the larger of the two; 0: none on one node",
+             "reduction); four slots of this size per process and group; 0: none",
              OPAL_INFO_LVL_5, &c->small_max_bytes);
+
+    c->hier_small_max_bytes = 65536;
+    reg_size("hier_small_max_bytes",
+             "Across nodes, Allreduce messages of at most this many bytes take the small "
+             "Allreduce within each rank group, member 0 of each stepping between them; "
+             "larger ones below coll_crux_hier_min_bytes the previous module; four slots of "
+             "this size per process and rank group; 0: none",
+             OPAL_INFO_LVL_5, &c->hier_small_max_bytes);
 
     c->small_whole_max_bytes = defaults.small_whole_max_bytes;
     reg_size("small_whole_max_bytes",
@@ -225,8 +231,8 @@ static int crux_register(void)
     c->hier_min_bytes = 262144; /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
     reg_size("hier_min_bytes",
              "Across nodes, Allreduce messages of at least this many bytes use the "
-             "hierarchical pipeline; smaller ones the small Allreduce (auto only; at most "
-             "1 MiB of it)",
+             "hierarchical pipeline; smaller ones the previous module, or up to "
+             "coll_crux_hier_small_max_bytes the small Allreduce (auto only)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
 
     c->hier_depth = 4;

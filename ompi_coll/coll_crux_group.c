@@ -48,13 +48,7 @@ crux_coll_config_t coll_crux_config(void)
     config.stage_size = c->stage_size;
     config.chunk_size = c->chunk_size;
     config.stream_min_bytes = c->stream_min_bytes;
-    /* slots for the flat range and for the range across nodes below the
-     * hierarchical pipeline */
-    size_t across = c->hier_min_bytes > 0 ? c->hier_min_bytes - 1 : 0;
-    config.small_max_bytes = c->small_max_bytes > across ? c->small_max_bytes : across;
-    if (config.small_max_bytes > CRUX_SMALL_MAX_BYTES) {
-        config.small_max_bytes = CRUX_SMALL_MAX_BYTES;
-    }
+    config.small_max_bytes = c->small_max_bytes;
     config.small_whole_max_bytes = c->small_whole_max_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;
@@ -101,6 +95,14 @@ static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
     crux_coll_config_t config = coll_crux_config();
+    return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
+}
+
+crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
+{
+    (void)arg;
+    crux_coll_config_t config = coll_crux_config();
+    config.small_max_bytes = mca_coll_crux_component.hier_small_max_bytes;
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 

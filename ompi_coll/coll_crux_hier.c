@@ -143,8 +143,10 @@ static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
         .comm = l->local_comm,
         .oob = oob,
         .kind = kind,
+        .variant = kind == COLL_CRUX_HOST, /* coll_crux_layout_group_build's slots */
         .pin = true,
-        .build = kind == COLL_CRUX_HOST ? coll_crux_host_group_build : coll_crux_engine_group_build,
+        .build =
+            kind == COLL_CRUX_HOST ? coll_crux_layout_group_build : coll_crux_engine_group_build,
         .destroy =
             kind == COLL_CRUX_HOST ? coll_crux_host_group_destroy : coll_crux_engine_group_destroy,
     };
@@ -310,22 +312,17 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
 }
 
 /* The small Allreduce's inter-group step, for member 0 of each group: the
- * module below crux on the cross communicator, blocking (for a few cache
- * lines a nonblocking collective's schedule costs more than it overlaps;
- * crux's own module there would only hand the call on). */
+ * cross communicator's own Allreduce, blocking (for a few cache lines a
+ * nonblocking collective's schedule costs more than it overlaps).  Across
+ * nodes crux's module there has no groups and hands the call on at once
+ * (its first small call found so); on one node it is crux's small one. */
 static crux_status_t small_inter_start(void *argp, void *buf, size_t count, void **request)
 {
     inter_arg_t *a = argp;
     ompi_communicator_t *cross = a->layout->cross_comm;
-    mca_coll_base_module_allreduce_fn_t fn = cross->c_coll->coll_allreduce;
-    mca_coll_base_module_t *module = cross->c_coll->coll_allreduce_module;
-    if (fn == mca_coll_crux_allreduce) {
-        mca_coll_crux_module_t *below = (mca_coll_crux_module_t *)module;
-        fn = below->previous_allreduce;
-        module = below->previous_allreduce_module;
-    }
     *request = NULL;
-    return fn(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross, module) == OMPI_SUCCESS
+    return cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
+                                         cross->c_coll->coll_allreduce_module) == OMPI_SUCCESS
                ? CRUX_OK
                : CRUX_ERR_IO;
 }

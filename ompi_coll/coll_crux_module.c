@@ -86,15 +86,14 @@ static size_t fallback_below(const mca_coll_crux_module_t *m)
 
 /* The sizes the small Allreduce may take (none where a topology or a
  * hand-off is forced: that pipeline runs at every size): on one node up to
- * coll_crux_small_max_bytes, across nodes every size below the
- * hierarchical pipeline's coll_crux_hier_min_bytes (as far as the slots
- * reach: past them, the previous module up to the pipeline). */
+ * coll_crux_small_max_bytes, across nodes up to
+ * coll_crux_hier_small_max_bytes (then the previous module up to the
+ * hierarchical pipeline's coll_crux_hier_min_bytes). */
 static void small_range(mca_coll_crux_module_t *m)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     bool none = m->request.fallback || crux_request_forced(&m->request);
-    size_t across = c->hier_min_bytes > 0 ? c->hier_min_bytes - 1 : 0;
-    m->small_max = none ? 0 : m->all_local ? c->small_max_bytes : across;
+    m->small_max = none ? 0 : m->all_local ? c->small_max_bytes : c->hier_small_max_bytes;
     m->hier_from = m->all_local || crux_request_forced(&m->request) ? 0 : c->hier_min_bytes;
 }
 
