@@ -38,7 +38,8 @@ typedef struct {
 } crux_coll_oob_t;
 
 typedef struct {
-    size_t stage_size;       /* bytes of staging segment per member */
+    size_t stage_size;       /* bytes of staging segment per member (0: none: the group
+                              * runs only the small Allreduce) */
     size_t chunk_size;       /* pipeline segment of the staged algorithm */
     size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
     int local_procs;         /* processes on this node (0: the group size) */

@@ -240,7 +240,8 @@ void coll_crux_set_caller(mca_coll_crux_module_t *module);
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 /* ... a shared-memory group within a layout's rank group: the small
  * Allreduce's slots for the sizes it takes across nodes (shared only with
- * the groups of other layouts, variant 1) */
+ * the groups of other layouts: variant 1), and with 'arg' not NULL no
+ * stage (beside the lanes, the small Allreduce's alone: variant 2) */
 crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_host_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);

@@ -100,9 +100,11 @@ crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, 
 
 crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    (void)arg;
     crux_coll_config_t config = coll_crux_config();
     config.small_max_bytes = mca_coll_crux_component.hier_small_max_bytes;
+    if (arg != NULL) { /* beside the lanes: the small Allreduce's slots alone */
+        config.stage_size = 0;
+    }
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 

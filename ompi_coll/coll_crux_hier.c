@@ -135,15 +135,20 @@ static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
 
 /* A group within this rank's group of ranks, of 'kind', pinned (released
  * early, it would be gone from one group and not the others), its
- * reference in *share. */
+ * reference in *share; 'small_only': a shared-memory group for the small
+ * Allreduce alone, no stage (beside the lanes). */
 static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
-                                 coll_crux_kind_t kind, coll_crux_shared_t **share, void **group)
+                                 coll_crux_kind_t kind, bool small_only, coll_crux_shared_t **share,
+                                 void **group)
 {
+    static const int no_stage;
     coll_crux_share_request_t request = {
         .comm = l->local_comm,
         .oob = oob,
         .kind = kind,
-        .variant = kind == COLL_CRUX_HOST, /* coll_crux_layout_group_build's slots */
+        /* coll_crux_layout_group_build's slots, and whether it has a stage */
+        .variant = kind == COLL_CRUX_HOST ? 1 + small_only : 0,
+        .arg = small_only ? (void *)&no_stage : NULL,
         .pin = true,
         .build =
             kind == COLL_CRUX_HOST ? coll_crux_layout_group_build : coll_crux_engine_group_build,
@@ -192,7 +197,7 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
         void *lanes = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, &use->share, &lanes);
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, false, &use->share, &lanes);
         int no_lanes[1] = { status != CRUX_OK || !crux_engine_group_lanes(lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
@@ -204,7 +209,7 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
     }
     if (ok && use->lanes == NULL) {
         void *group = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, &use->share, &group);
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, false, &use->share, &group);
         use->group = use->small = group;
         int failed[1] = { status != CRUX_OK };
         ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
@@ -216,7 +221,8 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
         /* the small Allreduce's flags within the groups, beside the lanes,
          * where every group has them */
         void *group = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, &use->small_share, &group);
+        crux_status_t status =
+            local_group(use, &oob, COLL_CRUX_HOST, true, &use->small_share, &group);
         int failed[1] = { status != CRUX_OK };
         ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS;
         use->small = ok && !failed[0] ? group : NULL;

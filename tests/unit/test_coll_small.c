@@ -423,6 +423,36 @@ START_TEST(test_calls_of_another_shape_fail_everywhere)
 }
 END_TEST
 
+/* A group without a stage (the small Allreduce's alone, beside the
+ * lanes): small calls run, the staged algorithms say so and do nothing. */
+static int run_no_stage(fork_group_member_t *m, void *arg)
+{
+    (void)arg;
+    crux_coll_config_t config = small_config(LIMIT, WHOLE);
+    config.stage_size = 0;
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, &config, &g) != CRUX_OK) {
+        return 2;
+    }
+    int rc = check_call(g, m, CRUX_DT_FLOAT, CRUX_OP_SUM, LIMIT / 4, 0, 1);
+    float x[64] = { 0 };
+    if (rc == 0 &&
+        (crux_coll_allreduce(g, NULL, x, 64, CRUX_DT_FLOAT, CRUX_OP_SUM) != CRUX_ERR_UNSUPPORTED ||
+         crux_coll_group_broken(g))) {
+        rc = 6;
+    }
+    rc = rc == 0 ? check_call(g, m, CRUX_DT_INT32, CRUX_OP_MAX, 3, 1, 2) : rc;
+    crux_coll_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_a_group_without_a_stage)
+{
+    ck_assert_int_eq(fork_group_run(2, run_no_stage, NULL), 0);
+}
+END_TEST
+
 static Suite *small_suite(void)
 {
     Suite *s = suite_create("coll_small");
@@ -435,6 +465,7 @@ static Suite *small_suite(void)
     tcase_add_test(tc, test_a_leader_that_dies_fails_the_others);
     tcase_add_test(tc, test_peer_death_fails_the_others);
     tcase_add_test(tc, test_calls_of_another_shape_fail_everywhere);
+    tcase_add_test(tc, test_a_group_without_a_stage);
     suite_add_tcase(s, tc);
     return s;
 }
