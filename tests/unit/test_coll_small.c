@@ -14,10 +14,11 @@
 #include "check_main.h"
 #include "tests/unit/fork_group.h"
 
-/* A small limit, so every count up to it is tried in a few seconds: the
- * whole algorithm up to WHOLE bytes, sliced above. */
-#define LIMIT 384
-#define WHOLE 96
+/* The component's default limits (coll_crux_small_max_bytes,
+ * coll_crux_small_whole_max_bytes): every count up to the cut is tried
+ * (half a minute on 2 cores), whole up to WHOLE bytes, sliced above. */
+#define LIMIT 4096
+#define WHOLE 256
 
 static crux_coll_config_t small_config(size_t max, size_t whole)
 {
