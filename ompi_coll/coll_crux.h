@@ -54,7 +54,10 @@ typedef struct {
     int allreduce_topology;
     int allreduce_handoff;
     int allreduce_memory_path;
-    size_t allreduce_min_bytes; /* below: previous module */
+    size_t allreduce_min_bytes;  /* below: previous module */
+    size_t small_max_bytes;      /* the small Allreduce up to this size, on one node ... */
+    size_t hier_small_max_bytes; /* ... and across nodes */
+    size_t small_whole_max_bytes;
     size_t stage_size;
     size_t chunk_size;
     size_t stream_min_bytes; /* results this large bypass the cache */
@@ -100,8 +103,12 @@ typedef struct {
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
     struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
     struct coll_crux_shared *share;  /* the reference that holds group or lanes */
-    bool cross_local;                /* the cross communicator is on this node */
-    crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
+    /* the shared-memory group of the small Allreduce: 'group', or with
+     * lanes one of its own (NULL: none could be had) */
+    crux_coll_group_t *small;
+    struct coll_crux_shared *small_share; /* with lanes, the reference that holds it */
+    bool cross_local;                     /* the cross communicator is on this node */
+    crux_net_t *net;                      /* crux's channel across nodes; NULL: the PML */
     int groups;
     int per_group;
 } crux_layout_t;
@@ -117,8 +124,20 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_request_t request;         /* what the Allreduce selection is asked */
-    size_t fallback_below;          /* host messages this small go to previous_ */
+    crux_request_t request; /* what the Allreduce selection is asked */
+    size_t fallback_below;  /* host messages this small go to previous_ */
+    size_t small_max;       /* host messages up to this size may take the small
+                                     * Allreduce (0: none) */
+    size_t hier_from;       /* across nodes, past small_max and below this size:
+                                     * previous_ */
+    /* the small calls' path, decided by the first one (crux_allreduce_select:
+     * CRUX_ALG_COUNT until then), and the translation of the last datatype
+     * and op seen (cdtype CRUX_DT_COUNT: crux has no kernel for them) */
+    crux_alg_t small_alg;
+    ompi_datatype_t *small_dtype;
+    struct ompi_op_t *small_op;
+    crux_dtype_t small_cdtype;
+    crux_op_t small_cop;
     bool all_local;                 /* every rank on this node */
     bool building;                  /* making subcommunicators: fall back */
     crux_group_state_t group_state; /* the flat group, over all ranks */
@@ -219,6 +238,11 @@ void coll_crux_set_caller(mca_coll_crux_module_t *module);
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+/* ... a shared-memory group within a layout's rank group: the small
+ * Allreduce's slots for the sizes it takes across nodes (shared only with
+ * the groups of other layouts: variant 1), and with 'arg' not NULL no
+ * stage (beside the lanes, the small Allreduce's alone: variant 2) */
+crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_host_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_engine_group_destroy(void *group);
@@ -321,6 +345,13 @@ crux_net_level_t coll_crux_job_net_level(void);
 void coll_crux_net_open(crux_layout_t *layout, ompi_communicator_t *comm);
 void coll_crux_net_mark(const crux_layout_t *layout, ompi_communicator_t *comm);
 
+/* the small Allreduce across nodes over the layout: member 0 of each
+ * group steps between the groups with the module below crux on the cross
+ * communicator */
+crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *layout, const void *sbuf,
+                                             void *rbuf, int count, ompi_datatype_t *dtype,
+                                             struct ompi_op_t *op, crux_dtype_t cdtype,
+                                             crux_op_t cop);
 /* the hierarchical Allreduce over the layout */
 crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *sbuf, void *rbuf,
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,

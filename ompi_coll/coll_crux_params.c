@@ -86,6 +86,12 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
     ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK,
                   stage_ok ? c->stage_size : CRUX_MAX_STAGE,
                   "must be at least 64 and at most coll_crux_stage_size");
+    ok &= size_ok("small_max_bytes", c->small_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
+    ok &= size_ok("hier_small_max_bytes", c->hier_small_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
+    ok &= size_ok("small_whole_max_bytes", c->small_whole_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
     ok &= int_ok("group_size", c->group_size, 0, INT_MAX, "must not be negative");
     ok &= int_ok("far_latency_ns", c->far_latency_ns, 0, INT_MAX, "must not be negative");
     ok &= int_ok("hier_depth", c->hier_depth, 0, CRUX_MAX_HIER_DEPTH, "must be between 0 and 64");
