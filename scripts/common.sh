@@ -9,9 +9,12 @@ CRUX_JOBS=${CRUX_JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Build tools and libraries, then what the tests and benchmarks use.
 CRUX_DEB_BUILD="gcc make autoconf automake libtool pkg-config
   libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check libjson-c-dev"
-# slurm-wlm and munge: a single-host Slurm for tests/cli/slurm.sh
+# slurm-wlm and munge: a single-host Slurm for tests/cli/slurm.sh;
+# libhwloc-plugins: hwloc's I/O components as a node has them (the display
+# probe tests/mpi/hostile_display.sh guards against); nftables: the
+# node-side marking rules (tests/cli/slurm_marks.sh)
 CRUX_DEB_TEST="clang-format python3-mpi4py python3-numpy graphviz gnuplot-nox procps
-  slurm-wlm munge"
+  slurm-wlm munge libhwloc-plugins nftables"
 # The hardening steps (scripts/hardening): sanitizer run-times, valgrind,
 # clang with libFuzzer
 CRUX_DEB_HARDEN="libasan8 libubsan1 libtsan2 valgrind clang-14 libclang-rt-14-dev"
