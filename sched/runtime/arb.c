@@ -1,7 +1,15 @@
 /* The intra-host arbitration table.  One mmap'ed file holds a robust
  * process-shared mutex, the resource names and a fixed array of entries.
  * Waiters sleep on a futex word that every release bumps; they also wake
- * every ARB_RECHECK_NS to reclaim holders that died without releasing. */
+ * every ARB_RECHECK_NS to reclaim holders that died without releasing.
+ *
+ * The mutex is held for a few loads and stores only, but a holder can be
+ * stopped there (SIGSTOP, a debugger): every wait for it is timed, a
+ * holder that died is detected by the robust mutex, and after a wait that
+ * ran out the lock is only tried until it is free again, so a stopped job
+ * costs another job one bounded wait, then nothing (it goes on without
+ * arbitration). */
+#define _GNU_SOURCE /* pthread_mutex_clocklock */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,12 +41,61 @@ static int entry_alive(const arb_entry_t *e)
     return crux_proc_alive_since(e->pid, e->start_time);
 }
 
-int arb_lock(arb_table_t *t)
+int arb_lock(arb_table_t *t, uint64_t max_wait_ns)
 {
-    int rc = pthread_mutex_lock(&t->lock);
+    int rc;
+    if (max_wait_ns == 0) {
+        rc = pthread_mutex_trylock(&t->lock);
+    } else {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + max_wait_ns % 1000000000ULL;
+        at.tv_sec += (time_t)(max_wait_ns / 1000000000ULL + ns / 1000000000ULL);
+        at.tv_nsec = (long)(ns % 1000000000ULL);
+        rc = pthread_mutex_clocklock(&t->lock, CLOCK_MONOTONIC, &at);
+    }
     if (rc == EOWNERDEAD) /* the holder died inside */
         rc = pthread_mutex_consistent(&t->lock);
-    return rc;
+    return rc == EBUSY ? ETIMEDOUT : rc;
+}
+
+/* The thread that holds the table's lock, 0 when unknown (glibc keeps
+ * the owner's thread id in a robust mutex). */
+static pid_t lock_holder(const arb_table_t *t)
+{
+#ifdef __GLIBC__
+    return (pid_t)(__atomic_load_n(&t->lock.__data.__lock, __ATOMIC_RELAXED) & 0x3fffffff);
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
+/* The table's lock for one of a's operations, at most max_wait_ns (none
+ * while the lock is stuck); 0, or ETIMEDOUT with the holder said in *tk
+ * (may be NULL).  Having it, frees what this process could not release. */
+static int lock_for(crux_arb_t *a, uint64_t max_wait_ns, crux_arb_ticket_t *tk)
+{
+    arb_table_t *t = a->t;
+    int rc = arb_lock(t, atomic_load(&a->lock_stuck) ? 0 : max_wait_ns);
+    if (rc != 0) {
+        atomic_store(&a->lock_stuck, 1);
+        if (tk != NULL) {
+            tk->holder = lock_holder(t);
+            tk->holder_stopped = crux_proc_stopped(tk->holder);
+        }
+        return ETIMEDOUT;
+    }
+    atomic_store(&a->lock_stuck, 0);
+    pthread_mutex_lock(&a->mine);
+    for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
+        if (a->unreleased[i] && t->e[i].pid == a->my_pid) {
+            t->e[i].state = 0;
+        }
+        a->unreleased[i] = 0;
+    }
+    pthread_mutex_unlock(&a->mine);
+    return 0;
 }
 
 static void wake_all(arb_table_t *t)
@@ -74,7 +131,8 @@ crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
         return CRUX_ERR_INVALID;
     arb_table_t *t = a->t;
     crux_status_t st = CRUX_ERR_NO_RESOURCE;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns, NULL) != 0)
+        return CRUX_ERR_TIMEOUT;
     int nres = table_nres(t);
     for (int i = 0; i < nres; i++)
         if (strncmp(t->res[i], name, CRUX_ARB_NAME_LEN) == 0) {
@@ -115,7 +173,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
                                uint64_t max_wait_ns, crux_arb_ticket_t *tk)
 {
     arb_table_t *t = a->t;
-    *tk = (crux_arb_ticket_t){ -1, 0, 0, 0 };
+    *tk = (crux_arb_ticket_t){ .entry = -1 };
     if (a->read_only || resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0 ||
         level > CRUX_ARB_MAX_LEVEL)
         return CRUX_ERR_INVALID;
@@ -124,7 +182,8 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         a->my_start = crux_proc_start_time(a->my_pid);
     }
     uint64_t start = mono_ns();
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns, tk) != 0)
+        return CRUX_ERR_TIMEOUT;
     if (resource >= table_nres(t)) { /* not registered */
         pthread_mutex_unlock(&t->lock);
         return CRUX_ERR_INVALID;
@@ -157,7 +216,13 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         uint32_t seen = atomic_load(&t->seq);
         pthread_mutex_unlock(&t->lock);
         crux_futex_wait((const uint32_t *)&t->seq, seen, (long)left);
-        arb_lock(t);
+        if (lock_for(a, a->lock_wait_ns, tk) != 0) {
+            /* the entry waits to be freed with the lock */
+            pthread_mutex_lock(&a->mine);
+            a->unreleased[slot] = 1;
+            pthread_mutex_unlock(&a->mine);
+            return CRUX_ERR_TIMEOUT;
+        }
         if (e->pid != a->my_pid || e->state != CRUX_ARB_WAITING) {
             /* taken from us (only if /proc lied about our start time) */
             pthread_mutex_unlock(&t->lock);
@@ -172,12 +237,24 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
     return CRUX_OK;
 }
 
+void crux_arb_set_lock_wait(crux_arb_t *a, uint64_t max_wait_ns)
+{
+    if (a != NULL)
+        a->lock_wait_ns = max_wait_ns;
+}
+
 void crux_arb_release(crux_arb_t *a, crux_arb_ticket_t *tk)
 {
     if (a->read_only || tk == NULL || tk->entry < 0 || tk->entry >= CRUX_ARB_MAX_ENTRIES)
         return;
     arb_table_t *t = a->t;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns, NULL) != 0) {
+        pthread_mutex_lock(&a->mine);
+        a->unreleased[tk->entry] = 1;
+        pthread_mutex_unlock(&a->mine);
+        tk->entry = -1;
+        return;
+    }
     arb_entry_t *e = &t->e[tk->entry];
     if (e->pid == a->my_pid && e->state == CRUX_ARB_ACTIVE)
         e->state = 0;
@@ -229,7 +306,8 @@ crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, i
         return st;
     }
     arb_table_t *t = a->t;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns, NULL) != 0)
+        return CRUX_ERR_TIMEOUT;
     reclaim(t);
     *n = list_entries(t, out, max);
     pthread_mutex_unlock(&t->lock);
