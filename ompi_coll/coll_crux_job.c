@@ -113,7 +113,12 @@ static void set_up(void)
                       sizeof(err)) == CRUX_OK) {
         crux_arb_set_lock_wait(job.arb, (uint64_t)c->arb_max_wait_us * 1000u);
     }
-    if (job.arb == NULL || crux_arb_resource(job.arb, "hostmem", &job.resource) != CRUX_OK) {
+    /* the table's lock held past the wait: registered at a later call */
+    crux_status_t st =
+        job.arb != NULL ? crux_arb_resource(job.arb, "hostmem", &job.resource) : CRUX_ERR_INVALID;
+    if (st == CRUX_ERR_TIMEOUT) {
+        job.resource = -1;
+    } else if (st != CRUX_OK) {
         CRUX_VERBOSE(1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
                      err[0] ? ": " : "", err);
         crux_arb_close(job.arb);
@@ -161,9 +166,15 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
         return;
     }
     crux_arb_ticket_t t;
-    crux_status_t st =
-        crux_arb_acquire(job.arb, job.resource, level, job.job,
-                         (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u, &t);
+    int resource = __atomic_load_n(&job.resource, __ATOMIC_RELAXED);
+    crux_status_t st = CRUX_OK;
+    if (resource < 0 && (st = crux_arb_resource(job.arb, "hostmem", &resource)) == CRUX_OK) {
+        __atomic_store_n(&job.resource, resource, __ATOMIC_RELAXED);
+    }
+    if (st == CRUX_OK) {
+        st = crux_arb_acquire(job.arb, resource, level, job.job,
+                              (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u, &t);
+    }
     if (st == CRUX_OK) {
         ticket->held = true;
         ticket->arb = t;
@@ -173,12 +184,14 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
         __atomic_add_fetch(&job.wait_ns, t.waited ? t.wait_ns : 0, __ATOMIC_RELAXED);
     } else if (st == CRUX_ERR_TIMEOUT &&
                __atomic_fetch_add(&job.unarbitrated, 1, __ATOMIC_RELAXED) == 0) {
+        int stopped;
+        pid_t holder = crux_arb_holder(job.arb, &stopped);
         CRUX_VERBOSE(1,
                      "job %s: the arbitration table's lock was held past "
                      "coll_crux_arb_max_wait_us (%d us) by pid %d%s: transfers go on without "
                      "arbitration while it is",
-                     job.job, mca_coll_crux_component.arb_max_wait_us, (int)t.holder,
-                     t.holder_stopped ? ", a stopped process" : "");
+                     job.job, mca_coll_crux_component.arb_max_wait_us, (int)holder,
+                     stopped ? ", a stopped process" : "");
     }
 }
 

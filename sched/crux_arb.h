@@ -59,13 +59,16 @@ crux_status_t crux_arb_resource(crux_arb_t *arb, const char *name, int *id);
 #define CRUX_ARB_LOCK_WAIT_NS 1000000000ULL
 void crux_arb_set_lock_wait(crux_arb_t *arb, uint64_t max_wait_ns);
 
+/* The thread holding the table's lock now (0: none, or unknown), and in
+ * *stopped (may be NULL) whether it is stopped: what a CRUX_ERR_TIMEOUT
+ * waited for. */
+pid_t crux_arb_holder(const crux_arb_t *arb, int *stopped);
+
 typedef struct {
     int entry;     /* slot in the table, -1 when not held */
     int waited;    /* 1 if it had to wait for a higher level */
     int timed_out; /* 1 if the bounded wait ran out */
     uint64_t wait_ns;
-    pid_t holder;       /* CRUX_ERR_TIMEOUT: who held the table's lock (0: unknown) */
-    int holder_stopped; /* ... and whether it was stopped */
 } crux_arb_ticket_t;
 
 /* Wait while a job of a higher level (another process) is active on the
@@ -73,7 +76,7 @@ typedef struct {
  * the ticket held even when the wait timed out (ticket->timed_out): the
  * caller transfers and releases in every case.  CRUX_ERR_TIMEOUT, with no
  * ticket held, when the table's lock could not be had in time (see
- * crux_arb_set_lock_wait; the ticket names the holder): the caller goes on
+ * crux_arb_set_lock_wait, crux_arb_holder): the caller goes on
  * without arbitration.  `job` (may be NULL) is shown by status. */
 crux_status_t crux_arb_acquire(crux_arb_t *arb, int resource, int level, const char *job,
                                uint64_t max_wait_ns, crux_arb_ticket_t *ticket);

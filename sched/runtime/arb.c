@@ -59,31 +59,28 @@ int arb_lock(arb_table_t *t, uint64_t max_wait_ns)
     return rc == EBUSY ? ETIMEDOUT : rc;
 }
 
-/* The thread that holds the table's lock, 0 when unknown (glibc keeps
- * the owner's thread id in a robust mutex). */
-static pid_t lock_holder(const arb_table_t *t)
+pid_t crux_arb_holder(const crux_arb_t *a, int *stopped)
 {
+    pid_t tid = 0;
 #ifdef __GLIBC__
-    return (pid_t)(__atomic_load_n(&t->lock.__data.__lock, __ATOMIC_RELAXED) & 0x3fffffff);
-#else
-    (void)t;
-    return 0;
+    /* glibc keeps the owner's thread id in a robust mutex's word */
+    if (a != NULL && !a->read_only)
+        tid = (pid_t)(__atomic_load_n(&a->t->lock.__data.__lock, __ATOMIC_RELAXED) & 0x3fffffff);
 #endif
+    if (stopped != NULL)
+        *stopped = tid > 0 && crux_proc_stopped(tid);
+    return tid;
 }
 
 /* The table's lock for one of a's operations, at most max_wait_ns (none
- * while the lock is stuck); 0, or ETIMEDOUT with the holder said in *tk
- * (may be NULL).  Having it, frees what this process could not release. */
-static int lock_for(crux_arb_t *a, uint64_t max_wait_ns, crux_arb_ticket_t *tk)
+ * while the lock is stuck); 0 or ETIMEDOUT.  Having it, frees what this
+ * process could not release. */
+static int lock_for(crux_arb_t *a, uint64_t max_wait_ns)
 {
     arb_table_t *t = a->t;
     int rc = arb_lock(t, atomic_load(&a->lock_stuck) ? 0 : max_wait_ns);
     if (rc != 0) {
         atomic_store(&a->lock_stuck, 1);
-        if (tk != NULL) {
-            tk->holder = lock_holder(t);
-            tk->holder_stopped = crux_proc_stopped(tk->holder);
-        }
         return ETIMEDOUT;
     }
     atomic_store(&a->lock_stuck, 0);
@@ -131,7 +128,7 @@ crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
         return CRUX_ERR_INVALID;
     arb_table_t *t = a->t;
     crux_status_t st = CRUX_ERR_NO_RESOURCE;
-    if (lock_for(a, a->lock_wait_ns, NULL) != 0)
+    if (lock_for(a, a->lock_wait_ns) != 0)
         return CRUX_ERR_TIMEOUT;
     int nres = table_nres(t);
     for (int i = 0; i < nres; i++)
@@ -182,7 +179,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         a->my_start = crux_proc_start_time(a->my_pid);
     }
     uint64_t start = mono_ns();
-    if (lock_for(a, a->lock_wait_ns, tk) != 0)
+    if (lock_for(a, a->lock_wait_ns) != 0)
         return CRUX_ERR_TIMEOUT;
     if (resource >= table_nres(t)) { /* not registered */
         pthread_mutex_unlock(&t->lock);
@@ -216,7 +213,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         uint32_t seen = atomic_load(&t->seq);
         pthread_mutex_unlock(&t->lock);
         crux_futex_wait((const uint32_t *)&t->seq, seen, (long)left);
-        if (lock_for(a, a->lock_wait_ns, tk) != 0) {
+        if (lock_for(a, a->lock_wait_ns) != 0) {
             /* the entry waits to be freed with the lock */
             pthread_mutex_lock(&a->mine);
             a->unreleased[slot] = 1;
@@ -248,7 +245,7 @@ void crux_arb_release(crux_arb_t *a, crux_arb_ticket_t *tk)
     if (a->read_only || tk == NULL || tk->entry < 0 || tk->entry >= CRUX_ARB_MAX_ENTRIES)
         return;
     arb_table_t *t = a->t;
-    if (lock_for(a, a->lock_wait_ns, NULL) != 0) {
+    if (lock_for(a, a->lock_wait_ns) != 0) {
         pthread_mutex_lock(&a->mine);
         a->unreleased[tk->entry] = 1;
         pthread_mutex_unlock(&a->mine);
@@ -306,7 +303,7 @@ crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, i
         return st;
     }
     arb_table_t *t = a->t;
-    if (lock_for(a, a->lock_wait_ns, NULL) != 0)
+    if (lock_for(a, a->lock_wait_ns) != 0)
         return CRUX_ERR_TIMEOUT;
     reclaim(t);
     *n = list_entries(t, out, max);

@@ -223,8 +223,9 @@ START_TEST(stopped_lock_holder)
     ck_assert_int_eq(crux_arb_acquire(a, res, 0, "next", 60ULL * 1000000000ULL, &u),
                      CRUX_ERR_TIMEOUT);
     ck_assert_int_eq(u.entry, -1);
-    ck_assert_int_eq(u.holder, kid);
-    ck_assert_int_eq(u.holder_stopped, 1);
+    int stopped = 0;
+    ck_assert_int_eq(crux_arb_holder(a, &stopped), kid);
+    ck_assert_int_eq(stopped, 1);
     ck_assert_int_eq(crux_arb_acquire(a, res, 0, "next", 60ULL * 1000000000ULL, &u),
                      CRUX_ERR_TIMEOUT);
     int id, n;
