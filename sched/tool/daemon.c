@@ -448,12 +448,17 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Reads of events at most per look: a directory whose events come faster
+ * than they are read must not keep the daemon reading (the rest waits, or
+ * overflows the kernel's queue, which is noticed). */
+#define MAX_READS 64
+
 /* Drain the spool's events: 1 when there was one. */
 static int spool_changed(int fd)
 {
     char buf[16384];
     int any = 0;
-    while (read(fd, buf, sizeof(buf)) > 0)
+    for (int i = 0; i < MAX_READS && read(fd, buf, sizeof(buf)) > 0; i++)
         any = 1;
     return any;
 }
@@ -465,7 +470,7 @@ static int profiles_changed(const daemon_t *d, int fd)
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
     int hit = 0, lost = 0;
     ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+    for (int i = 0; i < MAX_READS && (n = read(fd, buf, sizeof(buf))) > 0; i++) {
         for (char *p = buf; p < buf + n;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
             lost |= (ev->mask & IN_Q_OVERFLOW) != 0;
