@@ -9,7 +9,6 @@
  * ran out the lock is only tried until it is free again, so a stopped job
  * costs another job one bounded wait, then nothing (it goes on without
  * arbitration). */
-#define _GNU_SOURCE /* pthread_mutex_clocklock */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -43,16 +42,23 @@ static int entry_alive(const arb_entry_t *e)
 
 int arb_lock(arb_table_t *t, uint64_t max_wait_ns)
 {
-    int rc;
-    if (max_wait_ns == 0) {
-        rc = pthread_mutex_trylock(&t->lock);
-    } else {
+    /* pthread_mutex_timedlock counts on CLOCK_REALTIME, which can be set
+     * back: waits of at most ARB_RECHECK_NS each, until the monotonic
+     * deadline (ThreadSanitizer knows timedlock, not clocklock) */
+    uint64_t deadline = mono_ns() + max_wait_ns;
+    int rc = pthread_mutex_trylock(&t->lock);
+    while (rc == EBUSY) {
+        uint64_t now = mono_ns();
+        if (now >= deadline)
+            break;
+        uint64_t slice = deadline - now < ARB_RECHECK_NS ? deadline - now : ARB_RECHECK_NS;
         struct timespec at;
-        clock_gettime(CLOCK_MONOTONIC, &at);
-        uint64_t ns = (uint64_t)at.tv_nsec + max_wait_ns % 1000000000ULL;
-        at.tv_sec += (time_t)(max_wait_ns / 1000000000ULL + ns / 1000000000ULL);
+        clock_gettime(CLOCK_REALTIME, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + slice;
+        at.tv_sec += (time_t)(ns / 1000000000ULL);
         at.tv_nsec = (long)(ns % 1000000000ULL);
-        rc = pthread_mutex_clocklock(&t->lock, CLOCK_MONOTONIC, &at);
+        rc = pthread_mutex_timedlock(&t->lock, &at);
+        rc = rc == ETIMEDOUT ? EBUSY : rc;
     }
     if (rc == EOWNERDEAD) /* the holder died inside */
         rc = pthread_mutex_consistent(&t->lock);

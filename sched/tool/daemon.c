@@ -528,9 +528,9 @@ static int watch(daemon_t *d, int settle_ms)
         if (spool_since >= 0)
             due = spool_since + settle_ms;
         if (prof_since >= 0) {
-            int64_t p = prof_since + settle_ms, after = planned_at + plan_ms;
-            p = p > after ? p : after;
-            due = due < 0 || p < due ? p : due;
+            int64_t prof_due = prof_since + settle_ms, after = planned_at + plan_ms;
+            prof_due = prof_due > after ? prof_due : after;
+            due = due < 0 || prof_due < due ? prof_due : due;
         }
         if (due >= 0 && now >= due) {
             t0 = now;
