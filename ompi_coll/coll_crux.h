@@ -84,8 +84,9 @@ typedef struct {
     int service_level;   /* the job level's network settings (-1: none) */
     int traffic_class;
     int dscp;
-    int net;      /* crux_net_kind_t: the channel of the inter-node step */
-    char *net_if; /* where the TCP channel listens ("": the first address up) */
+    int net;                  /* crux_net_kind_t: the channel of the inter-node step */
+    char *net_if;             /* where the TCP channel listens ("": the first address up) */
+    int net_setup_timeout_ms; /* the TCP channel's set-up, from the last rank's arrival */
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;

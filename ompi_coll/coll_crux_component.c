@@ -264,6 +264,14 @@ static int crux_register(void)
         "non-loopback IPv4 address that is up (else 127.0.0.1)",
         OPAL_INFO_LVL_5, &c->net_if);
 
+    c->net_setup_timeout_ms = CRUX_NET_SETUP_TIMEOUT_MS;
+    reg_int("net_setup_timeout_ms",
+            "How long the tcp channel's set-up waits, counted from the moment every rank of the "
+            "step between nodes has arrived, for their connections to be made and proven "
+            "(connections from anyone else are dropped, never waited on); past it the channel "
+            "falls back to pml, 1-3600000",
+            OPAL_INFO_LVL_6, &c->net_setup_timeout_ms);
+
     c->use_cma = true;
     (void)mca_base_component_var_register(
         &c->super.collm_version, "use_cma",

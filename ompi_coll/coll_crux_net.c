@@ -74,7 +74,8 @@ void coll_crux_net_open(crux_layout_t *l, ompi_communicator_t *comm)
         char where[128];
         rail_entry(c->net_if != NULL ? c->net_if : "", ompi_comm_rank(l->local_comm), where,
                    sizeof(where));
-        crux_status_t status = crux_net_tcp_create(&oob, where, &level, &l->net, err, sizeof(err));
+        crux_status_t status = crux_net_tcp_create(&oob, where, c->net_setup_timeout_ms, &level,
+                                                   &l->net, err, sizeof(err));
         if (status != CRUX_OK) {
             CRUX_VERBOSE(1, "communicator %s: no tcp channel between nodes (%s%s%s): the PML",
                          comm->c_name, crux_status_string(status), err[0] ? ": " : "", err);

@@ -98,6 +98,8 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
     ok &= int_ok("priority_poll_ms", c->priority_poll_ms, 0, INT_MAX, "must not be negative");
     ok &= int_ok("arb_max_wait_us", c->arb_max_wait_us, 0, INT_MAX, "must not be negative");
     ok &= int_ok("profile_interval_s", c->profile_interval_s, 1, INT_MAX, "must be at least 1");
+    ok &= int_ok("net_setup_timeout_ms", c->net_setup_timeout_ms, 1, 3600000,
+                 "must be between 1 and 3600000");
     /* the space check only for a stage that is sane on its own */
     return ok && stage_fits(c->stage_size);
 }

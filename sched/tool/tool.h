@@ -100,9 +100,12 @@ void tool_job_free(tool_job_t *job);
 int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
                        crux_sched_plan_t *plan);
 
-/* Write the priority file and the report of a planned plan. */
+/* Write the priority file and the report of a planned plan; uids (may be
+ * NULL) gives each job's owner in the plan's order (-1: none), written as
+ * the line's "uid". */
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
-                          int levels, int reserve, const char *out, const char *comment);
+                          int levels, int reserve, const int *uids, const char *out,
+                          const char *comment);
 /* `who` ("crux-sched plan", "crux-sched daemon") heads the text report. */
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
                       const crux_sched_nettable_t *table, int levels, int reserve, const char *out,
