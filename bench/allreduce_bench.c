@@ -141,16 +141,28 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Allreduces per timed sample: -n, else about 64 MiB of messages, 5 to 1000. */
+static int iters_for(const bench_options_t *o, size_t bytes)
+{
+    if (o->iters > 0) {
+        return o->iters;
+    }
+    double want = 64.0 * 1024 * 1024 / (double)bytes;
+    return want < 5 ? 5 : want > 1000 ? 1000 : (int)want;
+}
+
+/* Untimed Allreduces per size, selection and place: -w, else a tenth of the iterations plus 2. */
+static int warmup_for(const bench_options_t *o, int iters)
+{
+    return o->warmup >= 0 ? o->warmup : iters / 10 + 2;
+}
+
 static void measure(const bench_t *b, row_t *r)
 {
     const bench_options_t *o = b->o;
     int n = b->comms->n;
-    int iters = o->iters;
-    if (iters == 0) { /* about 64 MiB of messages per sample */
-        double want = 64.0 * 1024 * 1024 / (double)r->bytes;
-        iters = want < 5 ? 5 : want > 1000 ? 1000 : (int)want;
-    }
-    int warmup = o->warmup >= 0 ? o->warmup : iters / 10 + 2;
+    int iters = iters_for(o, r->bytes);
+    int warmup = warmup_for(o, iters);
     static double samples[NUM_PLACES][BENCH_MAX_VARIANTS][BENCH_MAX_REPS];
     for (int v = 0; v < n; v++) { /* first touch, set-up */
         for (int i = 0; i < warmup; i++) {
@@ -184,6 +196,29 @@ static double algbw(const row_t *r, double us)
 static double busbw(const bench_t *b, const row_t *r, double us)
 {
     return algbw(r, us) * 2.0 * (b->nranks - 1) / b->nranks;
+}
+
+/* As nccl-tests' header: the Allreduces timed per sample and the warm-up
+ * ones, which by default depend on the size (said at the smallest and the
+ * largest). */
+static void print_iterations(const bench_options_t *o)
+{
+    size_t lo = o->min_bytes > 0 ? o->min_bytes : 1, hi = lo;
+    while (hi <= o->max_bytes / o->factor) { /* the largest size measured */
+        hi *= o->factor;
+    }
+    int ilo = iters_for(o, lo), ihi = iters_for(o, hi);
+    int wlo = warmup_for(o, ilo), whi = warmup_for(o, ihi);
+    if (ilo == ihi) {
+        printf("# iters: %d per sample%s; warm-up: %d per size, selection and place%s\n", ilo,
+               o->iters > 0 ? " (-n)" : "", wlo, o->warmup >= 0 ? " (-w)" : "");
+    } else {
+        printf("# iters: %d at %zu B to %d at %zu B per sample (about 64 MiB of messages, 5 to "
+               "1000; -n sets it)\n"
+               "# warm-up: %d to %d per size, selection and place (%s)\n",
+               ilo, lo, ihi, hi, wlo, whi,
+               o->warmup >= 0 ? "-w" : "a tenth of iters plus 2; -w sets it");
+    }
 }
 
 static void print_header(const bench_t *b)
@@ -222,9 +257,15 @@ static void print_header(const bench_t *b)
         printf(" %s", variant_name(b, v));
     }
     printf("\n");
+    for (int v = 0; v < c->n; v++) {
+        if (c->how[v][0] != '\0') {
+            printf("# %s: %s\n", variant_name(b, v), c->how[v]);
+        }
+    }
     for (int s = 0; s < c->nskipped; s++) {
         printf("# skipped %s: %s\n", bench_variants[c->skipped[s]].name, c->why[s]);
     }
+    print_iterations(o);
     printf("# time: median over %d alternating runs of the slowest rank's mean time per call\n"
            "# algbw = size / time, busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s); #wrong: elements\n"
            "# of all ranks that differ from the exact result%s; ratio: time / %s's time\n"
@@ -431,6 +472,10 @@ static int bench(const bench_options_t *o, int rank, int nranks)
 
 int main(int argc, char **argv)
 {
+    /* A benchmark of crux opts in to crux for the job (an installed crux
+     * takes part only where asked, docs/usage/install.md); a value the user
+     * set, 0 included, stands. */
+    setenv("OMPI_MCA_coll_crux_enable", "1", 0);
     MPI_Init(&argc, &argv);
     int rank, nranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

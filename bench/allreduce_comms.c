@@ -58,6 +58,23 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
+/* Under --mca coll crux (a selection list naming crux, not tuned), whether
+ * crux fills the communicator's Allreduce from coll/tuned: then 'tuned' is
+ * measured through crux's fallback, which is that module (docs/usage/fill.md). */
+static int tuned_behind_crux(const char *coll)
+{
+    char fill[256], prio[64];
+    if (coll[0] == '^' || !in_list(coll, "crux") || in_list(coll, "tuned")) {
+        return 0;
+    }
+    if (read_cvar("coll_crux_fill_components", fill, sizeof(fill)) != 0 ||
+        !in_list(fill, "tuned")) {
+        return 0;
+    }
+    /* crux loads coll/tuned itself and registers its parameters */
+    return read_cvar("coll_tuned_priority", prio, sizeof(prio)) == 0 && prio[0] != '-';
+}
+
 /* Whether the job has coll component NAME; if not, why, in WHY. */
 static int has_component(const char *coll, const char *name, char *why)
 {
@@ -135,17 +152,31 @@ void bench_comms_open(const bench_options_t *o, bench_comms_t *c)
     if (have_t && read_cvar("coll", coll, sizeof(coll)) != 0) {
         coll[0] = '\0';
     }
+    int behind[BENCH_MAX_VARIANTS] = { 0 }; /* 'tuned' through crux's fallback */
     for (int i = 0; i < o->nvariants; i++) {
-        ok[i] = have_t ? can_run(o, &bench_variants[o->variants[i]], coll, why[i]) : 1;
+        const bench_variant_t *v = &bench_variants[o->variants[i]];
+        ok[i] = have_t ? can_run(o, v, coll, why[i]) : 1;
+        if (!ok[i] && strcmp(v->name, "tuned") == 0 && !o->cuda && tuned_behind_crux(coll)) {
+            ok[i] = behind[i] = 1;
+        }
     }
     if (have_t) {
         MPI_T_finalize(); /* before MPI_Finalize: after it, Open MPI 4.1 crashes in it */
     }
     /* The same on every rank, or the duplications below would not match. */
     MPI_Allreduce(ok, all_ok, o->nvariants, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    const bench_variant_t *fallback = NULL;
+    for (int v = 0; v < bench_num_variants; v++) {
+        if (strcmp(bench_variants[v].name, "fallback") == 0) {
+            fallback = &bench_variants[v];
+        }
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int i = 0; i < o->nvariants; i++) {
         const bench_variant_t *v = &bench_variants[o->variants[i]];
+        if (behind[i]) {
+            v = fallback;
+        }
         if (!all_ok[i]) {
             skip(c, o->variants[i], ok[i] ? "another rank cannot run it" : why[i]);
             continue;
@@ -170,6 +201,10 @@ void bench_comms_open(const bench_options_t *o, bench_comms_t *c)
         }
         c->variant[c->n] = o->variants[i];
         c->comm[c->n] = comm;
+        snprintf(c->how[c->n], BENCH_WHY_LEN, "%s",
+                 behind[i] ? "measured as crux's fallback, the coll/tuned module crux fills "
+                             "Allreduce from (only crux is in this job)"
+                           : "");
         c->n++;
     }
 }

@@ -12,6 +12,7 @@ typedef struct {
     int n;                           /* selections that run */
     int variant[BENCH_MAX_VARIANTS]; /* indices into bench_variants */
     MPI_Comm comm[BENCH_MAX_VARIANTS];
+    char how[BENCH_MAX_VARIANTS][BENCH_WHY_LEN]; /* "" or how a selection is reached */
     int nskipped;
     int skipped[BENCH_MAX_VARIANTS];
     char why[BENCH_MAX_VARIANTS][BENCH_WHY_LEN];
@@ -23,7 +24,10 @@ typedef struct {
  * when an info key leaves a communicator no component at all, as "^crux"
  * does under --mca coll crux), when its buffers would be device memory
  * that the component cannot take, or when Open MPI refuses the
- * communicator. */
+ * communicator.  Under --mca coll crux, where coll/tuned is not in the
+ * job, 'tuned' is measured as the module crux fills Allreduce from
+ * (coll/tuned, unless coll_crux_fill_components leaves it out), and HOW
+ * says so. */
 void bench_comms_open(const bench_options_t *o, bench_comms_t *c);
 void bench_comms_close(bench_comms_t *c);
 

@@ -14,6 +14,9 @@
 # hierarchical Allreduce.  Rows are grouped by size: give one -d and one -o (the
 # defaults, float sum, are fine).  Example:
 #   bench/allreduce_launches.sh 2 9 --min 512K --max 4M --reps 11
+# CRUX_BUSY=CPU runs a busy loop pinned to that CPU through every launch, as
+# a training framework's compute threads share the cores with its MPI
+# thread.
 # With CRUX_BUILD_B=DIR every launch runs both builds, one after the other,
 # the first alternating; columns a_* are CRUX_BUILD's times, b_* DIR's, and
 # b_over_a_* their ratio (above 1: CRUX_BUILD is faster), in place (_ip) too:
@@ -44,7 +47,13 @@ if [ -n "$layout" ]; then
 fi
 
 csv=$(mktemp)
-trap 'rm -f "$csv" "$csv".*' EXIT
+busy_pid=
+trap 'rm -f "$csv" "$csv".*; [ -z "$busy_pid" ] || kill "$busy_pid" 2>/dev/null' EXIT
+if [ -n "${CRUX_BUSY:-}" ]; then
+  [[ $CRUX_BUSY =~ ^[0-9]+$ ]] || { echo "$0: CRUX_BUSY=$CRUX_BUSY is not a CPU number" >&2; exit 2; }
+  taskset -c "$CRUX_BUSY" bash -c 'while :; do :; done' &
+  busy_pid=$!
+fi
 # launch BUILD OUT ARGS...: one launch of BUILD's benchmark, its CSV in OUT
 launch() {
   local dir=$1 out=$2
@@ -92,7 +101,7 @@ for i in $(seq "$launches"); do
   rm -f "$csv.$i"
 done
 
-echo "# MPI_Allreduce, $np ranks${layout:+ on fake nodes $layout}, $launches launches ($*): medians over launches of each"
+echo "# MPI_Allreduce, $np ranks${layout:+ on fake nodes $layout}${CRUX_BUSY:+, a busy loop on CPU $CRUX_BUSY}, $launches launches ($*): medians over launches of each"
 if [ -n "$build_b" ]; then
   echo "# launch's median; a = $build, b = $build_b; ratio = b / a (above 1: a is faster), [min - max] over launches"
 else
@@ -116,7 +125,7 @@ END {
   printf "\n"
   for (s = 1; s <= sizes; s++) {
     b = order[s]; printf "%12d", b
-    for (c = 3; c <= cols; c++) if (name[c] ~ /_us$/) printf "%*.1f", w[c], median(vals[b, c])
+    for (c = 3; c <= cols; c++) if (name[c] ~ /_us$/) { m = median(vals[b, c]); printf (m < 10 ? "%*.2f" : "%*.1f"), w[c], m }
     for (c = 3; c <= cols; c++) if (name[c] ~ /_over_/) { m = median(vals[b, c]); printf "%10.2fx [%.2f - %.2f]", m, lo, hi }
     printf "\n"
   }

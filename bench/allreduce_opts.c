@@ -14,6 +14,9 @@ const bench_variant_t bench_variants[] = {
     { "tuned", "ompi_comm_coll_preference", "^crux", "tuned",
       "Open MPI without crux (coll/tuned)" },
     { "han", "ompi_comm_coll_preference", "han,^crux", "han", "coll/han first, without crux" },
+    { "adapt", "ompi_comm_coll_preference", "adapt,^crux", "adapt",
+      "coll/adapt first, without crux" },
+    { "sm", "ompi_comm_coll_preference", "sm,^crux", "sm", "coll/sm first, without crux" },
     { "fallback", "crux_allreduce_algorithm", "fallback", "crux",
       "crux hands every call to the module it falls back to" },
     { "staged", "crux_allreduce_handoff", "flags", "crux",
@@ -56,10 +59,14 @@ void bench_usage(FILE *out)
         fprintf(out, "                          %-9s %s\n", bench_variants[v].name,
                 bench_variants[v].what);
     }
-    fprintf(out, "                        those the job cannot run are skipped, with the reason\n"
+    fprintf(out, "                        those the job cannot run are skipped, with the reason;\n"
+                 "                        under --mca coll crux, tuned is measured as crux's\n"
+                 "                        fallback (coll/tuned, filled by crux)\n"
                  "      --csv             one CSV line per size instead of the table\n"
                  "  -h, --help            this text\n"
                  "  -V, --version         crux's version\n"
+                 "crux takes part in the job: the benchmark sets coll_crux_enable 1 unless\n"
+                 "it is set already.\n"
                  "Exit status: 0 success, 1 wrong results or a failed run, 2 a bad option.\n");
 }
 

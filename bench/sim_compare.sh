@@ -13,9 +13,9 @@
 # Environment: JOBS (5000), DAYS (14), LOAD (0.85), SEED (1), PLACEMENTS
 # ("packed first-fit random"), TOPOLOGIES ("lingjun clos2 double-sided"), SHORT: runs
 # cut to their first days, "topology-placement:days ..." (none: every run goes
-# on until its last job leaves; the whole comparison took 25 minutes with
-# two processes on a 2-core VM, 49 CPU-minutes, Lingjun random 29 of them
-# and Crux-PA there 9; "lingjun-random:1 lingjun-first-fit:1" cuts Lingjun
+# on until its last job leaves; the whole comparison takes 25-30 minutes
+# with two processes on a 2-core VM, 41 CPU-minutes, Lingjun random 23 of
+# them and Crux-PA there 7; "lingjun-random:1 lingjun-first-fit:1" cuts Lingjun
 # to its first day), REUSE=1:
 # keep the runs whose summary.csv already has every policy (to redo only
 # the table and plots, or to finish a comparison run in several pieces),
@@ -244,22 +244,18 @@ awk -F, 'NR > 1 { key = $1 " " $2; if (!(key in seen)) { seen[key] = ++n; name[n
                for (i = 1; i <= n; i++) { printf "%s", name[i]
                  for (k = 1; k <= 8; k++) printf ",%s", u[name[i], P[k]]; print "" } }' \
   "$out/table.csv" >"$out/util-bars.dat"
-# the axis from 0.5, or lower when a policy is below
-ymin=$(awk -F, 'NR > 1 { for (k = 2; k <= NF; k++) if ($k != "" && ($k < m || m == "")) m = $k }
-                END { y = int((m == "" ? 0.5 : m) * 10) / 10; print (y < 0.5 ? y : 0.5) }' "$out/util-bars.dat")
-# Each bar twice at the same place: a light tint of the policy's colour,
-# then its hatch pattern (bench/plot_style.gp) in the colour over it.
+# Solid bars in the policies' colours (bench/plot_style.gp), so that the
+# key's samples are the bars; the axis from 0, so that bar heights compare.
 gnuplot <<EOF
 load '$style'
 set terminal pngcairo size 1000,420 font ',10' noenhanced
 set output '$out/util-bars.png'
 set datafile separator ','
 set title 'Average GPU utilisation per policy'
-set ylabel 'busy / held GPU time'; set yrange [$ymin:1.02]; set key outside right
+set ylabel 'busy / held GPU time (%)'; set yrange [0:100]; set ytics 10; set key outside right
 set xtics rotate by -20; set boxwidth 0.1; set offsets 0.6, 0.6, 0, 0
-set key autotitle columnheader
-plot '$out/util-bars.dat' using 0:(NaN):xtic(1) notitle, \
-     for [k=2:9] '' using (\$0 + (k - 5.5) * 0.1):k with boxes lt k-1 fs transparent solid 0.3 noborder notitle, \
-     for [k=2:9] '' using (\$0 + (k - 5.5) * 0.1):k with boxes lt k-1 fs transparent pattern k-2 border title columnheader(k)
+set style fill solid 0.9 noborder; set key autotitle columnheader
+plot '$out/util-bars.dat' using 0:(NaN):xtic(1) notitle, \\
+     for [k=2:9] '' using (\$0 + (k - 5.5) * 0.1):(column(k) * 100) with boxes lt k-1 title columnheader(k)
 EOF
 echo "plots in $out"

@@ -11,6 +11,9 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *
         return CRUX_ERR_UNSUPPORTED;
     }
     size_t esize = crux_dtype_size(dtype);
+    if (g->config.stage_size / 2 < esize) {
+        return CRUX_ERR_UNSUPPORTED; /* no stage: the small Allreduce's group */
+    }
     if (count == 0) {
         return CRUX_OK;
     }
@@ -31,7 +34,7 @@ crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_int
                                        crux_dtype_t dtype, crux_op_t op)
 {
     crux_reduce_fn_t reduce = crux_reduce_lookup(dtype, op);
-    if (reduce == NULL || inter == NULL) {
+    if (reduce == NULL || inter == NULL || g->config.stage_size / 2 < crux_dtype_size(dtype)) {
         return CRUX_ERR_UNSUPPORTED;
     }
     if (count == 0) {

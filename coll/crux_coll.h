@@ -38,7 +38,8 @@ typedef struct {
 } crux_coll_oob_t;
 
 typedef struct {
-    size_t stage_size;       /* bytes of staging segment per member */
+    size_t stage_size;       /* bytes of staging segment per member (0: none: the group
+                              * runs only the small Allreduce) */
     size_t chunk_size;       /* pipeline segment of the staged algorithm */
     size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
     int local_procs;         /* processes on this node (0: the group size) */
@@ -48,13 +49,22 @@ typedef struct {
      * from our stage is written with streaming stores.  This member's own,
      * not agreed. */
     double far_latency;
+    /* the small Allreduce (crux_coll_allreduce_small): messages of at most
+     * small_max_bytes (its slots: 4 of that size per member, at most
+     * CRUX_SMALL_MAX_BYTES; 0: none), each member reducing all of it up to
+     * small_whole_max_bytes, a slice each above */
+    size_t small_max_bytes;
+    size_t small_whole_max_bytes;
     crux_tl_config_t tl;
 } crux_coll_config_t;
+
+#define CRUX_SMALL_MAX_BYTES ((size_t)1 << 20)
 
 #define CRUX_COLL_CONFIG_DEFAULT                                                        \
     {                                                                                   \
         .stage_size = 4u << 20, .chunk_size = 256u << 10, .stream_min_bytes = 2u << 20, \
-        .local_procs = 0, .far_latency = 0, .tl = CRUX_TL_CONFIG_DEFAULT,               \
+        .local_procs = 0, .far_latency = 0, .small_max_bytes = 4u << 10,                \
+        .small_whole_max_bytes = 256, .tl = CRUX_TL_CONFIG_DEFAULT,                     \
     }
 
 /* Create a group.  On failure no member has a group, and all return the same
@@ -85,6 +95,22 @@ int crux_coll_group_broken(const crux_coll_group_t *group);
 crux_status_t crux_coll_allreduce(crux_coll_group_t *group, const void *sbuf, void *rbuf,
                                   size_t count, crux_dtype_t dtype, crux_op_t op);
 
+/* The small Allreduce, for latency: every member copies its input into a
+ * slot of its own segment once and raises the slot's flag (a sequence
+ * number in the slot's first cache line, beside inputs of up to 32 bytes);
+ * up to the group's small_whole_max_bytes every member then reduces all
+ * the slots itself, in rank order; above it each member reduces a slice
+ * into a second slot, and every member copies the slices out.  No system
+ * call while the peers keep up.  Returns CRUX_ERR_UNSUPPORTED (nothing
+ * done, on every member alike) for more than the group's small_max_bytes
+ * or a (dtype, op) without a kernel, CRUX_ERR_PEER when a member failed or
+ * died, CRUX_ERR_INVALID on the members that found a peer's call of
+ * another shape. */
+crux_status_t crux_coll_allreduce_small(crux_coll_group_t *group, const void *sbuf, void *rbuf,
+                                        size_t count, crux_dtype_t dtype, crux_op_t op);
+/* 1 when a call of 'bytes' bytes fits the group's small Allreduce. */
+int crux_coll_small_fits(const crux_coll_group_t *group, size_t bytes);
+
 /* The inter-group step of a hierarchical Allreduce, provided by the caller:
  * reduce 'count' elements at 'buf' in place with the members that hold the
  * same shard in the other groups (rail-aligned: member i of every group).
@@ -108,6 +134,15 @@ typedef struct {
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
                                        unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                        crux_dtype_t dtype, crux_op_t op);
+
+/* The small Allreduce across groups: the group's member 0 reduces every
+ * member's slot, runs the inter-group step on the whole vector (with
+ * member 0 of every other group) and puts the result in its second slot,
+ * which the others copy out.  Same returns as crux_coll_allreduce_small. */
+crux_status_t crux_coll_allreduce_small_hier(crux_coll_group_t *group,
+                                             const crux_coll_inter_t *inter, const void *sbuf,
+                                             void *rbuf, size_t count, crux_dtype_t dtype,
+                                             crux_op_t op);
 
 /* --- engine groups: collectives over the multipath engine ---------------- */
 
@@ -280,6 +315,9 @@ typedef enum {
     CRUX_ALG_DEVICE,          /* device buffers: GPU kernels over the engine */
     CRUX_ALG_HOST_STAGED,     /* device buffers copied through host memory, then
                                * the host selection */
+    CRUX_ALG_SMALL,           /* flat, small messages (crux_coll_allreduce_small) */
+    CRUX_ALG_HIER_SMALL,      /* across groups, small messages
+                               * (crux_coll_allreduce_small_hier) */
     CRUX_ALG_COUNT
 } crux_alg_t;
 
@@ -293,6 +331,10 @@ typedef enum {
                              * built with the request's hand-off */
     CRUX_CAP_LAYOUT_LANES,  /* ... whose hand-off within them is the lanes */
     CRUX_CAP_DEVICE_KERNEL, /* a GPU kernel for the call's (dtype, op) */
+    CRUX_CAP_SMALL,         /* the call fits the small Allreduce of a
+                             * shared-memory group over every member */
+    CRUX_CAP_LAYOUT_SMALL,  /* ... of a shared-memory group within each of
+                             * the even rank groups */
     CRUX_CAP_COUNT
 } crux_select_cap_t;
 

@@ -19,6 +19,7 @@ typedef struct {
     int32_t pid;
     uint64_t key_size;
     uint64_t stage_size, chunk_size, stream_min_bytes;
+    uint64_t small_max_bytes, small_whole_max_bytes;
 } crux_hello_t;
 
 static int oob_allgather(const crux_coll_oob_t *oob, const void *sbuf, void *rbuf, size_t len)
@@ -31,10 +32,12 @@ static crux_status_t alloc_arrays(crux_coll_group_t *g)
     size_t n = (size_t)g->size;
     g->ctrl = calloc(n, sizeof(*g->ctrl));
     g->stage = calloc(n, sizeof(*g->stage));
+    g->small = calloc(n, sizeof(*g->small));
     g->rsegs = calloc(n, sizeof(*g->rsegs));
     g->pids = calloc(n, sizeof(*g->pids));
     g->reach = calloc(n, sizeof(*g->reach));
-    return g->ctrl && g->stage && g->rsegs && g->pids && g->reach ? CRUX_OK : CRUX_ERR_NO_MEMORY;
+    return g->ctrl && g->stage && g->small && g->rsegs && g->pids && g->reach ? CRUX_OK
+                                                                              : CRUX_ERR_NO_MEMORY;
 }
 
 /* Mapped shared memory is all a group uses: no cma endpoints. */
@@ -45,17 +48,22 @@ static crux_status_t open_transport(crux_coll_group_t *g, const crux_tl_config_t
     return crux_tl_context_open(&shm_only, &g->tl);
 }
 
-/* This member's segment: its control block, then its staging area. */
-static crux_status_t alloc_segment(crux_coll_group_t *g, size_t stage_size)
+/* This member's segment: its control block, the small Allreduce's slots,
+ * then its staging area. */
+static crux_status_t alloc_segment(crux_coll_group_t *g, size_t stage_size, size_t small_max)
 {
     crux_tl_seg_free(g->seg);
     g->seg = NULL;
-    crux_status_t status = crux_tl_seg_alloc(g->tl, CRUX_CTRL_BYTES + stage_size, &g->seg);
+    size_t small = crux_small_area_bytes(small_max);
+    crux_status_t status = crux_tl_seg_alloc(g->tl, CRUX_CTRL_BYTES + small + stage_size, &g->seg);
     if (status != CRUX_OK) {
         return status;
     }
     crux_ctrl_t *ctrl = crux_tl_seg_ptr(g->seg);
     memset(ctrl, 0, CRUX_CTRL_BYTES);
+    for (size_t at = 0; at < small; at += crux_small_slot_bytes(small_max)) {
+        memset((uint8_t *)ctrl + CRUX_CTRL_BYTES + at, 0, sizeof(crux_small_head_t));
+    }
     ctrl->magic = CRUX_CTRL_MAGIC;
     ctrl->pid = getpid();
     return CRUX_OK;
@@ -81,10 +89,19 @@ static crux_status_t connect_peers(crux_coll_group_t *g, const crux_hello_t *hel
             return CRUX_ERR_NO_RESOURCE;
         }
     }
+    size_t small = crux_small_area_bytes(g->config.small_max_bytes);
     for (int p = 0; p < g->size; p++) {
-        g->stage[p] = (uint8_t *)g->ctrl[p] + CRUX_CTRL_BYTES;
+        g->small[p] = small > 0 ? (uint8_t *)g->ctrl[p] + CRUX_CTRL_BYTES : NULL;
+        g->stage[p] = (uint8_t *)g->ctrl[p] + CRUX_CTRL_BYTES + small;
     }
     return CRUX_OK;
+}
+
+/* The small Allreduce's limit, within bounds (a larger one is cut). */
+static size_t small_max(const crux_coll_config_t *config)
+{
+    return config->small_max_bytes < CRUX_SMALL_MAX_BYTES ? config->small_max_bytes
+                                                          : CRUX_SMALL_MAX_BYTES;
 }
 
 crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
@@ -104,7 +121,7 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
         status = open_transport(g, &config->tl);
     }
     if (status == CRUX_OK) {
-        status = alloc_segment(g, config->stage_size);
+        status = alloc_segment(g, config->stage_size, small_max(config));
     }
     if (status == CRUX_OK) {
         mine.key_size = crux_tl_seg_key_size(g->tl);
@@ -113,6 +130,8 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     mine.stage_size = config->stage_size;
     mine.chunk_size = config->chunk_size;
     mine.stream_min_bytes = config->stream_min_bytes;
+    mine.small_max_bytes = small_max(config);
+    mine.small_whole_max_bytes = config->small_whole_max_bytes;
 
     /* 1: who succeeded, with what sizes; member 0's configuration wins. */
     hello = calloc((size_t)oob->size, sizeof(*hello));
@@ -132,8 +151,12 @@ crux_status_t crux_coll_group_create(const crux_coll_oob_t *oob, const crux_coll
     g->config.stage_size = hello[0].stage_size;
     g->config.chunk_size = hello[0].chunk_size;
     g->config.stream_min_bytes = hello[0].stream_min_bytes;
-    if (g->config.stage_size != config->stage_size) {
-        status = alloc_segment(g, g->config.stage_size); /* the agreed size */
+    g->config.small_max_bytes = hello[0].small_max_bytes;
+    g->config.small_whole_max_bytes = hello[0].small_whole_max_bytes;
+    if (g->config.stage_size != config->stage_size ||
+        g->config.small_max_bytes != small_max(config)) {
+        /* the agreed sizes */
+        status = alloc_segment(g, g->config.stage_size, g->config.small_max_bytes);
     }
     status = crux_oob_agree(oob, status != CRUX_OK ? status : alloc_arrays(g), 1, NULL);
     if (status != CRUX_OK) {
@@ -182,6 +205,7 @@ void crux_coll_group_destroy(crux_coll_group_t *g)
     crux_tl_context_close(g->tl);
     free(g->ctrl);
     free(g->stage);
+    free(g->small);
     free(g->rsegs);
     free(g->pids);
     free(g->reach);

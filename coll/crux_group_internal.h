@@ -45,6 +45,36 @@ typedef struct {
 
 #define CRUX_CTRL_BYTES ((sizeof(crux_ctrl_t) + 4095) & ~(size_t)4095)
 
+/* The small Allreduce's slots (crux_small.c), between the control block
+ * and the stage: each member has two banks (calls alternate) of two slots
+ * (its input; its slice of the result, or across groups member 0's whole
+ * result).  A slot is a head line, then its body.  Only the slot's owner
+ * writes it; 'seq' is the small call whose data the slot holds (release
+ * store after the data and 'shape'), so a value from an earlier call never
+ * satisfies a wait in a later one.  Data of at most CRUX_SMALL_INLINE
+ * bytes lies in the head line itself: a reader's one miss brings flag and
+ * data together. */
+#define CRUX_SMALL_INLINE 32
+typedef struct {
+    alignas(64) uint64_t seq;
+    uint64_t shape; /* crux_shape of that call */
+    alignas(CRUX_SMALL_INLINE) uint8_t data[CRUX_SMALL_INLINE];
+} crux_small_head_t;
+
+_Static_assert(sizeof(crux_small_head_t) == 64, "a slot's head is one cache line");
+
+/* Bytes of one slot for messages of at most 'max' bytes, and of a member's
+ * four. */
+static inline size_t crux_small_slot_bytes(size_t max)
+{
+    return sizeof(crux_small_head_t) + ((max + 63) & ~(size_t)63);
+}
+
+static inline size_t crux_small_area_bytes(size_t max)
+{
+    return max > 0 ? 4 * crux_small_slot_bytes(max) : 0;
+}
+
 /* How far a peer's caches are, from our looks at its words (crux_look):
  * a look that finds a word short arms, one time in CRUX_REACH_EVERY, the
  * next look at that word to time itself; the timed look that finds it
@@ -61,14 +91,16 @@ struct crux_coll_group {
     int rank;
     int size;
     crux_coll_config_t config;
-    unsigned spins;  /* idle polls that spin (crux_idle_spins) */
-    uint64_t seq;    /* of the last call started */
-    uint64_t caller; /* crux_coll_group_set_caller's word, mixed (crux_shape) */
+    unsigned spins;     /* idle polls that spin (crux_idle_spins) */
+    uint64_t seq;       /* of the last call started */
+    uint64_t small_seq; /* of the last small call started (crux_small.c) */
+    uint64_t caller;    /* crux_coll_group_set_caller's word, mixed (crux_shape) */
 
     crux_tl_context_t *tl;
     crux_tl_seg_t *seg;
     crux_ctrl_t **ctrl;     /* [size]: every member's control block */
     uint8_t **stage;        /* [size]: every member's staging area */
+    uint8_t **small;        /* [size]: every member's small slots (NULL: none) */
     crux_tl_rseg_t **rsegs; /* [size]: peers' mapped segments */
     pid_t *pids;
     crux_peer_reach_t *reach; /* [size]: how far each peer's caches are (crux_look) */
@@ -110,13 +142,23 @@ static inline uint64_t crux_load(const uint64_t *word)
  * and wake the peers sleeping on it. */
 void crux_publish(crux_coll_group_t *group, uint64_t *word, uint64_t value);
 
+/* crux_publish without its full fence, for the small Allreduce's flags,
+ * where the fence cost a cross-core round trip of every call (the store
+ * waited for the line the peers poll): the store stays in this core's
+ * store buffer while the caller goes on.  A peer that counts itself among
+ * the sleepers just as the store is made, and whose look and whose
+ * futex's own look both miss it (the store would have to stay unseen for
+ * a whole system call), sleeps its full CRUX_IDLE_SLEEP_NS: a late call,
+ * never a lost one. */
+void crux_raise(crux_coll_group_t *group, uint64_t *word, uint64_t value);
+
 #define CRUX_PUBLISH(group, field, value) \
     crux_publish((group), &(group)->ctrl[(group)->rank]->field, (value))
 
 /* Wait until member 'peer's word at 'offset' in its control block reaches
  * 'target'.  Spins (not when the node is oversubscribed), yields the CPU a
  * few times, then sleeps on the word (futex) until the peer publishes;
- * returns CRUX_ERR_PEER if the peer abandons call 'seq' or its process is
+ * returns CRUX_ERR_PEER if the peer abandoned the group or its process is
  * gone. */
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target);
 

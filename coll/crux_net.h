@@ -83,11 +83,14 @@ int crux_net_rdma_available(char *why, size_t len);
  * address to listen on and give the peers: NULL or "" for the first
  * non-loopback IPv4 address that is up (else 127.0.0.1), an interface name,
  * or an IPv4 subnet "a.b.c.d/n".  Connections are set up with the first
- * marking (level may be NULL: unmarked).  On failure no member has a
- * channel and all return the same status; 'err' says why on this member. */
+ * marking (level may be NULL: unmarked), within setup_timeout_ms of the
+ * members' exchange of addresses, whatever strangers connect meanwhile.
+ * On failure no member has a channel and all return the same status; 'err'
+ * says why on this member. */
+#define CRUX_NET_SETUP_TIMEOUT_MS 10000 /* the default of setup_timeout_ms */
 crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
-                                  const crux_net_level_t *level, crux_net_t **net_p, char *err,
-                                  size_t errlen);
+                                  int setup_timeout_ms, const crux_net_level_t *level,
+                                  crux_net_t **net_p, char *err, size_t errlen);
 /* A planned path of a connection: candidate 'index' of 'count' (crux-sched's
  * numbering of the paths between two hosts); count below 2: none. */
 typedef struct {
@@ -102,7 +105,7 @@ typedef struct {
  * of no path, the connection is as crux_net_tcp_create makes it.  'paths'
  * (one per member) may be NULL; it is not kept. */
 crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char *where,
-                                         const crux_net_level_t *level,
+                                         int setup_timeout_ms, const crux_net_level_t *level,
                                          const crux_net_path_t *paths, crux_net_t **net_p,
                                          char *err, size_t errlen);
 /* The source port the TCP channel's connection to 'member' was pinned with,

@@ -1,11 +1,15 @@
 /* The TCP channel between nodes (crux_net.h).
  *
- * Set-up: every member listens on its chosen address, the addresses and a
- * random token per member go round the out-of-band allgather, each member
- * connects to every higher-ranked one (the listener's backlog completes
- * those connections before anyone accepts, so the order cannot deadlock)
- * and accepts the lower-ranked ones, which prove who they are with their
- * rank and token.
+ * Set-up: every member but the first listens on its chosen address, the
+ * addresses and a random token per member go round the out-of-band
+ * allgather, each member connects to every higher-ranked one and accepts
+ * the lower-ranked ones, which prove who they are with their rank and
+ * token.  Anyone on the network can connect to a listener, so set-up never
+ * waits on one connection: it polls the listener, its own connections and
+ * every accepted one at once, under one deadline counted from the
+ * allgather (when the last member has arrived), drops a connection as soon
+ * as a byte of it is not a peer's hello, and closes the listener, with
+ * whatever it still holds, the moment the last lower-ranked member is in.
  *
  * Steps (their list and reduction: crux_net_step.c): each connection
  * carries the steps' bytes in the order they were started, one stream each
@@ -18,19 +22,22 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coll/crux_net_internal.h"
 #include "coll/crux_oob.h"
 
 #define NET_MAGIC 0x63727578u /* "crux" */
-/* How long set-up waits for a peer's connection or hello. */
-#define NET_SETUP_TIMEOUT_MS 60000
+/* Connections accepted but not yet proven a peer's, at most (beyond it the
+ * oldest is dropped: a peer's hello comes with its connection). */
+#define NET_MAX_PENDING 64
 
 typedef struct {
     int fd;
@@ -120,49 +127,6 @@ crux_status_t crux_net_marks_in_force(const crux_net_t *base, int *tos, int *pri
     return CRUX_OK;
 }
 
-/* Wait for 'events' on fd; 0 when ready, -1 on timeout or error. */
-static int wait_fd(int fd, short events)
-{
-    struct pollfd p = { .fd = fd, .events = events };
-    int rc;
-    do {
-        rc = poll(&p, 1, NET_SETUP_TIMEOUT_MS);
-    } while (rc < 0 && errno == EINTR);
-    return rc == 1 ? 0 : -1;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        if (wait_fd(fd, POLLIN) != 0) {
-            return -1;
-        }
-        ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-            return -1;
-        }
-        got += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-    size_t put = 0;
-    while (put < len) {
-        if (wait_fd(fd, POLLOUT) != 0) {
-            return -1;
-        }
-        ssize_t n = send(fd, (const char *)buf + put, len - put, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            return -1;
-        }
-        put += n > 0 ? (size_t)n : 0;
-    }
-    return 0;
-}
-
 static int tune_socket(int fd, int family, int tos, int priority)
 {
     int one = 1;
@@ -188,8 +152,11 @@ static crux_status_t listen_on(const net_tcp_t *net, const char *where, net_card
     if (fd >= 0) {
         mark_socket(fd, card->addr.ss_family, net->tos, net->priority);
     }
+    /* the first member accepts no one: it binds (for its address) but never
+     * listens; the others queue as many connections as the host allows, so
+     * that strangers' connections do not crowd the peers' out */
     if (fd < 0 || bind(fd, (struct sockaddr *)&card->addr, len) != 0 ||
-        listen(fd, net->base.size) != 0 ||
+        (net->base.rank > 0 && listen(fd, SOMAXCONN) != 0) ||
         getsockname(fd, (struct sockaddr *)&card->addr, &len) != 0 ||
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "cannot listen on a TCP socket: %s", strerror(errno));
@@ -203,84 +170,244 @@ static crux_status_t listen_on(const net_tcp_t *net, const char *where, net_card
     return CRUX_OK;
 }
 
-static crux_status_t connect_up(net_tcp_t *net, const net_card_t *cards, const net_card_t *mine,
-                                char *err, size_t errlen)
+/* ---- set-up: one deadline, nothing waited on alone ---- */
+
+typedef struct {
+    int fd;
+    size_t got;
+    net_hello_t hello;
+} net_pending_t;
+
+typedef struct {
+    net_tcp_t *net;
+    const net_card_t *cards;
+    uint64_t token;     /* this member's */
+    int lfd;            /* -1 once every lower-ranked member is in */
+    int lower_missing;  /* lower-ranked members not yet in */
+    int upper_missing;  /* higher-ranked members not yet sent a whole hello */
+    size_t *hello_sent; /* bytes of the hello sent to each member */
+    net_pending_t pending[NET_MAX_PENDING];
+    int npending;
+} net_setup_t;
+
+static int64_t now_ms(void)
 {
-    for (int p = net->base.rank + 1; p < net->base.size; p++) {
-        const net_card_t *c = &cards[p];
-        if (c->len == 0 || c->len > sizeof(c->addr) || c->addr.ss_family != net->family) {
-            snprintf(err, errlen, "member %d gave an unusable address", p);
-            return CRUX_ERR_PEER;
-        }
-        int fd = net->paths != NULL
-                     ? crux_net_path_socket(net->family, &mine->addr, &c->addr, net->paths[p],
-                                            &net->peers[p].pinned_port)
-                     : socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        net->peers[p].fd = fd;
-        net_hello_t hello = { NET_MAGIC, net->base.rank, mine->token };
-        /* marked before connecting, so the handshake already is */
-        if (fd < 0 || tune_socket(fd, net->family, net->tos, net->priority) != 0) {
-            snprintf(err, errlen, "cannot make a TCP socket: %s", strerror(errno));
-            return CRUX_ERR_IO;
-        }
-        int rc = connect(fd, (const struct sockaddr *)&c->addr, c->len);
-        int error = 0;
-        socklen_t elen = sizeof(error);
-        if (rc != 0 && errno == EINPROGRESS && wait_fd(fd, POLLOUT) == 0 &&
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &elen) == 0 && error == 0) {
-            rc = 0;
-        }
-        if (rc != 0 || write_full(fd, &hello, sizeof(hello)) != 0) {
-            char text[64];
-            crux_net_format_address(&c->addr, text, sizeof(text));
-            snprintf(err, errlen, "cannot connect to member %d at %s: %s", p, text,
-                     strerror(error ? error : errno));
-            return CRUX_ERR_PEER;
-        }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Start a non-blocking connection to higher-ranked member p. */
+static crux_status_t start_connect(net_setup_t *st, int p, char *err, size_t errlen)
+{
+    net_tcp_t *net = st->net;
+    const net_card_t *c = &st->cards[p];
+    if (c->len == 0 || c->len > sizeof(c->addr) || c->addr.ss_family != net->family) {
+        snprintf(err, errlen, "member %d gave an unusable address", p);
+        return CRUX_ERR_PEER;
+    }
+    const net_card_t *mine = &st->cards[net->base.rank];
+    int fd = net->paths != NULL ? crux_net_path_socket(net->family, &mine->addr, &c->addr,
+                                                       net->paths[p], &net->peers[p].pinned_port)
+                                : socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    net->peers[p].fd = fd;
+    /* marked before connecting, so the handshake already is */
+    if (fd < 0 || tune_socket(fd, net->family, net->tos, net->priority) != 0) {
+        snprintf(err, errlen, "cannot make a TCP socket: %s", strerror(errno));
+        return CRUX_ERR_IO;
+    }
+    if (connect(fd, (const struct sockaddr *)&c->addr, c->len) != 0 && errno != EINPROGRESS) {
+        char text[64];
+        crux_net_format_address(&c->addr, text, sizeof(text));
+        snprintf(err, errlen, "cannot connect to member %d at %s: %s", p, text, strerror(errno));
+        return CRUX_ERR_PEER;
     }
     return CRUX_OK;
 }
 
-static crux_status_t accept_down(net_tcp_t *net, int lfd, const net_card_t *cards, char *err,
-                                 size_t errlen)
+/* Member p's connection can be written: finish connecting, send what is
+ * left of the hello. */
+static crux_status_t advance_connect(net_setup_t *st, int p, char *err, size_t errlen)
 {
-    for (int n = 0; n < net->base.rank; n++) {
-        int fd = -1;
-        while (fd < 0) {
-            if (wait_fd(lfd, POLLIN) != 0) {
-                snprintf(err, errlen, "members below %d did not all connect within %d s",
-                         net->base.rank, NET_SETUP_TIMEOUT_MS / 1000);
-                return CRUX_ERR_PEER;
-            }
-            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd < 0 && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-                snprintf(err, errlen, "accept: %s", strerror(errno));
-                return CRUX_ERR_IO;
-            }
+    net_tcp_t *net = st->net;
+    int fd = net->peers[p].fd, error = 0;
+    socklen_t elen = sizeof(error);
+    net_hello_t hello = { NET_MAGIC, net->base.rank, st->token };
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &elen) != 0) {
+        error = errno;
+    }
+    if (error == 0) {
+        ssize_t n = send(fd, (const char *)&hello + st->hello_sent[p],
+                         sizeof(hello) - st->hello_sent[p], MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            st->hello_sent[p] += (size_t)n;
+            st->upper_missing -= st->hello_sent[p] == sizeof(hello);
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            error = errno;
         }
-        net_hello_t hello;
-        int ok = tune_socket(fd, net->family, net->tos, net->priority) == 0 &&
-                 read_full(fd, &hello, sizeof(hello)) == 0 && hello.magic == NET_MAGIC &&
-                 hello.rank >= 0 && hello.rank < net->base.rank && net->peers[hello.rank].fd < 0 &&
-                 hello.token == cards[hello.rank].token;
-        if (!ok) {
-            /* a stray or forged connection: not counted */
-            close(fd);
-            n--;
-            continue;
-        }
-        net->peers[hello.rank].fd = fd;
+    }
+    if (error != 0) {
+        char text[64];
+        crux_net_format_address(&st->cards[p].addr, text, sizeof(text));
+        snprintf(err, errlen, "cannot connect to member %d at %s: %s", p, text, strerror(error));
+        return CRUX_ERR_PEER;
     }
     return CRUX_OK;
+}
+
+static void drop_pending(net_setup_t *st, int i)
+{
+    close(st->pending[i].fd);
+    st->pending[i] = st->pending[--st->npending];
+}
+
+/* Read what a pending connection has sent; drop it at the first byte that
+ * is not a lower-ranked peer's hello, keep it while its hello is partial,
+ * make it the peer's connection once whole. */
+static void advance_pending(net_setup_t *st, int i)
+{
+    net_tcp_t *net = st->net;
+    net_pending_t *pc = &st->pending[i];
+    ssize_t n =
+        recv(pc->fd, (char *)&pc->hello + pc->got, sizeof(pc->hello) - pc->got, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        drop_pending(st, i);
+        return;
+    }
+    pc->got += n > 0 ? (size_t)n : 0;
+    const net_hello_t *h = &pc->hello;
+    int bad = (pc->got >= sizeof(h->magic) && h->magic != NET_MAGIC) ||
+              (pc->got >= offsetof(net_hello_t, token) &&
+               (h->rank < 0 || h->rank >= net->base.rank || net->peers[h->rank].fd >= 0)) ||
+              (pc->got == sizeof(*h) && h->token != st->cards[h->rank].token);
+    if (bad) {
+        drop_pending(st, i); /* a stray or forged connection: not counted */
+        return;
+    }
+    if (pc->got == sizeof(*h)) {
+        net->peers[h->rank].fd = pc->fd;
+        st->pending[i] = st->pending[--st->npending];
+        st->lower_missing--;
+    }
+}
+
+/* Take every connection the listener has queued. */
+static crux_status_t accept_all(net_setup_t *st, char *err, size_t errlen)
+{
+    for (;;) {
+        int fd = accept4(st->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+                errno == ECONNABORTED) {
+                return CRUX_OK;
+            }
+            snprintf(err, errlen, "accept: %s", strerror(errno));
+            return CRUX_ERR_IO;
+        }
+        if (tune_socket(fd, st->net->family, st->net->tos, st->net->priority) != 0) {
+            close(fd);
+            continue;
+        }
+        if (st->npending == NET_MAX_PENDING) {
+            drop_pending(st, 0); /* the oldest: a peer's hello would be in by now */
+        }
+        st->pending[st->npending++] = (net_pending_t){ .fd = fd };
+        advance_pending(st, st->npending - 1); /* a peer's hello is usually there */
+    }
+}
+
+/* The listener's work is done: close it and whatever it still holds. */
+static void stop_listening(net_setup_t *st)
+{
+    while (st->npending > 0) {
+        drop_pending(st, st->npending - 1);
+    }
+    if (st->lfd >= 0) {
+        close(st->lfd);
+    }
+    st->lfd = -1;
+}
+
+/* Connect to every higher-ranked member and accept every lower-ranked one,
+ * all at once, until done or timeout_ms have passed. */
+static crux_status_t connect_all(net_setup_t *st, int timeout_ms, char *err, size_t errlen)
+{
+    net_tcp_t *net = st->net;
+    int size = net->base.size, rank = net->base.rank;
+    int64_t deadline = now_ms() + timeout_ms;
+    crux_status_t status = CRUX_OK;
+    for (int p = rank + 1; p < size && status == CRUX_OK; p++) {
+        status = start_connect(st, p, err, errlen);
+    }
+    struct pollfd *pfd = calloc((size_t)size + 1 + NET_MAX_PENDING, sizeof(*pfd));
+    if (pfd == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return CRUX_ERR_NO_MEMORY;
+    }
+    while (status == CRUX_OK && (st->lower_missing > 0 || st->upper_missing > 0)) {
+        if (st->lower_missing == 0) {
+            stop_listening(st);
+        }
+        int n = 0, first_pending, first_upper;
+        if (st->lfd >= 0) {
+            pfd[n++] = (struct pollfd){ .fd = st->lfd, .events = POLLIN };
+        }
+        first_pending = n;
+        for (int i = 0; i < st->npending; i++) {
+            pfd[n++] = (struct pollfd){ .fd = st->pending[i].fd, .events = POLLIN };
+        }
+        first_upper = n;
+        for (int p = rank + 1; p < size; p++) {
+            pfd[n++] = (struct pollfd){
+                .fd = st->hello_sent[p] < sizeof(net_hello_t) ? net->peers[p].fd : -1,
+                .events = POLLOUT,
+            };
+        }
+        int64_t left = deadline - now_ms();
+        int rc = left > 0 ? poll(pfd, (nfds_t)n, (int)left) : 0;
+        if (rc < 0 && errno == EINTR) {
+            continue;
+        }
+        if (rc < 0) {
+            snprintf(err, errlen, "poll: %s", strerror(errno));
+            status = CRUX_ERR_IO;
+            break;
+        }
+        if (rc == 0) {
+            snprintf(err, errlen,
+                     "set-up timed out after %d ms: %d lower-ranked members not connected, "
+                     "%d higher-ranked ones not reached",
+                     timeout_ms, st->lower_missing, st->upper_missing);
+            status = CRUX_ERR_PEER;
+            break;
+        }
+        for (int p = rank + 1; p < size && status == CRUX_OK; p++) {
+            if (pfd[first_upper + p - rank - 1].revents != 0) {
+                status = advance_connect(st, p, err, errlen);
+            }
+        }
+        /* backwards: advancing one may move the last into its place */
+        for (int i = first_upper - first_pending - 1; i >= 0 && status == CRUX_OK; i--) {
+            if (pfd[first_pending + i].revents != 0) {
+                advance_pending(st, i);
+            }
+        }
+        if (status == CRUX_OK && st->lfd >= 0 && (pfd[0].revents & POLLIN)) {
+            status = accept_all(st, err, errlen);
+        }
+    }
+    free(pfd);
+    return status;
 }
 
 static const crux_net_ops_t tcp_ops;
 
 crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
-                                  const crux_net_level_t *level, crux_net_t **net_p, char *err,
-                                  size_t errlen)
+                                  int setup_timeout_ms, const crux_net_level_t *level,
+                                  crux_net_t **net_p, char *err, size_t errlen)
 {
-    return crux_net_tcp_create_pinned(oob, where, level, NULL, net_p, err, errlen);
+    return crux_net_tcp_create_pinned(oob, where, setup_timeout_ms, level, NULL, net_p, err,
+                                      errlen);
 }
 
 int crux_net_pinned_port(const crux_net_t *base, int member)
@@ -292,7 +419,7 @@ int crux_net_pinned_port(const crux_net_t *base, int member)
 }
 
 crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char *where,
-                                         const crux_net_level_t *level,
+                                         int setup_timeout_ms, const crux_net_level_t *level,
                                          const crux_net_path_t *paths, crux_net_t **net_p,
                                          char *err, size_t errlen)
 {
@@ -334,10 +461,22 @@ crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char 
     if (status == CRUX_OK) {
         net->family = mine.addr.ss_family;
         crux_net_format_address(&mine.addr, net->base.address, sizeof(net->base.address));
-        status = connect_up(net, all, &mine, err, errlen);
-        if (status == CRUX_OK) {
-            status = accept_down(net, lfd, all, err, errlen);
+        net_setup_t st = { .net = net,
+                           .cards = all,
+                           .token = mine.token,
+                           .lfd = lfd,
+                           .lower_missing = oob->rank,
+                           .upper_missing = oob->size - 1 - oob->rank,
+                           .hello_sent = calloc((size_t)oob->size, sizeof(size_t)) };
+        lfd = -1; /* the set-up's now */
+        if (st.hello_sent == NULL) {
+            snprintf(err, errlen, "out of memory");
+            status = CRUX_ERR_NO_MEMORY;
+        } else {
+            status = connect_all(&st, setup_timeout_ms, err, errlen);
         }
+        stop_listening(&st);
+        free(st.hello_sent);
         status = crux_oob_agree(oob, status, 1, NULL);
     }
     free(all);

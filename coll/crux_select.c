@@ -36,8 +36,18 @@ static crux_alg_t select_device(const crux_select_query_t *q, const char **why)
     return CRUX_ALG_HOST_STAGED;
 }
 
+/* Small calls take the small Allreduce when nothing is forced: a forced
+ * topology or hand-off runs its pipeline at every size. */
+static int small(const crux_select_query_t *q, crux_select_cap_t cap)
+{
+    return !crux_request_forced(&q->request) && has(q, cap);
+}
+
 static crux_alg_t select_hier(const crux_select_query_t *q, crux_alg_t alg, const char **why)
 {
+    if (alg == CRUX_ALG_HIER && small(q, CRUX_CAP_LAYOUT_SMALL)) {
+        return CRUX_ALG_HIER_SMALL;
+    }
     if (!has(q, CRUX_CAP_LAYOUT)) {
         *why = "no usable rank groups";
         return CRUX_ALG_FALLBACK;
@@ -55,6 +65,9 @@ static crux_alg_t select_flat(const crux_select_query_t *q, const char **why)
     if (!q->all_local) {
         *why = "the flat algorithm needs every rank on one node";
         return CRUX_ALG_FALLBACK;
+    }
+    if (small(q, CRUX_CAP_SMALL)) {
+        return CRUX_ALG_SMALL;
     }
     /* auto: the lanes where every pair has them (measured alike, and they
      * carry device buffers too), else flags in a shared-memory group */
@@ -100,6 +113,8 @@ const char *crux_alg_name(crux_alg_t alg)
         [CRUX_ALG_HIER_SEQUENTIAL] = "hier-sequential",
         [CRUX_ALG_DEVICE] = "device",
         [CRUX_ALG_HOST_STAGED] = "device staged through host",
+        [CRUX_ALG_SMALL] = "small",
+        [CRUX_ALG_HIER_SMALL] = "hier-small",
     };
     return (int)alg >= 0 && alg < CRUX_ALG_COUNT ? names[alg] : "?";
 }

@@ -35,6 +35,14 @@ void crux_publish(crux_coll_group_t *group, uint64_t *word, uint64_t value)
     }
 }
 
+void crux_raise(crux_coll_group_t *group, uint64_t *word, uint64_t value)
+{
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&group->ctrl[group->rank]->sleepers, __ATOMIC_RELAXED) > 0) {
+        crux_futex_wake(futex_word(word));
+    }
+}
+
 void crux_sleep_begin(crux_coll_group_t *group, int peer, size_t offset, crux_sleep_t *sleep)
 {
     crux_ctrl_t *ctrl = group->ctrl[peer];
@@ -60,7 +68,7 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
         if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
         }
-        if (crux_load(&ctrl->failed) >= group->seq) {
+        if (crux_load(&ctrl->failed) == CRUX_ABANDONED) {
             return CRUX_ERR_PEER;
         }
         if (crux_idle_poll(&idle, 1) == CRUX_IDLE_SLEEP) {

@@ -79,3 +79,11 @@ int crux_proc_alive_since(pid_t pid, uint64_t start_time)
     }
     return crux_proc_start_time(pid) == start_time;
 }
+
+int crux_proc_stopped(pid_t pid)
+{
+    char buf[1024];
+    int missing;
+    const char *p = pid > 0 ? read_stat(pid, buf, sizeof(buf), &missing) : NULL;
+    return p != NULL && (p[1] == 'T' || p[1] == 't');
+}

@@ -20,4 +20,9 @@ uint64_t crux_proc_start_time(pid_t pid);
  * a start time of 0 (unknown when recorded) leaves it to crux_proc_alive. */
 int crux_proc_alive_since(pid_t pid, uint64_t start_time);
 
+/* 1 when 'pid' (a process or a thread id) is stopped (SIGSTOP, a job
+ * control stop, or a debugger's stop), 0 otherwise or when /proc cannot
+ * say. */
+int crux_proc_stopped(pid_t pid);
+
 #endif

@@ -16,7 +16,7 @@ AC_DEFUN([CRUX_CHECK_UCX], [
 ])
 
 AC_DEFUN([CRUX_CHECK_HWLOC], [
-  CRUX_REQUIRE_PKG([HWLOC], [hwloc >= 2.0], [libhwloc-dev])
+  CRUX_REQUIRE_PKG([HWLOC], [hwloc >= 2.1], [libhwloc-dev])
   HWLOC_VERSION=`$PKG_CONFIG --modversion hwloc`
   AC_SUBST([HWLOC_VERSION])
 ])

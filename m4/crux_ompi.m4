@@ -40,17 +40,36 @@ AC_DEFUN([CRUX_CHECK_OMPI], [
   OMPI_PKGLIBDIR=`crux_ompi_path pkglibdir`
   OMPI_PKGDATADIR=`crux_ompi_path pkgdatadir`
 
+  # Under the prefix unless asked: a system directory is loaded by every
+  # Open MPI job on the host, so only --with-ompi-component-dir=system puts
+  # crux there (docs/usage/install.md), whoever runs configure.
   AC_ARG_WITH([ompi-component-dir],
-    [AS_HELP_STRING([--with-ompi-component-dir=DIR],
-      [where make install puts mca_coll_crux.so (default: Open MPI's pkglibdir when writable, else ~/.openmpi/components)])],
-    [OMPI_COMPONENT_DIR=$withval], [
-      AS_IF([test -n "$OMPI_PKGLIBDIR" && test -w "$OMPI_PKGLIBDIR"],
-        [OMPI_COMPONENT_DIR=$OMPI_PKGLIBDIR],
-        [OMPI_COMPONENT_DIR="$HOME/.openmpi/components"])])
-  # The help file goes where opal_show_help looks first when that is
-  # writable; the component also adds the directory it was loaded from.
+    [AS_HELP_STRING([--with-ompi-component-dir=DIR|system],
+      [where make install puts mca_coll_crux.so (default: LIBDIR/openmpi, under the prefix; system: Open MPI's own component directory, ompi_info --path pkglibdir, where every job on the host finds it)])],
+    [OMPI_COMPONENT_DIR=$withval], [OMPI_COMPONENT_DIR='${libdir}/openmpi'])
+  case $OMPI_COMPONENT_DIR in
+    system)
+      AS_IF([test -z "$OMPI_PKGLIBDIR"],
+            [AC_MSG_ERROR([--with-ompi-component-dir=system: ompi_info names no pkglibdir])])
+      OMPI_COMPONENT_DIR=$OMPI_PKGLIBDIR ;;
+    /* | '${'*) ;;
+    *) AC_MSG_ERROR([--with-ompi-component-dir=$OMPI_COMPONENT_DIR: give an absolute path or "system"]) ;;
+  esac
+  # The help file goes where opal_show_help looks first when crux goes into
+  # Open MPI's own directory and that is writable; the component also adds
+  # the directory it was loaded from.
   AS_IF([test "x$OMPI_COMPONENT_DIR" = "x$OMPI_PKGLIBDIR" && test -w "$OMPI_PKGDATADIR"],
         [OMPI_HELP_DIR=$OMPI_PKGDATADIR], [OMPI_HELP_DIR=$OMPI_COMPONENT_DIR])
+  # the directories as configure's summary shows them, ${libdir} expanded
+  crux_p=$prefix crux_ep=$exec_prefix
+  test "x$crux_p" = xNONE && crux_p=$ac_default_prefix
+  test "x$crux_ep" = xNONE && crux_ep=$crux_p
+  crux_expand() {
+    prefix=$crux_p exec_prefix=$crux_ep
+    eval "eval echo \"$[1]\""
+  }
+  OMPI_COMPONENT_DIR_SHOWN=`crux_expand "$OMPI_COMPONENT_DIR"`
+  OMPI_HELP_DIR_SHOWN=`crux_expand "$OMPI_HELP_DIR"`
 
   AC_SUBST([MPICC])
   AC_SUBST([MPIRUN])

@@ -55,7 +55,10 @@ typedef struct {
     int allreduce_topology;
     int allreduce_handoff;
     int allreduce_memory_path;
-    size_t allreduce_min_bytes; /* below: previous module */
+    size_t allreduce_min_bytes;  /* below: previous module */
+    size_t small_max_bytes;      /* the small Allreduce up to this size, on one node ... */
+    size_t hier_small_max_bytes; /* ... and across nodes */
+    size_t small_whole_max_bytes;
     size_t stage_size;
     size_t chunk_size;
     size_t stream_min_bytes; /* results this large bypass the cache */
@@ -82,8 +85,9 @@ typedef struct {
     int service_level;   /* the job level's network settings (-1: none) */
     int traffic_class;
     int dscp;
-    int net;      /* crux_net_kind_t: the channel of the inter-node step */
-    char *net_if; /* where the TCP channel listens ("": the first address up) */
+    int net;                  /* crux_net_kind_t: the channel of the inter-node step */
+    char *net_if;             /* where the TCP channel listens ("": the first address up) */
+    int net_setup_timeout_ms; /* the TCP channel's set-up, from the last rank's arrival */
 } mca_coll_crux_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
@@ -101,9 +105,13 @@ typedef struct {
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
     struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
     struct coll_crux_shared *share;  /* the reference that holds group or lanes */
-    bool cross_local;                /* the cross communicator is on this node */
-    crux_net_t *net;                 /* crux's channel across nodes; NULL: the PML */
-    uint64_t route;                  /* the hash of the route its TCP connections took */
+    /* the shared-memory group of the small Allreduce: 'group', or with
+     * lanes one of its own (NULL: none could be had) */
+    crux_coll_group_t *small;
+    struct coll_crux_shared *small_share; /* with lanes, the reference that holds it */
+    bool cross_local;                     /* the cross communicator is on this node */
+    crux_net_t *net;                      /* crux's channel across nodes; NULL: the PML */
+    uint64_t route;                       /* the hash of the route its TCP connections took */
     int groups;
     int per_group;
 } crux_layout_t;
@@ -119,8 +127,20 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_request_t request;         /* what the Allreduce selection is asked */
-    size_t fallback_below;          /* host messages this small go to previous_ */
+    crux_request_t request; /* what the Allreduce selection is asked */
+    size_t fallback_below;  /* host messages this small go to previous_ */
+    size_t small_max;       /* host messages up to this size may take the small
+                                     * Allreduce (0: none) */
+    size_t hier_from;       /* across nodes, past small_max and below this size:
+                                     * previous_ */
+    /* the small calls' path, decided by the first one (crux_allreduce_select:
+     * CRUX_ALG_COUNT until then), and the translation of the last datatype
+     * and op seen (cdtype CRUX_DT_COUNT: crux has no kernel for them) */
+    crux_alg_t small_alg;
+    ompi_datatype_t *small_dtype;
+    struct ompi_op_t *small_op;
+    crux_dtype_t small_cdtype;
+    crux_op_t small_cop;
     bool all_local;                 /* every rank on this node */
     bool building;                  /* making subcommunicators: fall back */
     crux_group_state_t group_state; /* the flat group, over all ranks */
@@ -221,6 +241,11 @@ void coll_crux_set_caller(mca_coll_crux_module_t *module);
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+/* ... a shared-memory group within a layout's rank group: the small
+ * Allreduce's slots for the sizes it takes across nodes (shared only with
+ * the groups of other layouts: variant 1), and with 'arg' not NULL no
+ * stage (beside the lanes, the small Allreduce's alone: variant 2) */
+crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_host_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_engine_group_destroy(void *group);
@@ -332,6 +357,13 @@ uint64_t coll_crux_route_hash(const char *route);
 void coll_crux_net_open(crux_layout_t *layout, ompi_communicator_t *comm);
 void coll_crux_net_mark(crux_layout_t *layout, ompi_communicator_t *comm);
 
+/* the small Allreduce across nodes over the layout: member 0 of each
+ * group steps between the groups with the module below crux on the cross
+ * communicator */
+crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *layout, const void *sbuf,
+                                             void *rbuf, int count, ompi_datatype_t *dtype,
+                                             struct ompi_op_t *op, crux_dtype_t cdtype,
+                                             crux_op_t cop);
 /* the hierarchical Allreduce over the layout */
 crux_status_t coll_crux_allreduce_hier(crux_layout_t *layout, const void *sbuf, void *rbuf,
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,

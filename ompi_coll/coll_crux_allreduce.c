@@ -1,9 +1,15 @@
 /* MPI_Allreduce: translate the arguments, let libcrux_coll choose the
- * algorithm (crux_allreduce_select: flat on one node, hierarchical across
- * groups, the device paths for CUDA buffers), run it, and hand the call to
- * the previous module when crux cannot do it (user-defined ops, derived
- * datatypes, MINLOC/MAXLOC, small messages, uneven groups, a communicator
- * without shared memory). */
+ * algorithm (crux_allreduce_select: the small Allreduce for small
+ * messages, flat on one node, hierarchical across groups, the device paths
+ * for CUDA buffers), run it, and hand the call to the previous module when
+ * crux cannot do it (user-defined ops, derived datatypes, MINLOC/MAXLOC,
+ * uneven groups, a communicator without shared memory).
+ *
+ * Small host calls after the first take a short path (small_call): the
+ * algorithm the first one was given, the last datatype and op's
+ * translation, and none of the job's arbitration, which orders bulk
+ * transfers (waiting on it would cost a small call more than its few
+ * cache lines take from anyone). */
 #include "ompi_config.h"
 
 #include "opal/util/show_help.h"
@@ -48,7 +54,21 @@ typedef struct {
     mca_coll_crux_module_t *m;
     crux_dtype_t cdtype;
     crux_op_t cop;
+    size_t bytes;
 } call_t;
+
+/* The module's small Allreduce groups, when they hold and fit the call. */
+static crux_coll_group_t *small_group(mca_coll_crux_module_t *m, size_t bytes)
+{
+    crux_coll_group_t *g = coll_crux_get_group(m);
+    return g != NULL && crux_coll_small_fits(g, bytes) ? g : NULL;
+}
+
+static const crux_layout_t *small_layout(mca_coll_crux_module_t *m, size_t bytes)
+{
+    const crux_layout_t *l = coll_crux_get_layout(m);
+    return l != NULL && l->small != NULL && crux_coll_small_fits(l->small, bytes) ? l : NULL;
+}
 
 static int has(void *arg, crux_select_cap_t cap)
 {
@@ -63,6 +83,9 @@ static int has(void *arg, crux_select_cap_t cap)
         return l != NULL && l->lanes != NULL;
     }
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
+    case CRUX_CAP_SMALL: return c->bytes <= c->m->small_max && small_group(c->m, c->bytes);
+    case CRUX_CAP_LAYOUT_SMALL:
+        return c->bytes <= c->m->small_max && small_layout(c->m, c->bytes) != NULL;
     case CRUX_CAP_COUNT: break;
     }
     return 0;
@@ -77,8 +100,14 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     coll_crux_ticket_t ticket;
     crux_status_t status;
-    coll_crux_job_enter(&ticket);
     coll_crux_set_caller(m);
+    if (alg == CRUX_ALG_SMALL) {
+        return crux_coll_allreduce_small(m->group, in, rbuf, (size_t)count, cdtype, cop);
+    }
+    if (alg == CRUX_ALG_HIER_SMALL) {
+        return coll_crux_allreduce_small_hier(m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop);
+    }
+    coll_crux_job_enter(&ticket);
     switch (alg) {
     case CRUX_ALG_HIER:
     case CRUX_ALG_HIER_SEQUENTIAL:
@@ -105,11 +134,21 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     if (count == 0) {
         return OMPI_SUCCESS;
     }
-    /* Small messages first: the fallback must cost next to nothing. */
     size_t bytes = (size_t)count * dtype->super.size;
-    call_t c = { .m = m };
-    if (bytes < m->fallback_below || m->building || coll_crux_dtype(dtype, &c.cdtype) != 0 ||
-        coll_crux_op(op, &c.cop) != 0 || crux_reduce_lookup(c.cdtype, c.cop) == NULL) {
+    call_t c = { .m = m, .bytes = bytes };
+    if (bytes < m->fallback_below || (bytes > m->small_max && bytes < m->hier_from) ||
+        m->building) {
+        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+    }
+    bool translated = coll_crux_dtype(dtype, &c.cdtype) == 0 && coll_crux_op(op, &c.cop) == 0 &&
+                      crux_reduce_lookup(c.cdtype, c.cop) != NULL;
+    if (bytes <= m->small_max) { /* for the next small call's short path */
+        m->small_dtype = dtype;
+        m->small_op = op;
+        m->small_cdtype = translated ? c.cdtype : CRUX_DT_COUNT;
+        m->small_cop = c.cop;
+    }
+    if (!translated) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_select_query_t q = {
@@ -121,6 +160,9 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     const char *why;
     crux_alg_t alg = crux_allreduce_select(&q, &why);
     log_choice(m, alg, bytes, why);
+    if (bytes <= m->small_max) {
+        m->small_alg = alg;
+    }
     if (alg == CRUX_ALG_FALLBACK) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
@@ -181,15 +223,62 @@ static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *d
     return rc == OMPI_SUCCESS ? allreduce_host(sbuf, rbuf, count, dtype, op, comm, m) : rc;
 }
 
+/* A small host call of the datatype and op the last one had, on the path
+ * the first small call was given: 1 with the outcome in *rc, 0 when the
+ * call needs the whole path (a group released to make room is acquired
+ * there again, on every member in the same call). */
+static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, ompi_datatype_t *dtype,
+                      struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m,
+                      int *rc)
+{
+    crux_status_t st;
+    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
+    if (m->small_alg == CRUX_ALG_FALLBACK || m->small_cdtype == CRUX_DT_COUNT) {
+        *rc = fallback(sbuf, rbuf, count, dtype, op, comm, m);
+        return 1;
+    }
+    if (m->small_alg == CRUX_ALG_SMALL) {
+        crux_coll_group_t *g = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
+        if (g == NULL || !crux_coll_small_fits(g, bytes)) {
+            return 0;
+        }
+        crux_coll_group_set_caller(g, ompi_comm_get_cid(comm));
+        st = crux_coll_allreduce_small(g, in, rbuf, (size_t)count, m->small_cdtype, m->small_cop);
+    } else if (m->small_alg == CRUX_ALG_HIER_SMALL) {
+        const crux_layout_t *l =
+            m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
+        if (l == NULL || l->small == NULL || !crux_coll_small_fits(l->small, bytes)) {
+            return 0;
+        }
+        crux_coll_group_set_caller(l->small, ompi_comm_get_cid(comm));
+        st = coll_crux_allreduce_small_hier(l, sbuf, rbuf, count, dtype, op, m->small_cdtype,
+                                            m->small_cop);
+    } else {
+        return 0;
+    }
+    *rc = st == CRUX_OK                ? OMPI_SUCCESS
+          : st == CRUX_ERR_UNSUPPORTED ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
+                                       : failed(m, st);
+    return 1;
+}
+
 int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                             struct ompi_op_t *op, ompi_communicator_t *comm,
                             mca_coll_base_module_t *module)
 {
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
-    /* Small host messages go on first, past every other check: crux hands
-     * them on, and at a fraction of a microsecond a call, each check showed
-     * (10% slower than Open MPI without crux at 4-64 bytes, before). */
-    if ((size_t)count * dtype->super.size < m->fallback_below && coll_crux_devices_absent() &&
+    size_t bytes = (size_t)count * dtype->super.size;
+    int rc;
+    if (bytes <= m->small_max && dtype == m->small_dtype && op == m->small_op && count > 0 &&
+        m->small_alg != CRUX_ALG_COUNT && coll_crux_devices_absent() &&
+        !coll_crux_profile_configured() &&
+        small_call(sbuf, rbuf, count, bytes, dtype, op, comm, m, &rc)) {
+        return rc;
+    }
+    /* Host messages crux hands on go on next, past every other check: at a
+     * fraction of a microsecond a call, each check showed (10% slower than
+     * Open MPI without crux at 4-64 bytes, before). */
+    if (bytes < m->fallback_below && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
@@ -197,7 +286,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
         return allreduce(sbuf, rbuf, count, dtype, op, comm, m);
     }
     double start = coll_crux_now();
-    int rc = allreduce(sbuf, rbuf, count, dtype, op, comm, m);
-    coll_crux_profile_record((size_t)count * dtype->super.size, start, coll_crux_now());
+    rc = allreduce(sbuf, rbuf, count, dtype, op, comm, m);
+    coll_crux_profile_record(bytes, start, coll_crux_now());
     return rc;
 }

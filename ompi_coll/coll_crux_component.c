@@ -132,11 +132,32 @@ static int crux_register(void)
              "hier-sequential, fallback (every host call to the previously selected module)",
              OPAL_INFO_LVL_5);
 
-    c->allreduce_min_bytes = 8192;
+    c->allreduce_min_bytes = 0;
     reg_size("allreduce_min_bytes",
              "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)",
              OPAL_INFO_LVL_5, &c->allreduce_min_bytes);
+
+    c->small_max_bytes = defaults.small_max_bytes;
+    reg_size("small_max_bytes",
+             "On one node, Allreduce messages of at most this many bytes take the small "
+             "Allreduce (one copy into a slot of the group's shared segment, flags, one "
+             "reduction); four slots of this size per process and group; 0: none",
+             OPAL_INFO_LVL_5, &c->small_max_bytes);
+
+    c->hier_small_max_bytes = 65536;
+    reg_size("hier_small_max_bytes",
+             "Across nodes, Allreduce messages of at most this many bytes take the small "
+             "Allreduce within each rank group, member 0 of each stepping between them; "
+             "larger ones below coll_crux_hier_min_bytes the previous module; four slots of "
+             "this size per process and rank group; 0: none",
+             OPAL_INFO_LVL_5, &c->hier_small_max_bytes);
+
+    c->small_whole_max_bytes = defaults.small_whole_max_bytes;
+    reg_size("small_whole_max_bytes",
+             "Small Allreduce messages of at most this many bytes are reduced whole by every "
+             "process; larger ones a slice each",
+             OPAL_INFO_LVL_6, &c->small_whole_max_bytes);
 
     c->far_latency_ns = 0;
     reg_int("far_latency_ns",
@@ -209,8 +230,9 @@ static int crux_register(void)
 
     c->hier_min_bytes = 262144; /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
     reg_size("hier_min_bytes",
-             "Across nodes, Allreduce messages of at least this many bytes use "
-             "the hierarchical algorithm; smaller ones the previous module (auto only)",
+             "Across nodes, Allreduce messages of at least this many bytes use the "
+             "hierarchical pipeline; smaller ones the previous module, or up to "
+             "coll_crux_hier_small_max_bytes the small Allreduce (auto only)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
 
     c->hier_depth = 4;
@@ -241,6 +263,14 @@ static int crux_register(void)
         "list of them (rails: local rank i on entry i), or empty for the first "
         "non-loopback IPv4 address that is up (else 127.0.0.1)",
         OPAL_INFO_LVL_5, &c->net_if);
+
+    c->net_setup_timeout_ms = CRUX_NET_SETUP_TIMEOUT_MS;
+    reg_int("net_setup_timeout_ms",
+            "How long the tcp channel's set-up waits, counted from the moment every rank of the "
+            "step between nodes has arrived, for their connections to be made and proven "
+            "(connections from anyone else are dropped, never waited on); past it the channel "
+            "falls back to pml, 1-3600000",
+            OPAL_INFO_LVL_6, &c->net_setup_timeout_ms);
 
     c->use_cma = true;
     (void)mca_base_component_var_register(

@@ -48,6 +48,8 @@ crux_coll_config_t coll_crux_config(void)
     config.stage_size = c->stage_size;
     config.chunk_size = c->chunk_size;
     config.stream_min_bytes = c->stream_min_bytes;
+    config.small_max_bytes = c->small_max_bytes;
+    config.small_whole_max_bytes = c->small_whole_max_bytes;
     config.far_latency = c->far_latency_ns * 1e-9;
     config.local_procs = (int)orte_process_info.num_local_peers + 1;
     /* Open MPI yields when idle where it was told to or found the node
@@ -93,6 +95,16 @@ static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
 crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
     crux_coll_config_t config = coll_crux_config();
+    return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
+}
+
+crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
+{
+    crux_coll_config_t config = coll_crux_config();
+    config.small_max_bytes = mca_coll_crux_component.hier_small_max_bytes;
+    if (arg != NULL) { /* beside the lanes: the small Allreduce's slots alone */
+        config.stage_size = 0;
+    }
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 
@@ -210,6 +222,9 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
     }
     if (l != NULL && l->lanes != NULL) {
         crux_engine_group_set_caller(l->lanes, cid);
+    }
+    if (l != NULL && l->small != NULL) {
+        crux_coll_group_set_caller(l->small, cid);
     }
 }
 

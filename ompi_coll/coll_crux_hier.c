@@ -136,21 +136,29 @@ static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
 }
 
 /* A group within this rank's group of ranks, of 'kind', pinned (released
- * early, it would be gone from one group and not the others). */
+ * early, it would be gone from one group and not the others), its
+ * reference in *share; 'small_only': a shared-memory group for the small
+ * Allreduce alone, no stage (beside the lanes). */
 static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
-                                 coll_crux_kind_t kind, void **group)
+                                 coll_crux_kind_t kind, bool small_only, coll_crux_shared_t **share,
+                                 void **group)
 {
+    static const int no_stage;
     coll_crux_share_request_t request = {
         .comm = l->local_comm,
         .oob = oob,
         .kind = kind,
+        /* coll_crux_layout_group_build's slots, and whether it has a stage */
+        .variant = kind == COLL_CRUX_HOST ? 1 + small_only : 0,
+        .arg = small_only ? (void *)&no_stage : NULL,
         .pin = true,
-        .build = kind == COLL_CRUX_HOST ? coll_crux_host_group_build : coll_crux_engine_group_build,
+        .build =
+            kind == COLL_CRUX_HOST ? coll_crux_layout_group_build : coll_crux_engine_group_build,
         .destroy =
             kind == COLL_CRUX_HOST ? coll_crux_host_group_destroy : coll_crux_engine_group_destroy,
     };
-    crux_status_t status = coll_crux_share_acquire(&request, &l->share);
-    *group = status == CRUX_OK ? coll_crux_share_use(l->share) : NULL;
+    crux_status_t status = coll_crux_share_acquire(&request, share);
+    *group = status == CRUX_OK ? coll_crux_share_use(*share) : NULL;
     return *group != NULL ? CRUX_OK : status;
 }
 
@@ -159,6 +167,7 @@ static void layout_free(crux_layout_t *l)
 {
     crux_net_destroy(l->net);
     coll_crux_share_release(l->share, true);
+    coll_crux_share_release(l->small_share, true);
     if (l->cross_comm != NULL) {
         ompi_comm_free(&l->cross_comm);
     }
@@ -190,7 +199,7 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
         /* the engine's lanes within the groups when every group has them:
          * the groups' inter-group steps must cut shards alike */
         void *lanes = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, &lanes);
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, false, &use->share, &lanes);
         int no_lanes[1] = { status != CRUX_OK || !crux_engine_group_lanes(lanes) };
         ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
         if (no_lanes[0]) {
@@ -202,14 +211,23 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unuse
     }
     if (ok && use->lanes == NULL) {
         void *group = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, &group);
-        use->group = group;
+        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, false, &use->share, &group);
+        use->group = use->small = group;
         int failed[1] = { status != CRUX_OK };
         ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
         if (!ok) {
             CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups (%s): falling back",
                          m->comm->c_name, crux_status_string(status));
         }
+    } else if (ok) {
+        /* the small Allreduce's flags within the groups, beside the lanes,
+         * where every group has them */
+        void *group = NULL;
+        crux_status_t status =
+            local_group(use, &oob, COLL_CRUX_HOST, true, &use->small_share, &group);
+        int failed[1] = { status != CRUX_OK };
+        ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS;
+        use->small = ok && !failed[0] ? group : NULL;
     }
     if (ok) {
         coll_crux_net_open(use, m->comm);
@@ -301,6 +319,41 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
+/* The small Allreduce's inter-group step, for member 0 of each group: the
+ * cross communicator's own Allreduce, blocking (for a few cache lines a
+ * nonblocking collective's schedule costs more than it overlaps).  Across
+ * nodes crux's module there has no groups and hands the call on at once
+ * (its first small call found so); on one node it is crux's small one. */
+static crux_status_t small_inter_start(void *argp, void *buf, size_t count, void **request)
+{
+    inter_arg_t *a = argp;
+    ompi_communicator_t *cross = a->layout->cross_comm;
+    *request = NULL;
+    return cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
+                                         cross->c_coll->coll_allreduce_module) == OMPI_SUCCESS
+               ? CRUX_OK
+               : CRUX_ERR_IO;
+}
+
+static crux_status_t small_inter_test(void *argp, void *request, int *done)
+{
+    (void)argp;
+    (void)request;
+    *done = 1;
+    return CRUX_OK;
+}
+
+crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *l, const void *sbuf, void *rbuf,
+                                             int count, ompi_datatype_t *dtype,
+                                             struct ompi_op_t *op, crux_dtype_t cdtype,
+                                             crux_op_t cop)
+{
+    inter_arg_t arg = { l, dtype, op, cdtype, cop };
+    crux_coll_inter_t inter = { small_inter_start, small_inter_test, &arg };
+    return crux_coll_allreduce_small_hier(l->small, &inter, sbuf == MPI_IN_PLACE ? NULL : sbuf,
+                                          rbuf, (size_t)count, cdtype, cop);
+}
+
 /* Only with crux's TCP channel: it can tell when a step may move. */
 static void inter_wait(void *argp, int timeout_ms)
 {
@@ -308,8 +361,8 @@ static void inter_wait(void *argp, int timeout_ms)
     crux_net_wait(a->layout->net, timeout_ms);
 }
 
-crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf, int count,
-                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
+crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf,
+                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op, cdtype, cop };

@@ -9,7 +9,10 @@
  * reported once.  Before crux moves an Allreduce's data it acquires the
  * host's shared "hostmem" resource at the job's level: while a job of a
  * higher level transfers on this host, it waits, at most
- * coll_crux_arb_max_wait_us, so nothing starves. */
+ * coll_crux_arb_max_wait_us, so nothing starves; the table's lock is waited
+ * for at most as long, so a job of the user's stopped while holding it
+ * costs this one that wait once: it then transfers without arbitration
+ * (and says so once) until the lock is free again. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@ static struct {
     int resource;
     int level;
     /* what arbitration cost this process, for the closing summary */
-    uint64_t transfers, waits, timeouts, wait_ns;
+    uint64_t transfers, waits, timeouts, wait_ns, unarbitrated;
 } job = { .lock = PTHREAD_MUTEX_INITIALIZER, .level = 0 };
 
 static void ensure_set_up(void);
@@ -125,8 +128,15 @@ static void set_up(void)
     take_level();
     char err[512] = "";
     if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, 0, &job.arb, err,
-                      sizeof(err)) != CRUX_OK ||
-        crux_arb_resource(job.arb, "hostmem", &job.resource) != CRUX_OK) {
+                      sizeof(err)) == CRUX_OK) {
+        crux_arb_set_lock_wait(job.arb, (uint64_t)c->arb_max_wait_us * 1000u);
+    }
+    /* the table's lock held past the wait: registered at a later call */
+    crux_status_t st =
+        job.arb != NULL ? crux_arb_resource(job.arb, "hostmem", &job.resource) : CRUX_ERR_INVALID;
+    if (st == CRUX_ERR_TIMEOUT) {
+        job.resource = -1;
+    } else if (st != CRUX_OK) {
         CRUX_VERBOSE(1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
                      err[0] ? ": " : "", err);
         crux_arb_close(job.arb);
@@ -174,15 +184,32 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
         return;
     }
     crux_arb_ticket_t t;
-    if (crux_arb_acquire(job.arb, job.resource, level, job.job,
-                         (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u,
-                         &t) == CRUX_OK) {
+    int resource = __atomic_load_n(&job.resource, __ATOMIC_RELAXED);
+    crux_status_t st = CRUX_OK;
+    if (resource < 0 && (st = crux_arb_resource(job.arb, "hostmem", &resource)) == CRUX_OK) {
+        __atomic_store_n(&job.resource, resource, __ATOMIC_RELAXED);
+    }
+    if (st == CRUX_OK) {
+        st = crux_arb_acquire(job.arb, resource, level, job.job,
+                              (uint64_t)mca_coll_crux_component.arb_max_wait_us * 1000u, &t);
+    }
+    if (st == CRUX_OK) {
         ticket->held = true;
         ticket->arb = t;
         __atomic_add_fetch(&job.transfers, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&job.waits, (uint64_t)t.waited, __ATOMIC_RELAXED);
         __atomic_add_fetch(&job.timeouts, (uint64_t)t.timed_out, __ATOMIC_RELAXED);
         __atomic_add_fetch(&job.wait_ns, t.waited ? t.wait_ns : 0, __ATOMIC_RELAXED);
+    } else if (st == CRUX_ERR_TIMEOUT &&
+               __atomic_fetch_add(&job.unarbitrated, 1, __ATOMIC_RELAXED) == 0) {
+        int stopped;
+        pid_t holder = crux_arb_holder(job.arb, &stopped);
+        CRUX_VERBOSE(1,
+                     "job %s: the arbitration table's lock was held past "
+                     "coll_crux_arb_max_wait_us (%d us) by pid %d%s: transfers go on without "
+                     "arbitration while it is",
+                     job.job, mca_coll_crux_component.arb_max_wait_us, (int)holder,
+                     stopped ? ", a stopped process" : "");
     }
 }
 
@@ -199,9 +226,10 @@ void coll_crux_job_finalize(void)
     if (job.arb != NULL) {
         CRUX_VERBOSE(1,
                      "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
-                     "higher level (%.1f ms), %" PRIu64 " gave up waiting",
+                     "higher level (%.1f ms), %" PRIu64 " gave up waiting, %" PRIu64
+                     " without arbitration",
                      job.job, job.level, job.transfers, job.waits, (double)job.wait_ns / 1e6,
-                     job.timeouts);
+                     job.timeouts, job.unarbitrated);
     }
     crux_arb_close(job.arb);
     crux_prio_reader_close(job.reader);

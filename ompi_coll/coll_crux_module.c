@@ -29,6 +29,13 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->engine_share = NULL;
     m->dev_pinned = NULL;
     m->logged = 0;
+    m->small_max = 0;
+    m->hier_from = 0;
+    m->small_alg = CRUX_ALG_COUNT;
+    m->small_dtype = NULL;
+    m->small_op = NULL;
+    m->small_cdtype = CRUX_DT_COUNT;
+    m->small_cop = CRUX_OP_COUNT;
 }
 
 static void crux_module_destruct(mca_coll_crux_module_t *m)
@@ -62,9 +69,9 @@ static bool crux_handles(ompi_communicator_t *comm)
 }
 
 /* Below this many bytes every host Allreduce goes to the previous module:
- * auto's size threshold (across nodes, the hierarchical one's too), every
- * size for fallback, none when a topology or hand-off is forced.  Decided
- * here once, so handing a call on costs one comparison. */
+ * auto's size threshold, every size for fallback, none when a topology or
+ * hand-off is forced.  Decided here once, so handing a call on costs one
+ * comparison. */
 static size_t fallback_below(const mca_coll_crux_module_t *m)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
@@ -74,10 +81,20 @@ static size_t fallback_below(const mca_coll_crux_module_t *m)
     if (crux_request_forced(&m->request)) {
         return 0;
     }
-    if (!m->all_local && c->hier_min_bytes > c->allreduce_min_bytes) {
-        return c->hier_min_bytes; /* across nodes, smaller ones go to the PML's algorithms */
-    }
     return c->allreduce_min_bytes;
+}
+
+/* The sizes the small Allreduce may take (none where a topology or a
+ * hand-off is forced: that pipeline runs at every size): on one node up to
+ * coll_crux_small_max_bytes, across nodes up to
+ * coll_crux_hier_small_max_bytes (then the previous module up to the
+ * hierarchical pipeline's coll_crux_hier_min_bytes). */
+static void small_range(mca_coll_crux_module_t *m)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    bool none = m->request.fallback || crux_request_forced(&m->request);
+    m->small_max = none ? 0 : m->all_local ? c->small_max_bytes : c->hier_small_max_bytes;
+    m->hier_from = m->all_local || crux_request_forced(&m->request) ? 0 : c->hier_min_bytes;
 }
 
 static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
@@ -94,6 +111,7 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
     m->fallback_below = fallback_below(m);
+    small_range(m);
     coll_crux_device_probe();
     if (!crux_handles(comm)) {
         return OMPI_SUCCESS;

@@ -78,16 +78,28 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
 {
     bool ok = true;
     /* every check runs, so one run names every refused value */
-    ok &= size_ok("stage_size", c->stage_size, CRUX_MIN_STAGE, CRUX_MAX_STAGE,
-                  "must be between 65536 and 2^40");
-    ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK, c->stage_size,
+    bool stage_ok = size_ok("stage_size", c->stage_size, CRUX_MIN_STAGE, CRUX_MAX_STAGE,
+                            "must be between 65536 and 2^40");
+    ok &= stage_ok;
+    /* against a refused stage size, the chunk size is judged on its own:
+     * the fault is the stage's, said once */
+    ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK,
+                  stage_ok ? c->stage_size : CRUX_MAX_STAGE,
                   "must be at least 64 and at most coll_crux_stage_size");
+    ok &= size_ok("small_max_bytes", c->small_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
+    ok &= size_ok("hier_small_max_bytes", c->hier_small_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
+    ok &= size_ok("small_whole_max_bytes", c->small_whole_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
+                  "must be between 0 and 1048576");
     ok &= int_ok("group_size", c->group_size, 0, INT_MAX, "must not be negative");
     ok &= int_ok("far_latency_ns", c->far_latency_ns, 0, INT_MAX, "must not be negative");
     ok &= int_ok("hier_depth", c->hier_depth, 0, CRUX_MAX_HIER_DEPTH, "must be between 0 and 64");
     ok &= int_ok("priority_poll_ms", c->priority_poll_ms, 0, INT_MAX, "must not be negative");
     ok &= int_ok("arb_max_wait_us", c->arb_max_wait_us, 0, INT_MAX, "must not be negative");
     ok &= int_ok("profile_interval_s", c->profile_interval_s, 1, INT_MAX, "must be at least 1");
+    ok &= int_ok("net_setup_timeout_ms", c->net_setup_timeout_ms, 1, 3600000,
+                 "must be between 1 and 3600000");
     /* the space check only for a stage that is sane on its own */
     return ok && stage_fits(c->stage_size);
 }

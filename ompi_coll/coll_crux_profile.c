@@ -84,18 +84,39 @@ static unsigned period_calls(void)
     return 0;
 }
 
+/* The name of the leader's node: the one the launcher gives its other
+ * ranks there, else its own.  (The leader's own name is the machine's host
+ * name, its peers' the launcher's node name, e.g. Slurm's: the node would
+ * be named twice.) */
+static const char *leader_node(ompi_communicator_t *world, int size)
+{
+    int me = ompi_comm_rank(world);
+    for (int r = 0; r < size; r++) {
+        opal_proc_t *proc = &ompi_comm_peer_lookup(world, r)->super;
+        const char *name = opal_get_proc_hostname(proc);
+        if (r != me && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) && name != NULL) {
+            return name;
+        }
+    }
+    return opal_get_proc_hostname(&ompi_comm_peer_lookup(world, me)->super);
+}
+
 /* "host:ranks,..." in rank order of first appearance, as a ring visits
  * them, into prof (no hosts when memory ran out: the write then fails,
  * said once). */
 static void take_world(void)
 {
     ompi_communicator_t *world = (ompi_communicator_t *)MPI_COMM_WORLD;
-    int size = ompi_comm_size(world), n = 0;
+    int size = ompi_comm_size(world), n = 0, me = ompi_comm_rank(world);
     bool ok = true;
     char **hosts = calloc((size_t)size, sizeof(char *));
     int *ranks = calloc((size_t)size, sizeof(int));
+    const char *here = leader_node(world, size);
     for (int r = 0; r < size && hosts != NULL && ranks != NULL && ok; r++) {
-        const char *name = opal_get_proc_hostname(&ompi_comm_peer_lookup(world, r)->super);
+        opal_proc_t *proc = &ompi_comm_peer_lookup(world, r)->super;
+        const char *name = r == me || OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)
+                               ? here
+                               : opal_get_proc_hostname(proc);
         name = name != NULL ? name : "?";
         int h;
         for (h = 0; h < n && strcmp(hosts[h], name); h++) {

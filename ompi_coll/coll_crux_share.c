@@ -134,7 +134,8 @@ static coll_crux_shared_t *idlest(coll_crux_kind_t kind, const uint64_t *sorted,
     for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
         if (s->kind == kind && !s->released && s->pins == 0 && s->size == size &&
             memcmp(s->sorted, sorted, (size_t)size * sizeof(*sorted)) == 0 &&
-            (best == NULL || s->used < best->used)) {
+            (best == NULL || __atomic_load_n(&s->used, __ATOMIC_RELAXED) <
+                                 __atomic_load_n(&best->used, __ATOMIC_RELAXED))) {
             best = s;
         }
     }
@@ -148,7 +149,7 @@ static void *release_early(coll_crux_kind_t kind, uint64_t id, void (**destroy)(
     for (coll_crux_shared_t *s = groups; s != NULL; s = s->next) {
         if (s->kind == kind && s->id == id && !s->released) {
             void *group = s->group;
-            s->released = true;
+            __atomic_store_n(&s->released, true, __ATOMIC_RELAXED);
             s->group = NULL;
             live[kind]--;
             *destroy = s->destroy;
@@ -262,7 +263,8 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
     live[kind] -= (unsigned)mine.room;
     if (same) {
         s->pins += req->pin;
-        s->used = ++uses;
+        __atomic_store_n(&s->used, __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
         *share_p = s;
         s = NULL; /* the reference kept above is the caller's */
     } else if (room && st == CRUX_OK) {
@@ -273,7 +275,7 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
             .id = all[0].fresh,
             .refs = 1,
             .pins = req->pin,
-            .used = ++uses,
+            .used = __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED),
             .size = size,
             .names = names,
             .sorted = names + size,
@@ -296,13 +298,14 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req,
     return st;
 }
 
+/* Without the lock: every Allreduce asks, small ones too.  A group is
+ * released early only in a process whose threads do not call collectives
+ * at once (above), by this thread's own earlier call, so 'released' and
+ * 'group' change under no caller's feet; the counts of uses are atomic. */
 void *coll_crux_share_use(coll_crux_shared_t *s)
 {
-    pthread_mutex_lock(&lock);
-    s->used = ++uses;
-    void *group = s->released ? NULL : s->group;
-    pthread_mutex_unlock(&lock);
-    return group;
+    __atomic_store_n(&s->used, __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    return __atomic_load_n(&s->released, __ATOMIC_RELAXED) ? NULL : s->group;
 }
 
 void coll_crux_share_release(coll_crux_shared_t *s, bool pin)

@@ -7,7 +7,8 @@
  * bounded wait, so nothing starves.  Entries carry the pid (and its start
  * time, against pid reuse); entries of dead processes are reclaimed, and
  * the table's lock is a robust mutex, so a job that dies leaves nothing
- * locked.  Pure C and Linux (futex), no MPI. */
+ * locked; every wait for that lock is bounded, so a job stopped while
+ * holding it holds no one else.  Pure C and Linux (futex), no MPI. */
 #ifndef CRUX_ARB_H
 #define CRUX_ARB_H
 
@@ -46,8 +47,22 @@ void crux_arb_close(crux_arb_t *arb);
 const char *crux_arb_default_path(char *buf, size_t len);
 
 /* The id of a resource by name ("hostmem", "pcie:0000:3a"), registered on
- * first use; CRUX_ERR_NO_RESOURCE when the table's resources are full. */
+ * first use; CRUX_ERR_NO_RESOURCE when the table's resources are full,
+ * CRUX_ERR_TIMEOUT when its lock could not be had. */
 crux_status_t crux_arb_resource(crux_arb_t *arb, const char *name, int *id);
+
+/* The longest wait for the table's lock in every call on this handle
+ * (CRUX_ARB_LOCK_WAIT_NS after crux_arb_open).  The lock is held for a few
+ * loads and stores, but its holder may be stopped there: a call whose wait
+ * runs out returns CRUX_ERR_TIMEOUT, and later calls only try the lock
+ * until it is free again. */
+#define CRUX_ARB_LOCK_WAIT_NS 1000000000ULL
+void crux_arb_set_lock_wait(crux_arb_t *arb, uint64_t max_wait_ns);
+
+/* The thread holding the table's lock now (0: none, or unknown), and in
+ * *stopped (may be NULL) whether it is stopped: what a CRUX_ERR_TIMEOUT
+ * waited for. */
+pid_t crux_arb_holder(const crux_arb_t *arb, int *stopped);
 
 typedef struct {
     int entry;     /* slot in the table, -1 when not held */
@@ -59,8 +74,10 @@ typedef struct {
 /* Wait while a job of a higher level (another process) is active on the
  * resource, at most max_wait_ns, then become active.  Returns CRUX_OK with
  * the ticket held even when the wait timed out (ticket->timed_out): the
- * caller transfers and releases in every case.  `job` (may be NULL) is
- * shown by status. */
+ * caller transfers and releases in every case.  CRUX_ERR_TIMEOUT, with no
+ * ticket held, when the table's lock could not be had in time (see
+ * crux_arb_set_lock_wait, crux_arb_holder): the caller goes on
+ * without arbitration.  `job` (may be NULL) is shown by status. */
 crux_status_t crux_arb_acquire(crux_arb_t *arb, int resource, int level, const char *job,
                                uint64_t max_wait_ns, crux_arb_ticket_t *ticket);
 void crux_arb_release(crux_arb_t *arb, crux_arb_ticket_t *ticket);
@@ -77,7 +94,8 @@ typedef struct {
 /* Who is active and who is waiting (dead processes' entries are reclaimed
  * first; on a read-only handle, skipped).  Writes at most max entries; *n
  * gets how many there are.  CRUX_ERR_INVALID when a read-only handle finds
- * the table damaged since it was opened. */
+ * the table damaged since it was opened, CRUX_ERR_TIMEOUT when the lock
+ * could not be had. */
 crux_status_t crux_arb_snapshot(crux_arb_t *arb, crux_arb_entry_t *out, int max, int *n);
 
 #endif

@@ -7,7 +7,8 @@
  *     levels K
  *     job <id> level <0..K-1> [<key> <value>]...
  * Level K-1 is the highest priority.  Tokens are separated by blanks;
- * readers ignore keys they do not know.  A file must end with a newline
+ * readers ignore keys they do not know.  The key "uid" binds a line to the
+ * job's owner: a reader of another uid does not apply it.  A file must end with a newline
  * (a missing one means a truncated file).  Writers replace the file
  * atomically (temporary file in the same directory, then rename). */
 #ifndef CRUX_PRIO_H
@@ -15,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/crux_status.h"
 
@@ -50,9 +52,9 @@ typedef struct {
  * file with a bad header or levels line, a NUL byte or no final newline is
  * refused.  A malformed job line is skipped and counted: an unknown line, a
  * level out of range, a token that is not one, a value of sl (0..15), tc
- * (0..255) or dscp (0..63) out of range or not an integer, and every line
- * of an id listed more than once.  Linear in the size plus O(n log n)
- * comparisons of ids. */
+ * (0..255), dscp (0..63) or uid (0..2^31-1) out of range or not an integer,
+ * and every line of an id listed more than once.  Linear in the size plus
+ * O(n log n) comparisons of ids. */
 crux_status_t crux_prio_parse(const char *text, size_t len, const char *name,
                               crux_prio_file_t **out, char *err, size_t errlen);
 /* Read and parse; CRUX_ERR_NOT_FOUND when the file does not exist. */
@@ -70,9 +72,10 @@ const char *crux_prio_get(const crux_prio_entry_t *entry, const char *key);
 crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *file, const char *comment,
                               char *err, size_t errlen);
 /* Replace path with data atomically: a hidden temporary file in the same
- * directory (".NAME.XXXXXX"), fsync, mode 0644, rename. */
-crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, char *err,
-                                     size_t errlen);
+ * directory (".NAME.XXXXXX", made mode 0600), fsync, the mode asked for
+ * (the priority file: 0644), rename. */
+crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
+                                     char *err, size_t errlen);
 /* A token of the format: non-empty, printable, no blank, no '#'. */
 int crux_prio_token_ok(const char *s);
 

@@ -33,7 +33,8 @@ typedef struct {
     uint64_t collectives;
 } crux_profile_t;
 
-/* Written atomically (temporary file and rename). */
+/* Written atomically (temporary file and rename), mode 0600, or 0640 in a
+ * set-group-ID directory (the file takes the directory's group). */
 crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char *err,
                                  size_t errlen);
 /* Fill *p (free it with crux_profile_clear); messages name "name:LINE". */

@@ -6,22 +6,20 @@ CRUX_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CRUX_BUILD=${CRUX_BUILD:-$CRUX_SRC/build}
 CRUX_JOBS=${CRUX_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-# Build tools and libraries, then what the tests and benchmarks use.
-CRUX_DEB_BUILD="gcc make autoconf automake libtool pkg-config
-  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev check libjson-c-dev"
-# slurm-wlm and munge: a single-host Slurm for tests/cli/slurm.sh; with
-# iproute2 and nftables, the emulated cluster of tests/cli/testbed.sh
-CRUX_DEB_TEST="clang-format python3-mpi4py python3-numpy graphviz gnuplot-nox procps
-  slurm-wlm munge iproute2 nftables"
-# The hardening steps (scripts/hardening): sanitizer run-times, valgrind,
-# clang with libFuzzer
-CRUX_DEB_HARDEN="libasan8 libubsan1 libtsan2 valgrind clang-14 libclang-rt-14-dev"
+# The Debian packages, from the one list (scripts/packages.txt, shown in
+# docs/usage/install.md): a plain build; the tools the documentation uses;
+# the tests (clang-format, mpi4py, dot, gnuplot, a single-host Slurm); the
+# hardening steps (sanitizer run-times, valgrind, clang with libFuzzer).
+CRUX_DEB_BUILD=$("$CRUX_SRC/scripts/packages" build)
+CRUX_DEB_TEST=$("$CRUX_SRC/scripts/packages" run test)
+CRUX_DEB_HARDEN=$("$CRUX_SRC/scripts/packages" harden)
 
 crux_log() { printf '== %s\n' "$*" >&2; }
 
 # crux_install_debs PKG...: apt-get install those not yet installed.
 crux_install_debs() {
   local missing=() p
+  [ $# -gt 0 ] || { crux_log "no packages to check: scripts/packages failed"; return 1; }
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done

@@ -107,7 +107,7 @@ int crux_sim_workload_jobs(const crux_sim_workload_t *w);
 /* The pointers stay valid while the workload lives. */
 crux_status_t crux_sim_workload_job(const crux_sim_workload_t *w, int index, crux_sim_job_t *out);
 
-/* The CSV replay format (README.md): a header naming the columns, then
+/* The CSV replay format (docs/usage/crux-sim-files.md): a header naming the columns, then
  * one job a line; '#' comments and blank lines are skipped.  On a bad file
  * err is "PATH:LINE: why" and the status CRUX_ERR_INVALID (CRUX_ERR_IO when
  * it cannot be read). */

@@ -1,4 +1,4 @@
-/* The workload CSV format (README.md, section Simulator): '#' comments and
+/* The workload CSV format (docs/usage/crux-sim-files.md): '#' comments and
  * blank lines are skipped; the first other line names the columns, in any
  * order; every later line is one job with exactly that many fields.
  *
@@ -354,7 +354,7 @@ static void put_placement(FILE *out, const crux_sched_cluster_t *c, const crux_s
 crux_status_t crux_sim_workload_write(const crux_sim_workload_t *w, const crux_sched_cluster_t *c,
                                       FILE *out)
 {
-    fputs("# crux-sim workload: one job a line (README.md, section Simulator)\n", out);
+    fputs("# crux-sim workload: one job a line (docs/usage/crux-sim-files.md)\n", out);
     for (int k = 0; k < NCOLS; k++)
         fprintf(out, "%s%s", k ? "," : "", col_names[k]);
     fputc('\n', out);

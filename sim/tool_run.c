@@ -14,7 +14,7 @@ static const char run_usage[] =
     "Simulates the workload on the cluster under each policy; prints a table and,\n"
     "with --out, writes summary.csv and per policy jobs-, util- and links-POLICY.csv.\n"
     "  --cluster FILE      cluster JSON (the crux-sched format: lingjun, clos2, ...)\n"
-    "  --workload FILE     job list to replay (CSV, see README.md)\n"
+    "  --workload FILE     job list to replay (CSV, docs/usage/crux-sim-files.md)\n"
     "  --jobs N            generate N jobs instead (with --days, --load, --gen-seed)\n"
     "  --days D            arrivals spread over D days (14)\n"
     "  --load L            offered share of the GPUs (0.85)\n"

@@ -104,7 +104,7 @@ crux_status_t crux_topo_load(const crux_topo_options_t *opts, crux_topo_t **topo
         if (opts->xml_len > CRUX_TOPO_MAX_XML_BYTES) {
             snprintf(err, errlen, "%s: %zu bytes, more than the %d read at most", path,
                      opts->xml_len, CRUX_TOPO_MAX_XML_BYTES);
-            st = CRUX_ERR_INVALID;
+            st = CRUX_ERR_IO;
         } else if (!(t->xml_text = malloc(opts->xml_len + 1))) {
             st = CRUX_ERR_NO_MEMORY;
         } else {

@@ -37,6 +37,24 @@ int crux_topo_hwloc_device_of(hwloc_obj_t obj)
     return obj && obj->userdata ? (int)(intptr_t)obj->userdata - 1 : -1;
 }
 
+/* hwloc's discovery components that reach outside the process, none of
+ * whose objects crux uses: "gl" opens X displays :0.0 to :9.9, which falls
+ * back to TCP on 127.0.0.1:6000-6009, where any local user can listen and
+ * never answer (every rank on the host then hangs in its first
+ * collective); "opencl" loads whatever vendor libraries the ICD list names;
+ * "cuda", "rsmi" and "levelzero" start the vendors' run-times (crux reads
+ * GPUs by PCI and NVLink through NVML).  Set through the topology, so no
+ * environment variable brings them back.  A component this hwloc lacks is
+ * refused by hwloc_topology_set_components, which is fine. */
+static const char *const outside_components[] = { "gl", "opencl", "cuda", "rsmi", "levelzero" };
+
+static void keep_discovery_inside(hwloc_topology_t topo)
+{
+    for (size_t i = 0; i < sizeof(outside_components) / sizeof(outside_components[0]); i++)
+        (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                            outside_components[i]);
+}
+
 crux_status_t crux_topo_hwloc_open(const char *xml_path, const char *text, size_t len,
                                    hwloc_topology_t *topology, char *err, size_t errlen)
 {
@@ -46,6 +64,7 @@ crux_status_t crux_topo_hwloc_open(const char *xml_path, const char *text, size_
                  strerror(errno));
         return CRUX_ERR_NO_MEMORY;
     }
+    keep_discovery_inside(topo);
     /* Without the I/O objects hwloc drops the GPUs and the NVLink matrix. */
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     /* hwloc counts the final NUL in a buffer's size, as its export does */

@@ -234,7 +234,8 @@ int main(int argc, char **argv)
     free(text);
     if (st != CRUX_OK) {
         fprintf(stderr, "crux-topo: %s\n", err);
-        return EXIT_RUNTIME;
+        /* a file read whole whose contents are wrong is an input error */
+        return st == CRUX_ERR_INVALID || st == CRUX_ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_RUNTIME;
     }
     int status = print(topo, json, dot, &ropts);
     crux_topo_free(topo);

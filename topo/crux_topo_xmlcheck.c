@@ -53,7 +53,7 @@ static crux_status_t read_file(const char *path, char **text, size_t *len, char 
         return fail(e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO, err, errlen, path, reason);
     }
     struct stat sb;
-    crux_status_t st = CRUX_ERR_INVALID;
+    crux_status_t st = CRUX_ERR_IO; /* refused unread: a file that cannot be read */
     char *buf = NULL;
     size_t n = 0;
     if (fstat(fd, &sb) != 0) {

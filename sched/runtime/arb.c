@@ -1,7 +1,14 @@
 /* The intra-host arbitration table.  One mmap'ed file holds a robust
  * process-shared mutex, the resource names and a fixed array of entries.
  * Waiters sleep on a futex word that every release bumps; they also wake
- * every ARB_RECHECK_NS to reclaim holders that died without releasing. */
+ * every ARB_RECHECK_NS to reclaim holders that died without releasing.
+ *
+ * The mutex is held for a few loads and stores only, but a holder can be
+ * stopped there (SIGSTOP, a debugger): every wait for it is timed, a
+ * holder that died is detected by the robust mutex, and after a wait that
+ * ran out the lock is only tried until it is free again, so a stopped job
+ * costs another job one bounded wait, then nothing (it goes on without
+ * arbitration). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,12 +40,65 @@ static int entry_alive(const arb_entry_t *e)
     return crux_proc_alive_since(e->pid, e->start_time);
 }
 
-int arb_lock(arb_table_t *t)
+int arb_lock(arb_table_t *t, uint64_t max_wait_ns)
 {
-    int rc = pthread_mutex_lock(&t->lock);
+    /* pthread_mutex_timedlock counts on CLOCK_REALTIME, which can be set
+     * back: waits of at most ARB_RECHECK_NS each, until the monotonic
+     * deadline (ThreadSanitizer knows timedlock, not clocklock) */
+    uint64_t deadline = mono_ns() + max_wait_ns;
+    int rc = pthread_mutex_trylock(&t->lock);
+    while (rc == EBUSY) {
+        uint64_t now = mono_ns();
+        if (now >= deadline)
+            break;
+        uint64_t slice = deadline - now < ARB_RECHECK_NS ? deadline - now : ARB_RECHECK_NS;
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + slice;
+        at.tv_sec += (time_t)(ns / 1000000000ULL);
+        at.tv_nsec = (long)(ns % 1000000000ULL);
+        rc = pthread_mutex_timedlock(&t->lock, &at);
+        rc = rc == ETIMEDOUT ? EBUSY : rc;
+    }
     if (rc == EOWNERDEAD) /* the holder died inside */
         rc = pthread_mutex_consistent(&t->lock);
-    return rc;
+    return rc == EBUSY ? ETIMEDOUT : rc;
+}
+
+pid_t crux_arb_holder(const crux_arb_t *a, int *stopped)
+{
+    pid_t tid = 0;
+#ifdef __GLIBC__
+    /* glibc keeps the owner's thread id in a robust mutex's word */
+    if (a != NULL && !a->read_only)
+        tid = (pid_t)(__atomic_load_n(&a->t->lock.__data.__lock, __ATOMIC_RELAXED) & 0x3fffffff);
+#endif
+    if (stopped != NULL)
+        *stopped = tid > 0 && crux_proc_stopped(tid);
+    return tid;
+}
+
+/* The table's lock for one of a's operations, at most max_wait_ns (none
+ * while the lock is stuck); 0 or ETIMEDOUT.  Having it, frees what this
+ * process could not release. */
+static int lock_for(crux_arb_t *a, uint64_t max_wait_ns)
+{
+    arb_table_t *t = a->t;
+    int rc = arb_lock(t, atomic_load(&a->lock_stuck) ? 0 : max_wait_ns);
+    if (rc != 0) {
+        atomic_store(&a->lock_stuck, 1);
+        return ETIMEDOUT;
+    }
+    atomic_store(&a->lock_stuck, 0);
+    pthread_mutex_lock(&a->mine);
+    for (int i = 0; i < CRUX_ARB_MAX_ENTRIES; i++) {
+        if (a->unreleased[i] && t->e[i].pid == a->my_pid) {
+            t->e[i].state = 0;
+        }
+        a->unreleased[i] = 0;
+    }
+    pthread_mutex_unlock(&a->mine);
+    return 0;
 }
 
 static void wake_all(arb_table_t *t)
@@ -74,7 +134,8 @@ crux_status_t crux_arb_resource(crux_arb_t *a, const char *name, int *id)
         return CRUX_ERR_INVALID;
     arb_table_t *t = a->t;
     crux_status_t st = CRUX_ERR_NO_RESOURCE;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns) != 0)
+        return CRUX_ERR_TIMEOUT;
     int nres = table_nres(t);
     for (int i = 0; i < nres; i++)
         if (strncmp(t->res[i], name, CRUX_ARB_NAME_LEN) == 0) {
@@ -115,7 +176,7 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
                                uint64_t max_wait_ns, crux_arb_ticket_t *tk)
 {
     arb_table_t *t = a->t;
-    *tk = (crux_arb_ticket_t){ -1, 0, 0, 0 };
+    *tk = (crux_arb_ticket_t){ .entry = -1 };
     if (a->read_only || resource < 0 || resource >= CRUX_ARB_MAX_RESOURCES || level < 0 ||
         level > CRUX_ARB_MAX_LEVEL)
         return CRUX_ERR_INVALID;
@@ -124,7 +185,8 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         a->my_start = crux_proc_start_time(a->my_pid);
     }
     uint64_t start = mono_ns();
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns) != 0)
+        return CRUX_ERR_TIMEOUT;
     if (resource >= table_nres(t)) { /* not registered */
         pthread_mutex_unlock(&t->lock);
         return CRUX_ERR_INVALID;
@@ -157,7 +219,13 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
         uint32_t seen = atomic_load(&t->seq);
         pthread_mutex_unlock(&t->lock);
         crux_futex_wait((const uint32_t *)&t->seq, seen, (long)left);
-        arb_lock(t);
+        if (lock_for(a, a->lock_wait_ns) != 0) {
+            /* the entry waits to be freed with the lock */
+            pthread_mutex_lock(&a->mine);
+            a->unreleased[slot] = 1;
+            pthread_mutex_unlock(&a->mine);
+            return CRUX_ERR_TIMEOUT;
+        }
         if (e->pid != a->my_pid || e->state != CRUX_ARB_WAITING) {
             /* taken from us (only if /proc lied about our start time) */
             pthread_mutex_unlock(&t->lock);
@@ -172,12 +240,24 @@ crux_status_t crux_arb_acquire(crux_arb_t *a, int resource, int level, const cha
     return CRUX_OK;
 }
 
+void crux_arb_set_lock_wait(crux_arb_t *a, uint64_t max_wait_ns)
+{
+    if (a != NULL)
+        a->lock_wait_ns = max_wait_ns;
+}
+
 void crux_arb_release(crux_arb_t *a, crux_arb_ticket_t *tk)
 {
     if (a->read_only || tk == NULL || tk->entry < 0 || tk->entry >= CRUX_ARB_MAX_ENTRIES)
         return;
     arb_table_t *t = a->t;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns) != 0) {
+        pthread_mutex_lock(&a->mine);
+        a->unreleased[tk->entry] = 1;
+        pthread_mutex_unlock(&a->mine);
+        tk->entry = -1;
+        return;
+    }
     arb_entry_t *e = &t->e[tk->entry];
     if (e->pid == a->my_pid && e->state == CRUX_ARB_ACTIVE)
         e->state = 0;
@@ -229,7 +309,8 @@ crux_status_t crux_arb_snapshot(crux_arb_t *a, crux_arb_entry_t *out, int max, i
         return st;
     }
     arb_table_t *t = a->t;
-    arb_lock(t);
+    if (lock_for(a, a->lock_wait_ns) != 0)
+        return CRUX_ERR_TIMEOUT;
     reclaim(t);
     *n = list_entries(t, out, max);
     pthread_mutex_unlock(&t->lock);

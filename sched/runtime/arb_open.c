@@ -126,19 +126,34 @@ int arb_check_entries(const arb_table_t *t, char *why, size_t len)
     return 0;
 }
 
-/* Every field in range, under the table's lock; on failure `why` says which
- * field. */
-static int validate(arb_table_t *t, char *why, size_t len)
+/* Every field in range, on a stable copy: not under the table's lock, whose
+ * holder may be stopped; on failure `why` says which field. */
+static int validate(const arb_table_t *t, char *why, size_t len)
 {
-    if (header_ok(t, why, len) != 0)
-        return -1;
-    if (arb_lock(t) != 0) {
-        snprintf(why, len, "its lock is unusable");
+    arb_table_t *copy = malloc(sizeof(*copy));
+    if (copy == NULL) {
+        snprintf(why, len, "out of memory");
         return -1;
     }
-    int rc = arb_check_entries(t, why, len);
-    pthread_mutex_unlock(&t->lock);
+    arb_copy_stable(t, copy);
+    int rc = header_ok(copy, why, len) != 0 || arb_check_entries(copy, why, len) != 0 ? -1 : 0;
+    free(copy);
     return rc;
+}
+
+/* flock, waiting at most CRUX_ARB_LOCK_WAIT_NS: a job stopped while it
+ * initialises the table must not hold the next one's open. */
+static int flock_bounded(int fd, int op)
+{
+    for (int ms = 0; ms < (int)(CRUX_ARB_LOCK_WAIT_NS / 1000000); ms++) {
+        if (flock(fd, op | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        usleep(1000);
+    }
+    errno = ETIMEDOUT;
+    return -1;
 }
 
 void arb_copy_stable(const arb_table_t *t, arb_table_t *out)
@@ -186,7 +201,7 @@ static crux_status_t open_read_only(const char *path, crux_arb_t **out, char *er
     if (file_ok(&sb, why, sizeof(why)) != 0)
         REFUSE("%s: refused", why);
     /* a shared lock waits out a job that is initialising the table */
-    if (flock(fd, LOCK_SH) != 0 || fstat(fd, &sb) != 0) {
+    if (flock_bounded(fd, LOCK_SH) != 0 || fstat(fd, &sb) != 0) {
         crux_errf(err, errlen, "%s: %s", path, strerror(errno));
         goto out;
     }
@@ -212,7 +227,10 @@ static crux_status_t open_read_only(const char *path, crux_arb_t **out, char *er
     }
     if (header_ok(copy, why, sizeof(why)) != 0 || arb_check_entries(copy, why, sizeof(why)) != 0)
         REFUSE("%s: refused", why);
-    *a = (crux_arb_t){ .t = t, .read_only = 1 };
+    memset(a, 0, sizeof(*a));
+    a->t = t;
+    a->read_only = 1;
+    pthread_mutex_init(&a->mine, NULL);
     *out = a;
     a = NULL;
     t = MAP_FAILED;
@@ -260,7 +278,7 @@ crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char 
     if (file_ok(&sb, why, sizeof(why)) != 0)
         REFUSE("%s: refused", why);
     /* flock serialises initialisation and is dropped if the creator dies */
-    if (flock(fd, LOCK_EX) != 0 || fstat(fd, &sb) != 0) {
+    if (flock_bounded(fd, LOCK_EX) != 0 || fstat(fd, &sb) != 0) {
         crux_errf(err, errlen, "%s: %s", path, strerror(errno));
         goto out;
     }
@@ -289,10 +307,12 @@ crux_status_t crux_arb_open(const char *path, int flags, crux_arb_t **out, char 
         st = CRUX_ERR_NO_MEMORY;
         goto out;
     }
+    memset(a, 0, sizeof(*a));
     a->t = t;
     a->my_pid = getpid();
     a->my_start = crux_proc_start_time(a->my_pid);
-    a->read_only = 0;
+    a->lock_wait_ns = CRUX_ARB_LOCK_WAIT_NS;
+    pthread_mutex_init(&a->mine, NULL);
     t = MAP_FAILED;
     *out = a;
     st = CRUX_OK;
@@ -309,5 +329,6 @@ void crux_arb_close(crux_arb_t *a)
     if (a == NULL)
         return;
     munmap(a->t, sizeof(*a->t));
+    pthread_mutex_destroy(&a->mine);
     free(a);
 }

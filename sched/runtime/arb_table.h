@@ -39,11 +39,22 @@ struct crux_arb {
     uint64_t my_start;
     pid_t my_pid;
     int read_only;
+    uint64_t lock_wait_ns; /* the longest wait for the table's lock (crux_arb_set_lock_wait) */
+    /* Set when a wait for the table's lock ran out: until the lock is had
+     * again, it is only tried, never waited for. */
+    _Atomic int lock_stuck;
+    /* This process's entries whose release could not take the lock: freed
+     * the next time it has it.  Guarded by 'mine' (never held while waiting
+     * for the table's lock). */
+    pthread_mutex_t mine;
+    unsigned char unreleased[CRUX_ARB_MAX_ENTRIES];
 };
 
-/* Lock the table's robust mutex (a dead holder's lock is made consistent);
- * nonzero when the mutex is unusable. */
-int arb_lock(arb_table_t *t);
+/* Lock the table's robust mutex (a dead holder's lock is made consistent),
+ * waiting at most max_wait_ns (0: only when it is free now); 0 when locked,
+ * ETIMEDOUT when the wait ran out, another error when the mutex is
+ * unusable. */
+int arb_lock(arb_table_t *t, uint64_t max_wait_ns);
 /* Every resource and entry in range (nonzero and why otherwise); without
  * the lock, on a table or a copy of one. */
 int arb_check_entries(const arb_table_t *t, char *why, size_t len);

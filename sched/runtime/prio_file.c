@@ -16,7 +16,7 @@ crux_status_t crux_prio_load(const char *path, crux_prio_file_t **out, char *err
     char *text;
     size_t len;
     crux_status_t st =
-        prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, NULL, err, errlen);
+        prio_read_max(path, CRUX_PRIO_MAX_FILE_BYTES, 0, &text, &len, NULL, err, errlen);
     if (st != CRUX_OK)
         return st;
     st = crux_prio_parse(text, len, path, out, err, errlen);
@@ -73,13 +73,13 @@ crux_status_t crux_prio_write(const char *path, const crux_prio_file_t *f, const
                   path, len, CRUX_PRIO_MAX_FILE_BYTES);
         return CRUX_ERR_INVALID;
     }
-    crux_status_t st = crux_prio_atomic_write(path, data, len, err, errlen);
+    crux_status_t st = crux_prio_atomic_write(path, data, len, 0644, err, errlen);
     free(data);
     return st;
 }
 
-crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, char *err,
-                                     size_t errlen)
+crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
+                                     char *err, size_t errlen)
 {
     /* rename() replaces whatever the name holds: a device, FIFO or socket
      * there (an output sent to /dev/null) must stay what it is. A planted
@@ -115,7 +115,7 @@ crux_status_t crux_prio_atomic_write(const char *path, const void *data, size_t 
             left -= (size_t)n;
         }
     }
-    ok = ok && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+    ok = ok && fchmod(fd, mode) == 0 && fsync(fd) == 0;
     int saved = errno;
     ok = close(fd) == 0 && ok;
     if (ok && rename(tmp, path) != 0) {

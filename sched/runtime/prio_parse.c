@@ -8,6 +8,7 @@
  * is remembered, so that the job it belongs to keeps its last good level
  * while every other job takes the new file. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,9 +73,10 @@ static const struct {
     const char *key;
     int lo, hi;
 } ranged[] = {
-    { "sl", 0, 15 },   /* InfiniBand service level */
-    { "tc", 0, 255 },  /* traffic class (DSCP << 2 on RoCE) */
-    { "dscp", 0, 63 }, /* DiffServ code point */
+    { "sl", 0, 15 },       /* InfiniBand service level */
+    { "tc", 0, 255 },      /* traffic class (DSCP << 2 on RoCE) */
+    { "dscp", 0, 63 },     /* DiffServ code point */
+    { "uid", 0, INT_MAX }, /* the job's owner: only its processes apply the line */
 };
 
 /* NULL when the pair is fine, else why not (in `why`). */

@@ -2,7 +2,9 @@
  * good entry and notices a new file cheaply.  Between checks a poll is one
  * read of the coarse monotonic clock; a check is one stat(), and the file
  * is only read when its identity (device, inode, size, mtime) changed,
- * which every atomic replacement (rename of a new inode) does. */
+ * which every atomic replacement (rename of a new inode) does.  A line
+ * bound to a user (key "uid") is this job's only in that user's processes:
+ * a job that claims another user's job id gets the default level. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sched/crux_prio.h"
 #include "sched/runtime/prio_util.h"
@@ -158,7 +161,7 @@ static void check(crux_prio_reader_t *r)
     char *text, err[512];
     size_t len;
     crux_status_t st =
-        prio_read_max(r->path, CRUX_PRIO_MAX_FILE_BYTES, &text, &len, &sb, err, sizeof(err));
+        prio_read_max(r->path, CRUX_PRIO_MAX_FILE_BYTES, 0, &text, &len, &sb, err, sizeof(err));
     if (st == CRUX_ERR_NOT_FOUND) { /* removed between stat and open */
         set_default(r, CRUX_PRIO_NO_FILE);
         r->have_seen = 0;
@@ -201,6 +204,17 @@ static void check(crux_prio_reader_t *r)
     }
     r->skipped = f->skipped;
     const crux_prio_entry_t *e = crux_prio_find(f, r->job);
+    const char *uid = crux_prio_get(e, "uid");
+    if (uid != NULL && strtoul(uid, NULL, 10) != (unsigned long)getuid()) {
+        /* another user's job of this id: its level is not this job's */
+        char msg[PATH_MAX + 320];
+        snprintf(msg, sizeof(msg),
+                 "%s: the line of job %.64s belongs to uid %s, not to this process's uid %u: "
+                 "not applied",
+                 r->path, r->job, uid, (unsigned)getuid());
+        say_once(r, msg);
+        e = NULL;
+    }
     crux_prio_state_t state = e ? CRUX_PRIO_LISTED : CRUX_PRIO_NOT_LISTED;
     if (state != r->state || !entry_eq(e, r->entry) || f->levels != r->levels)
         r->changed = 1;

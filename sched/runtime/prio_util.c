@@ -8,20 +8,25 @@
 
 #include "sched/runtime/prio_util.h"
 
-crux_status_t prio_read_all(const char *path, char **text, size_t *len, struct stat *st, char *err,
-                            size_t errlen)
+crux_status_t prio_read_all(const char *path, int flags, char **text, size_t *len, struct stat *st,
+                            char *err, size_t errlen)
 {
-    return prio_read_max(path, PRIO_READ_MAX_BYTES, text, len, st, err, errlen);
+    return prio_read_max(path, PRIO_READ_MAX_BYTES, flags, text, len, st, err, errlen);
 }
 
-crux_status_t prio_read_max(const char *path, size_t max_bytes, char **text, size_t *len,
+crux_status_t prio_read_max(const char *path, size_t max_bytes, int flags, char **text, size_t *len,
                             struct stat *st, char *err, size_t errlen)
 {
     /* O_NONBLOCK: a FIFO put in the file's place must not block the reader
      * (in a job, inside a collective) until someone writes to it */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int nofollow = flags & PRIO_READ_NOFOLLOW ? O_NOFOLLOW : 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | nofollow);
     if (fd < 0) {
         int e = errno;
+        if (nofollow && e == ELOOP) {
+            crux_errf(err, errlen, "%s: a symbolic link: refused", path);
+            return CRUX_ERR_INVALID;
+        }
         crux_errf(err, errlen, "%s: %s", path, strerror(e));
         return e == ENOENT ? CRUX_ERR_NOT_FOUND : CRUX_ERR_IO;
     }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sched/crux_prio.h"
 #include "sched/crux_profile.h"
@@ -31,6 +32,18 @@ static int figures_ok(const crux_profile_t *p)
     return p->window_s > 0 && p->period_s > 0 && p->bytes >= 0 && p->coll_s >= 0 && p->gap_s >= 0 &&
            isfinite(p->window_s) && isfinite(p->period_s) && isfinite(p->bytes) &&
            isfinite(p->coll_s) && isfinite(p->gap_s);
+}
+
+/* A profile tells how a job runs: readable by its owner only (0600), or
+ * also by the group of a set-group-ID directory (0640), whose group the
+ * file then takes (the scheduler's, where the directory is set up so). */
+static mode_t profile_mode(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    struct stat sb;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    return stat(dir, &sb) == 0 && (sb.st_mode & S_ISGID) ? 0640 : 0600;
 }
 
 crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char *err,
@@ -63,7 +76,7 @@ crux_status_t crux_profile_write(const char *path, const crux_profile_t *p, char
         free(data);
         return CRUX_ERR_NO_MEMORY;
     }
-    crux_status_t st = crux_prio_atomic_write(path, data, len, err, errlen);
+    crux_status_t st = crux_prio_atomic_write(path, data, len, profile_mode(path), err, errlen);
     free(data);
     return st;
 }
@@ -219,7 +232,7 @@ crux_status_t crux_profile_load(const char *path, crux_profile_t *p, char *err, 
 {
     char *text;
     size_t len;
-    crux_status_t st = prio_read_all(path, &text, &len, NULL, err, errlen);
+    crux_status_t st = prio_read_all(path, PRIO_READ_NOFOLLOW, &text, &len, NULL, err, errlen);
     if (st != CRUX_OK)
         return st;
     st = crux_profile_parse(text, len, path, p, err, errlen);

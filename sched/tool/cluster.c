@@ -1,6 +1,6 @@
 /* The cluster file of crux-sched: a builder with its parameters, or an
  * explicit list of hosts, switches and links; optionally the table from
- * levels to network settings.  See README.md for the format. */
+ * levels to network settings.  The format: docs/usage/crux-sched.md. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,25 +5,33 @@
  *   <id>.end      deregistration: the daemon removes the job's files
  * (deleting <id>.job and <id>.profile deregisters too).  Files starting
  * with '.' are ignored, so writers can create them hidden and rename.  On
- * every change (inotify, settled for --settle-ms) the daemon replans and
- * rewrites the priority file atomically.
+ * every change (inotify) the daemon replans and rewrites the priority file
+ * atomically, --settle-ms after the change: changes meanwhile are planned
+ * with it, and no later change postpones it.
  *
  * With --profiles DIR, jobs' profiles may also come from DIR, a directory
  * the jobs themselves write (the spool stays writable by the batch system
  * only): DIR/<id>.profile counts only for a job registered in the spool
  * with a "uid", and only when that user owns the file.  A job with neither
  * figures nor a profile yet is planned from --default-compute-s and
- * --default-bytes. */
+ * --default-bytes.  Every user can create files in DIR, so its events are
+ * handled apart from the spool's: only <id>.profile of a registered job
+ * counts, the directory is looked at no more often than every
+ * PROFILE_LOOK_MS, and a replan for a profile waits at least as long as the
+ * last plan took, so that no user's churn there can hold or swamp the
+ * daemon. */
 #define _GNU_SOURCE /* strverscmp */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crux_version.h"
@@ -44,7 +52,7 @@ static const char daemon_usage[] =
     "                          taccl, none (default: crux-sched plan's, as --priorities\n"
     "                          says: crux-full-paper, or crux-full with network)\n"
     "  --report FILE           rewrite a text report after each plan\n"
-    "  --settle-ms N           wait for N ms of quiet before replanning, 0-60000 (200)\n"
+    "  --settle-ms N           replan N ms after a change, 0-60000 (200)\n"
     "  --once                  process the spool once and exit (2 if a file was rejected)\n"
     "  --profiles DIR2         also read <id>.profile of registered jobs from DIR2,\n"
     "                          when the job's \"uid\" owns the file\n"
@@ -59,8 +67,24 @@ typedef struct {
     int has_job, has_prof;
     tool_job_t job;
     crux_profile_t prof;
+    int prof_from_user;         /* the profile came from --profiles */
     crux_sched_place_t *pplace; /* placement built from the profile */
+    int nplace;
 } entry_t;
+
+/* How often, at most, the profile directory's events are read. */
+#define PROFILE_LOOK_MS 50
+
+/* A registered job's profile in --profiles as last planned: its identity,
+ * to tell whether it changed when the directory's events were lost. */
+typedef struct {
+    char id[256];
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} registered_t;
 
 typedef struct {
     const char *spool, *out, *report, *profiles;
@@ -69,6 +93,8 @@ typedef struct {
     const crux_sched_nettable_t *table;
     crux_sched_options_t o;
     int policy; /* crux_sched_policy_t, or -1: crux_sched_plan_run */
+    registered_t *reg; /* the jobs of the last plan, sorted by id */
+    int nreg;
 } daemon_t;
 
 static volatile sig_atomic_t stop; /* the signal that stopped the daemon */
@@ -129,7 +155,8 @@ static int load_user_profile(const daemon_t *d, entry_t *e)
     char *text;
     size_t len;
     struct stat st;
-    crux_status_t s = prio_read_max(path, 1 << 20, &text, &len, &st, err, sizeof(err));
+    crux_status_t s =
+        prio_read_max(path, 1 << 20, PRIO_READ_NOFOLLOW, &text, &len, &st, err, sizeof(err));
     if (s == CRUX_ERR_NOT_FOUND)
         return 0;
     if (s != CRUX_OK) {
@@ -142,6 +169,8 @@ static int load_user_profile(const daemon_t *d, entry_t *e)
     else if (st.st_uid != (uid_t)e->job.uid)
         tool_error(path, 0, "owned by uid %u, not by the job's owner %d: ignored",
                    (unsigned)st.st_uid, e->job.uid);
+    else if (st.st_nlink != 1) /* a hard link to a file of the owner's, made by another */
+        tool_error(path, 0, "%lu hard links, not 1: ignored", (unsigned long)st.st_nlink);
     else if (crux_profile_parse(text, len, path, &e->prof, err, sizeof(err)) != CRUX_OK)
         tool_log("%s", err);
     else if (strcmp(e->prof.job, e->id) != 0) {
@@ -153,33 +182,52 @@ static int load_user_profile(const daemon_t *d, entry_t *e)
     return rc;
 }
 
-/* Complete a job from its profile: placement, compute, overlap, bytes. */
+/* The placement a profile gives (its ranks per host, on each host's first
+ * GPUs), into e->pplace; names of one host (its own and the batch system's)
+ * count as one.  0, or -1 when a host is unknown or has fewer GPUs than
+ * ranks (said, naming the file). */
+static int profile_placement(const crux_sched_cluster_t *c, entry_t *e, const char *path)
+{
+    int n = 0, *ranks = calloc((size_t)e->prof.nhosts, sizeof(int));
+    e->pplace = calloc((size_t)e->prof.nhosts, sizeof(*e->pplace));
+    if (e->pplace == NULL || ranks == NULL) {
+        free(ranks);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < e->prof.nhosts && rc == 0; i++) {
+        int h = crux_sched_cluster_find_host(c, e->prof.hosts[i]), k = 0;
+        crux_sched_host_info_t hi;
+        while (k < n && e->pplace[k].host != h)
+            k++;
+        if (h >= 0 && k == n)
+            e->pplace[n++].host = h;
+        if (h < 0 || crux_sched_host_info(c, h, &hi) != CRUX_OK ||
+            (ranks[k] += e->prof.host_ranks[i]) > hi.gpus) {
+            tool_error(path, 0, "unknown host \"%s\" or more ranks than it has GPUs",
+                       e->prof.hosts[i]);
+            rc = -1;
+        }
+    }
+    for (int k = 0; k < n; k++)
+        e->pplace[k].gpus = ranks[k] >= 64 ? ~0ULL : (1ULL << ranks[k]) - 1;
+    free(ranks);
+    e->nplace = rc == 0 ? n : 0;
+    return rc;
+}
+
+/* Complete a job from its profile: the placement (its ranks per host
+ * replace the registration's approximate one), compute, overlap, bytes;
+ * -1, changing nothing, when its placement is refused. */
 static int apply_profile(const crux_sched_cluster_t *c, entry_t *e, const char *path)
 {
     crux_profile_iter_t it;
     crux_profile_per_iteration(&e->prof, &it);
     crux_sched_job_t *j = &e->job.job;
-    if (j->placement == NULL) {
-        e->pplace = calloc((size_t)e->prof.nhosts, sizeof(*e->pplace));
-        if (e->pplace == NULL)
-            return -1;
-        for (int i = 0; i < e->prof.nhosts; i++) {
-            int h = crux_sched_cluster_find_host(c, e->prof.hosts[i]);
-            crux_sched_host_info_t hi;
-            if (h < 0 || crux_sched_host_info(c, h, &hi) != CRUX_OK ||
-                e->prof.host_ranks[i] > hi.gpus) {
-                tool_error(path, 0, "unknown host \"%s\" or more ranks than it has GPUs",
-                           e->prof.hosts[i]);
-                return -1;
-            }
-            /* ranks use the host's first GPUs */
-            e->pplace[i].host = h;
-            e->pplace[i].gpus =
-                e->prof.host_ranks[i] >= 64 ? ~0ULL : (1ULL << e->prof.host_ranks[i]) - 1;
-        }
-        j->placement = e->pplace;
-        j->nplacement = e->prof.nhosts;
-    }
+    if (profile_placement(c, e, path) != 0)
+        return -1;
+    j->placement = e->pplace;
+    j->nplacement = e->nplace;
     if (!e->job.has_compute)
         j->compute_s = it.compute_s;
     if (!e->job.has_overlap)
@@ -196,9 +244,72 @@ static int by_id(const void *a, const void *b)
     return strverscmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
 }
 
+/* The identity of a registered job's file in --profiles, into r. */
+static void profile_identity(const daemon_t *d, registered_t *r)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s.profile", d->profiles, r->id);
+    r->exists = lstat(path, &st) == 0;
+    r->dev = r->exists ? st.st_dev : 0;
+    r->ino = r->exists ? st.st_ino : 0;
+    r->size = r->exists ? st.st_size : 0;
+    r->mtime = r->exists ? st.st_mtim : (struct timespec){ 0, 0 };
+}
+
+/* The jobs registered in the spool, sorted (es is), and the identity of
+ * their profiles in --profiles. */
+static void remember_registered(daemon_t *d, const entry_t *es, int n)
+{
+    free(d->reg);
+    d->reg = NULL;
+    d->nreg = 0;
+    if (!d->profiles || n == 0 || (d->reg = calloc((size_t)n, sizeof(*d->reg))) == NULL)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (!es[i].has_job)
+            continue;
+        registered_t *r = &d->reg[d->nreg++];
+        snprintf(r->id, sizeof(r->id), "%s", es[i].id);
+        profile_identity(d, r);
+    }
+}
+
+static int by_reg_id(const void *key, const void *r)
+{
+    return strverscmp(key, ((const registered_t *)r)->id);
+}
+
+/* Whether a name in the profile directory is a registered job's profile. */
+static int is_registered_profile(const daemon_t *d, const char *name)
+{
+    size_t base;
+    char id[256];
+    if (name[0] == '.' || !has_suffix(name, ".profile", &base) || base >= sizeof(id))
+        return 0;
+    snprintf(id, sizeof(id), "%.*s", (int)base, name);
+    return bsearch(id, d->reg, (size_t)d->nreg, sizeof(*d->reg), by_reg_id) != NULL;
+}
+
+/* Whether any registered job's profile changed since the last plan (when
+ * the directory's events were lost: one lstat per job). */
+static int registered_profiles_changed(const daemon_t *d)
+{
+    for (int i = 0; i < d->nreg; i++) {
+        registered_t now = d->reg[i];
+        profile_identity(d, &now);
+        const registered_t *was = &d->reg[i];
+        if (now.exists != was->exists || now.dev != was->dev || now.ino != was->ino ||
+            now.size != was->size || now.mtime.tv_sec != was->mtime.tv_sec ||
+            now.mtime.tv_nsec != was->mtime.tv_nsec)
+            return 1;
+    }
+    return 0;
+}
+
 /* Read the spool, plan, write.  Returns TOOL_INPUT when a file was
  * rejected (the others are still planned), TOOL_RUNTIME on failure. */
-static int replan(const daemon_t *d)
+static int replan(daemon_t *d)
 {
     DIR *dir = opendir(d->spool);
     if (dir == NULL) {
@@ -219,6 +330,7 @@ static int replan(const daemon_t *d)
         }
     }
     rewinddir(dir);
+    tool_round_begin(); /* a file refused as before is not named again */
     while ((de = readdir(dir)) != NULL) {
         size_t base;
         int is_job = has_suffix(de->d_name, ".job", &base);
@@ -265,13 +377,14 @@ static int replan(const daemon_t *d)
         if (!es[i].has_job || es[i].has_prof)
             continue;
         int got = load_user_profile(d, &es[i]);
-        es[i].has_prof = got > 0;
+        es[i].has_prof = es[i].prof_from_user = got > 0;
         rejected += got < 0;
     }
     if (n > 1) /* readdir order is arbitrary; es is NULL when the spool is empty */
         qsort(es, (size_t)n, sizeof(*es), by_id);
     crux_sched_plan_t *plan = rc == TOOL_OK ? crux_sched_plan_new(d->c) : NULL;
-    if (rc == TOOL_OK && plan == NULL)
+    int *uids = malloc((size_t)(n ? n : 1) * sizeof(*uids)); /* in the plan's order */
+    if (rc == TOOL_OK && (plan == NULL || uids == NULL))
         rc = TOOL_RUNTIME;
     for (int i = 0; rc == TOOL_OK && i < n; i++) {
         entry_t *e = &es[i];
@@ -280,10 +393,14 @@ static int replan(const daemon_t *d)
         snprintf(path, sizeof(path), "%s/%s.%s", d->spool, e->id, e->has_job ? "job" : "profile");
         snprintf(e->job.id, sizeof(e->job.id), "%s", e->id);
         e->job.job.id = e->job.id;
-        char err[512];
-        if (e->has_prof && apply_profile(d->c, e, path) != 0) {
+        char err[512], prof_path[4096];
+        snprintf(prof_path, sizeof(prof_path), "%s/%s.profile",
+                 e->prof_from_user ? d->profiles : d->spool, e->id);
+        if (e->has_prof && apply_profile(d->c, e, prof_path) != 0) {
             rejected++;
-            continue;
+            if (e->job.job.placement == NULL)
+                continue;
+            e->has_prof = 0; /* planned from its registration alone */
         }
         if (!e->has_prof && e->job.job.placement == NULL) {
             tool_error(path, 1, "job %s: no placement, and no profile yet", e->id);
@@ -295,11 +412,15 @@ static int replan(const daemon_t *d)
             e->job.job.compute_s = d->default_compute_s;
         if (!e->has_prof && !e->job.has_bytes && e->job.job.nflows == 0)
             e->job.job.allreduce_bytes = d->default_bytes;
+        int at = crux_sched_plan_jobs(plan);
         if (crux_sched_plan_add_job(plan, &e->job.job, NULL, err, sizeof(err)) != CRUX_OK) {
             tool_error(path, 1, "%s", err);
             rejected++;
+        } else {
+            uids[at] = e->has_job && e->job.has_uid ? e->job.uid : -1;
         }
     }
+    tool_round_end();
     if (rc == TOOL_OK) {
         crux_status_t st = d->policy >= 0
                                ? crux_sched_plan_policy(plan, (crux_sched_policy_t)d->policy, &d->o)
@@ -312,16 +433,21 @@ static int replan(const daemon_t *d)
             tool_error(d->spool, 0, "planning failed: %s", crux_status_string(st));
             rc = TOOL_RUNTIME;
         } else {
-            rc = tool_write_priorities(plan, d->table, d->o.levels, d->o.reserve, d->out, comment);
+            rc = tool_write_priorities(plan, d->table, d->o.levels, d->o.reserve, uids, d->out,
+                                       comment);
         }
         if (rc == TOOL_OK && d->report)
             rc = tool_write_report(plan, d->c, d->table, d->o.levels, d->o.reserve, d->report, 0,
                                    "crux-sched daemon");
         if (rc == TOOL_OK)
-            tool_log("crux-sched daemon: planned %d jobs (%d files rejected), wrote %s",
-                     crux_sched_plan_jobs(plan), rejected, d->out);
+            tool_log("crux-sched daemon: planned %d job%s (%d file%s rejected), wrote %s",
+                     crux_sched_plan_jobs(plan), crux_sched_plan_jobs(plan) == 1 ? "" : "s",
+                     rejected, rejected == 1 ? "" : "s", d->out);
     }
     crux_sched_plan_free(plan);
+    free(uids);
+    if (rc != TOOL_RUNTIME)
+        remember_registered(d, es, n);
     for (int i = 0; i < n; i++) {
         tool_job_free(&es[i].job);
         crux_profile_clear(&es[i].prof);
@@ -331,21 +457,66 @@ static int replan(const daemon_t *d)
     return rc == TOOL_OK && rejected ? TOOL_INPUT : rc;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads of events at most per look: a directory whose events come faster
+ * than they are read must not keep the daemon reading (the rest waits, or
+ * overflows the kernel's queue, which is noticed). */
+#define MAX_READS 64
+
+/* Drain the spool's events: 1 when there was one. */
+static int spool_changed(int fd)
+{
+    char buf[16384];
+    int any = 0;
+    for (int i = 0; i < MAX_READS && read(fd, buf, sizeof(buf)) > 0; i++)
+        any = 1;
+    return any;
+}
+
+/* Drain the profile directory's events: 1 when one was about a registered
+ * job's profile (or events were lost and such a profile changed). */
+static int profiles_changed(const daemon_t *d, int fd)
+{
+    char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int hit = 0, lost = 0;
+    ssize_t n;
+    for (int i = 0; i < MAX_READS && (n = read(fd, buf, sizeof(buf))) > 0; i++) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            lost |= (ev->mask & IN_Q_OVERFLOW) != 0;
+            hit |= ev->len > 0 && !hit && is_registered_profile(d, ev->name);
+            p += sizeof(*ev) + ev->len;
+        }
+    }
+    return hit || (lost && registered_profiles_changed(d));
+}
+
 /* Wait for changes in the spool (and the profile directory) and replan,
- * until SIGINT or SIGTERM. */
-static int watch(const daemon_t *d, int settle_ms)
+ * until SIGINT or SIGTERM.  A replan comes settle_ms after the first change
+ * not yet planned; one for a profile also waits, from the end of the last
+ * plan, as long as that plan took. */
+static int watch(daemon_t *d, int settle_ms)
 {
     const uint32_t events = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE;
-    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    int sfd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), pfd = -1;
     const char *bad = NULL;
-    if (fd < 0 || inotify_add_watch(fd, d->spool, events) < 0)
+    if (sfd < 0 || inotify_add_watch(sfd, d->spool, events) < 0)
         bad = d->spool;
-    else if (d->profiles && inotify_add_watch(fd, d->profiles, events) < 0)
+    else if (d->profiles && ((pfd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 ||
+                             inotify_add_watch(pfd, d->profiles, events) < 0))
         bad = d->profiles;
     if (bad != NULL) {
         tool_error(bad, 0, "cannot watch: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
+        if (sfd >= 0)
+            close(sfd);
+        if (pfd >= 0)
+            close(pfd);
         return TOOL_RUNTIME;
     }
     struct sigaction sa;
@@ -356,24 +527,56 @@ static int watch(const daemon_t *d, int settle_ms)
     tool_log("crux-sched daemon: version %s, watching %s%s%s, %d levels (%d reserved), writing %s",
              crux_version(), d->spool, d->profiles ? " and " : "", d->profiles ? d->profiles : "",
              d->o.levels, d->o.reserve, d->out);
+    int64_t t0 = mono_ms();
     int rc = replan(d);
+    int64_t plan_ms = mono_ms() - t0, planned_at = mono_ms();
     if (rc == TOOL_RUNTIME) {
-        close(fd);
+        close(sfd);
+        if (pfd >= 0)
+            close(pfd);
         return rc;
     }
-    char buf[16384];
+    /* the times at which the oldest unplanned change of each kind came
+     * (-1: none), and when the profile directory may be read next */
+    int64_t spool_since = -1, prof_since = -1, prof_look = 0;
     while (!stop) {
-        struct pollfd p = { fd, POLLIN, 0 };
-        if (poll(&p, 1, -1) <= 0)
+        int64_t now = mono_ms(), due = -1;
+        if (spool_since >= 0)
+            due = spool_since + settle_ms;
+        if (prof_since >= 0) {
+            int64_t prof_due = prof_since + settle_ms, after = planned_at + plan_ms;
+            prof_due = prof_due > after ? prof_due : after;
+            due = due < 0 || prof_due < due ? prof_due : due;
+        }
+        if (due >= 0 && now >= due) {
+            t0 = now;
+            if (replan(d) == TOOL_RUNTIME)
+                tool_log("crux-sched daemon: keeping the previous priority file");
+            planned_at = mono_ms();
+            plan_ms = planned_at - t0;
+            spool_since = prof_since = -1;
             continue;
-        do { /* drain until quiet for settle_ms */
-            while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-        } while (!stop && poll(&p, 1, settle_ms) > 0);
-        if (!stop && replan(d) == TOOL_RUNTIME)
-            tool_log("crux-sched daemon: keeping the previous priority file");
+        }
+        /* the profile directory is left unread until prof_look */
+        int look = pfd >= 0 && now >= prof_look;
+        int64_t wait = due >= 0 ? due - now : -1;
+        if (pfd >= 0 && !look && (wait < 0 || prof_look - now < wait))
+            wait = prof_look - now;
+        struct pollfd p[2] = { { sfd, POLLIN, 0 }, { look ? pfd : -1, POLLIN, 0 } };
+        if (poll(p, 2, wait < 0 ? -1 : wait > INT_MAX ? INT_MAX : (int)wait) <= 0)
+            continue;
+        now = mono_ms();
+        if ((p[0].revents & POLLIN) && spool_changed(sfd) && spool_since < 0)
+            spool_since = now;
+        if (p[1].revents & POLLIN) {
+            if (profiles_changed(d, pfd) && prof_since < 0)
+                prof_since = now;
+            prof_look = now + PROFILE_LOOK_MS;
+        }
     }
-    close(fd);
+    close(sfd);
+    if (pfd >= 0)
+        close(pfd);
     tool_log("crux-sched daemon: stopped by %s", stop == SIGINT ? "SIGINT" : "SIGTERM");
     return TOOL_OK;
 }
@@ -474,6 +677,7 @@ int tool_daemon(int argc, char **argv)
     d.c = c;
     d.table = &table;
     rc = once ? replan(&d) : watch(&d, settle);
+    free(d.reg);
     crux_sched_cluster_free(c);
     return rc;
 }

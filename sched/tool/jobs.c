@@ -200,7 +200,8 @@ int tool_jobs_from_doc(const tool_doc_t *d, const crux_sched_cluster_t *c, crux_
     json_object_object_foreach(d->root, key, val)
     {
         (void)val;
-        if (strcmp(key, "jobs") != 0 && strcmp(key, "generator") != 0) {
+        if (rc == TOOL_OK && strcmp(key, "jobs") != 0 && strcmp(key, "generator") != 0) {
+            /* the first one only: one line, as for every other error */
             tool_error(path, 1, "unknown key \"%s\" (expected \"jobs\")", key);
             rc = TOOL_INPUT;
         }
@@ -215,7 +216,14 @@ int tool_jobs_from_doc(const tool_doc_t *d, const crux_sched_cluster_t *c, crux_
         char err[512];
         if (tool_job_parse(json_object_array_get_idx(arr, i), c, 0, &j, err, sizeof(err)) != 0 ||
             crux_sched_plan_add_job(plan, &j.job, NULL, err, sizeof(err)) != CRUX_OK) {
-            tool_error(path, tool_doc_line(d, "jobs", (int)i), "job %zu: %s", i, err);
+            /* by its place in the array unless the message names the job */
+            char named[300];
+            snprintf(named, sizeof(named), "job %s: ", j.id);
+            int line = tool_doc_line(d, "jobs", (int)i);
+            if (j.id[0] && strncmp(err, named, strlen(named)) == 0)
+                tool_error(path, line, "%s", err);
+            else
+                tool_error(path, line, "job %zu: %s", i, err);
             rc = TOOL_INPUT;
         }
         tool_job_free(&j);

@@ -23,7 +23,7 @@ int tool_doc_load(tool_doc_t *doc, const char *path)
     char err[512];
     memset(doc, 0, sizeof(*doc));
     doc->path = path;
-    crux_status_t st = prio_read_all(path, &doc->text, &doc->len, NULL, err, sizeof(err));
+    crux_status_t st = prio_read_all(path, 0, &doc->text, &doc->len, NULL, err, sizeof(err));
     if (st != CRUX_OK) {
         size_t n = strlen(path); /* err is "path: why" */
         const char *why = strncmp(err, path, n) == 0 && err[n] == ':' ? err + n + 2 : err;

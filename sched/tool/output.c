@@ -65,13 +65,14 @@ static char *route_list(const crux_sched_plan_t *plan, int job, int *oom)
 }
 
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
-                          int levels, int reserve, const char *out, const char *comment)
+                          int levels, int reserve, const int *uids, const char *out,
+                          const char *comment)
 {
     int n = crux_sched_plan_jobs(plan), rc = TOOL_RUNTIME;
     enum { NKV = 8 };
     crux_prio_entry_t *e = calloc((size_t)(n ? n : 1), sizeof(*e));
     crux_prio_kv_t *kv = calloc((size_t)(n ? n : 1) * NKV, sizeof(*kv));
-    char(*num)[6][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
+    char(*num)[7][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
     char **paths = calloc((size_t)(n ? n : 1), sizeof(char *));
     char **routes = calloc((size_t)(n ? n : 1), sizeof(char *));
     int oom = 0;
@@ -95,6 +96,10 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
         k[4] = (crux_prio_kv_t){ "tc", num[i][4] };
         k[5] = (crux_prio_kv_t){ "dscp", num[i][5] };
         int nkv = 6;
+        if (uids != NULL && uids[i] >= 0) { /* the job's owner: no one else applies the line */
+            snprintf(num[i][6], 32, "%d", uids[i]);
+            k[nkv++] = (crux_prio_kv_t){ "uid", num[i][6] };
+        }
         if (r.nflows > 0) {
             if ((paths[i] = path_list(plan, i, 0)) == NULL)
                 goto out;

@@ -142,7 +142,7 @@ int tool_plan(int argc, char **argv)
     if (rc == TOOL_OK && out) {
         char comment[256];
         snprintf(comment, sizeof(comment), "written by crux-sched plan from %s", jobs);
-        rc = tool_write_priorities(plan, &table, o.levels, o.reserve, out, comment);
+        rc = tool_write_priorities(plan, &table, o.levels, o.reserve, NULL, out, comment);
     }
     if (rc == TOOL_OK && report)
         rc = tool_write_report(plan, c, &table, o.levels, o.reserve, report, json,

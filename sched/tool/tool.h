@@ -41,6 +41,12 @@ void tool_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* From now on, start every line of tool_error and tool_log with the time:
  * "2026-12-01T18:40:00.123Z " (UTC). */
 void tool_log_timestamps(int on);
+/* Between tool_round_begin() and tool_round_end() (one pass of the
+ * daemon), a line of tool_error or tool_log that was said in the previous
+ * round is not said again: a file refused for the same reason is named
+ * once, however many passes find it. */
+void tool_round_begin(void);
+void tool_round_end(void);
 
 /* Typed members of a JSON object, with unknown keys refused. */
 typedef enum { F_INT, F_DOUBLE, F_STRING } tool_ftype_t;
@@ -96,9 +102,12 @@ void tool_job_free(tool_job_t *job);
 int tool_jobs_from_doc(const tool_doc_t *doc, const crux_sched_cluster_t *c,
                        crux_sched_plan_t *plan);
 
-/* Write the priority file and the report of a planned plan. */
+/* Write the priority file and the report of a planned plan; uids (may be
+ * NULL) gives each job's owner in the plan's order (-1: none), written as
+ * the line's "uid". */
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
-                          int levels, int reserve, const char *out, const char *comment);
+                          int levels, int reserve, const int *uids, const char *out,
+                          const char *comment);
 /* `who` ("crux-sched plan", "crux-sched daemon") heads the text report. */
 int tool_write_report(const crux_sched_plan_t *plan, const crux_sched_cluster_t *c,
                       const crux_sched_nettable_t *table, int levels, int reserve, const char *out,

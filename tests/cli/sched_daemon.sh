@@ -120,7 +120,9 @@ check "symmetric_paths not a boolean: exit 2, one line" sh -c "
   $CRUX_SCHED daemon --once --spool $P2 --cluster $WORK/symbad.json --out $WORK/x 2>'$WORK/err'
   test \$? -eq 2 && grep -q 'symbad.json:1: \"symmetric_paths\" must be true or false' '$WORK/err'"
 
-# the daemon itself: a new registration is picked up
+# the daemon itself: a new registration is picked up; a refused file is
+# named once, not at every replan, and again when it changes
+echo '{"placement": ["h0", "nohost"], "compute_s": 1}' >"$S/bad.job"
 $D --settle-ms 50 2>"$WORK/daemon.err" &
 pid=$!
 wait_for() {   # wait_for CMD: up to 20 s, a guard against hangs
@@ -140,6 +142,13 @@ mv "$S/.delta.tmp" "$S/delta.job"
 check "the daemon replans on a new job" wait_for "grep -q '^job delta ' '$WORK/prio'"
 touch "$S/alpha.end"
 check "the daemon replans on a deregistration" wait_for "! grep -q '^job alpha ' '$WORK/prio'"
+check "a refused file is named once over three plans or more, counted in each" wait_for "
+  test \$(grep -c 'daemon: planned [0-9]* jobs (1 file rejected)' '$WORK/daemon.err') -ge 3 &&
+  test \$(grep -c '$S/bad.job:1: .*nohost' '$WORK/daemon.err') -eq 1"
+echo '{"placement": ["h0", "otherhost"], "compute_s": 1}' >"$S/.bad.tmp"
+mv "$S/.bad.tmp" "$S/bad.job"
+check "... and named again when it is refused for another reason" \
+  wait_for "grep -q '$S/bad.job:1: .*otherhost' '$WORK/daemon.err'"
 kill -TERM $pid
 check "the daemon stops on SIGTERM with status 0" wait $pid
 check "its log: started, planned, stopped, each line stamped" sh -c "

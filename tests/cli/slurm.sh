@@ -112,6 +112,7 @@ priority_file=$T/prio
 profile_dir=$T/profiles
 slurm_conf=$T/slurm.conf
 log=$T/crux-slurm.log
+hint_allreduce_bytes_min=1e6
 EOF
 touch "$T/crux-slurm.log"
 chown nobody "$T/crux-slurm.log"

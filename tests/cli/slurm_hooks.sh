@@ -3,20 +3,21 @@
 # slurmd give them (env -i, SLURM_* only) and no Slurm daemons: what the
 # prolog registers (GPUs, hints, names that need escaping) is what
 # crux-sched daemon plans; malformed input from Slurm's side is one logged
-# line and exit status 0; the task prolog's exports.  tests/cli/slurm.sh
-# runs them under a real Slurm.
+# line and exit status 0; a user's hints are taken only within the
+# operator's bounds, and one out of range is dropped, not the job; job ids
+# as Slurm writes them only; the configuration's last line without a
+# newline and CRLF endings; the task prolog's exports, printed exactly; the
+# prolog's time linear in the node count.  tests/cli/slurm.sh runs them
+# under a real Slurm.
 . "$(dirname "$0")/sched_tap.sh"
 hooks=${CRUX_BUILDDIR:-..}/slurm
 printf 'ClusterName=x\nSlurmctldHost=localhost\n' >"$WORK/slurm.conf"
 mkdir "$WORK/spool"
 conf() { # conf EXTRA-LINE...: the programs' configuration
   {
-    echo "spool=$WORK/spool"
-    echo "priority_file=$WORK/prio"
-    echo "profile_dir=$WORK/profiles"
-    echo "slurm_conf=$WORK/slurm.conf"
-    echo "log=$WORK/log"
-    for l in "$@"; do echo "$l"; done
+    printf '%s\n' "spool=$WORK/spool" "priority_file=$WORK/prio" "profile_dir=$WORK/profiles" \
+      "slurm_conf=$WORK/slurm.conf" "log=$WORK/log"
+    for l in "$@"; do printf '%s\n' "$l"; done
   } >"$WORK/crux-slurm.conf"
   : >"$WORK/log"
 }
@@ -29,7 +30,7 @@ run() { # run PROGRAM VAR=VALUE...
 }
 logged() { [ "$(wc -l <"$WORK/log")" -eq 1 ] && grep -q -- "$1" "$WORK/log" || { cat "$WORK/log"; return 1; }; }
 
-conf
+conf hint_compute_s_max=10 hint_allreduce_bytes_min=1e6
 check "the prolog registers a job" exits 0 run prolog SLURM_JOB_ID=11 SLURM_JOB_NODELIST='n[1-2]' \
   SLURM_JOB_NAME='say "hi" \ there' SLURM_JOB_GPUS=0,1 \
   SLURM_JOB_COMMENT='train; crux.allreduce_bytes=2.5e9,crux.compute_s=0.25'
@@ -76,6 +77,67 @@ check "no configuration file: exit 0, one line" sh -c "
   $(command -v env) -i CRUX_SLURM_CONF='$WORK/none.conf' SLURM_JOB_ID=16 SLURM_JOB_NODELIST=n1 \
     '$hooks/crux-slurm-prolog' 2>'$WORK/err' && test \$(wc -l <'$WORK/err') -le 1 && test ! -e '$WORK/spool/16.job'"
 
+# the user's hints: bounded by the operator, dropped when out of range or
+# not a JSON number, the job registered all the same
+conf
+check "hints without the operator's bounds: not taken, one line" sh -c "
+  $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=21 SLURM_JOB_NODELIST=n1 \
+    SLURM_JOB_COMMENT='crux.compute_s=1000000' '$hooks/crux-slurm-prolog' &&
+  ! grep -q compute_s '$WORK/spool/21.job'"
+check "... naming the missing bound" logged 'job 21: comment word "crux.compute_s=1000000" ignored: crux-slurm.conf sets no hint_compute_s_max bound'
+conf hint_compute_s_max=2 hint_allreduce_bytes_min=1e8
+check "a hint beyond the operator's bound is brought to it" sh -c "
+  $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=22 SLURM_JOB_NODELIST=n1 \
+    SLURM_JOB_COMMENT='crux.compute_s=1000000 crux.allreduce_bytes=1' '$hooks/crux-slurm-prolog' &&
+  grep -qF '\"allreduce_bytes\": 1e8, \"compute_s\": 2}' '$WORK/spool/22.job' &&
+  test \$(grep -c 'job 22: comment word .* is beyond hint_' '$WORK/log') -eq 2"
+for bad in 1e999 0 1. 007 -1 1e-10; do
+  conf hint_compute_s_max=1e6
+  check "compute_s hint $bad: dropped, the job registered without it, one line" sh -c "
+    $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=23 SLURM_JOB_NODELIST=n1 \
+      SLURM_JOB_COMMENT='crux.compute_s=$bad' '$hooks/crux-slurm-prolog' &&
+    ! grep -q compute_s '$WORK/spool/23.job' && test \$(wc -l <'$WORK/log') -eq 1 &&
+    grep -q 'is not a number in 1e-9..1e6: ignored' '$WORK/log'"
+done
+check "crux-sched daemon plans every registration the prolog wrote" exits 0 $CRUX_SCHED daemon --once \
+  --spool "$WORK/spool" --cluster "$WORK/cluster.json" --out "$WORK/prio"
+check "... the hinted jobs among them" test "$(grep -c '^job 2[123] level ' "$WORK/prio")" -eq 3
+for bad in 007 1. 0 12345678901; do
+  check "job id \"$bad\": not registered, one line" sh -c "
+    $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID='$bad' SLURM_JOB_NODELIST=n1 \
+      '$hooks/crux-slurm-prolog' && ! ls '$WORK/spool' | grep -qxF '$bad.job' &&
+    grep -q 'no valid SLURM_JOB_ID (\"$bad\")' '$WORK/log'"
+done
+
+# the configuration: a last line without a newline, CRLF line endings
+printf 'spool=%s\r\nslurm_conf=%s\r\nlog=%s/log2' "$WORK/spool" "$WORK/slurm.conf" "$WORK" \
+  >"$WORK/crux-slurm.conf"
+rm -f "$WORK/log2"
+check "a CRLF configuration whose last line has no newline: both lines taken" sh -c "
+  $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=24 SLURM_JOB_NODELIST=n1 \
+    SLURM_JOB_COMMENT='crux.compute_s=1' '$hooks/crux-slurm-prolog' &&
+  test -f '$WORK/spool/24.job' && grep -q 'job 24: comment word' '$WORK/log2'"
+
+# the prolog's time grows linearly with the node count: 60,000 nodes cost
+# far less than 20 times 6,000 (appending to a shell variable, they cost
+# 100 times as much)
+printf '#!/bin/sh\nseq -f "node%%g" 1 "$3"\n' >"$WORK/scontrol"
+chmod +x "$WORK/scontrol"
+conf "scontrol=$WORK/scontrol"
+prolog_s() { # prolog_s NODES: the prolog's seconds for a job of NODES nodes
+  local t0 t1
+  t0=$(date +%s%N)
+  env -i CRUX_SLURM_CONF="$WORK/crux-slurm.conf" SLURM_JOB_ID="$1" SLURM_JOB_NODELIST="$1" \
+    "$hooks/crux-slurm-prolog"
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
+}
+small=$(prolog_s 6000) large=$(prolog_s 60000)
+echo "# the prolog: 6,000 nodes $small ms, 60,000 nodes $large ms"
+check "60,000 nodes registered" sh -c "grep -o '\"node[0-9]*\"' '$WORK/spool/60000.job' | wc -l | grep -qx 60000"
+check "... in linear time (60,000 nodes $large ms, 6,000 nodes $small ms)" \
+  test "$large" -le $((20 * small + 10000))
+
 conf
 check "the epilog deregisters" sh -c "
   $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=11 '$hooks/crux-slurm-epilog' &&
@@ -85,6 +147,12 @@ check "the task prolog exports the job id, the priority file and the profile dir
   $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=11 '$hooks/crux-slurm-taskprolog' >'$WORK/out' &&
   printf 'export CRUX_JOB_ID=11\nexport CRUX_PRIORITY_FILE=$WORK/prio\nexport CRUX_PROFILE_DIR=$WORK/profiles\n' |
     cmp - '$WORK/out'"
+conf 'priority_file=/p\nexport LD_PRELOAD=/x.so' 'profile_dir=/d\'
+check "the task prolog prints values exactly, backslashes and all" sh -c "
+  $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=11 '$hooks/crux-slurm-taskprolog' >'$WORK/out' &&
+  test \$(wc -l <'$WORK/out') -eq 3 && grep -qxF 'export CRUX_PRIORITY_FILE=/p\\nexport LD_PRELOAD=/x.so' '$WORK/out' &&
+  grep -qxF 'export CRUX_PROFILE_DIR=/d\\' '$WORK/out'"
+conf
 check "... leaving what the job set itself" sh -c "
   $(command -v env) -i CRUX_SLURM_CONF='$WORK/crux-slurm.conf' SLURM_JOB_ID=11 CRUX_PRIORITY_FILE=/mine \
     '$hooks/crux-slurm-taskprolog' >'$WORK/out' && ! grep -q CRUX_PRIORITY_FILE '$WORK/out' &&

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # crux-bench-allreduce end to end: its defaults under --mca coll crux at 2
-# and 3 ranks (selections the job cannot run are skipped and named, never a
-# crash), every datatype and operation checked element by element at odd
-# counts (0 wrong), other component sets, device buffers with the stand-in
-# CUDA driver, --help, --version and one-line errors with exit status 2.
+# and 3 ranks (crux against coll/tuned through crux's fallback; selections
+# the job cannot run are skipped and named, never a crash), crux turned on
+# by the benchmark unless the user said otherwise, every datatype and
+# operation checked element by element at odd counts (0 wrong), other
+# component sets, device buffers with the stand-in CUDA driver, --help,
+# --version and one-line errors with exit status 2.
 # Timings are not checked (this machine is shared).
 . "$(dirname "$0")/mpi-common.sh"
 bench=$builddir/bench/crux-bench-allreduce
@@ -53,15 +55,21 @@ expect "[np=2] -b above -e: exit 2, said once" \
   sh -c "rc_badnp2=\$(cat '$work/badnp2.rc'); [ \$rc_badnp2 = 2 ] && [ \$(grep -c 'crux-bench-allreduce: -b 8388608 is above -e' '$work/badnp2.err') = 1 ]"
 
 # The defaults under --mca coll crux: coll/tuned is not in the job, so the
-# default comparison (crux,tuned) skips it and says why.
+# default comparison (crux,tuned) measures it as what crux fills Allreduce
+# from, and says so; the header gives the iterations and warm-up per size.
 for np in 2 3; do
   bench defaults$np mpirun -np $np --mca coll crux --
   expect "[np=$np --mca coll crux] defaults: exit 0, no crash" eval "rc_is defaults$np 0 && no_crash defaults$np"
-  expect "[np=$np --mca coll crux] defaults: tuned skipped, with the reason" \
-    has defaults$np "^# skipped tuned: coll/tuned is not among this job's coll components"
-  expect "[np=$np --mca coll crux] defaults: 4 B to 64 MiB for crux, checked, 0 wrong" \
+  expect "[np=$np --mca coll crux] defaults: crux and tuned, tuned through crux's fallback, said" \
+    eval "has defaults$np '^# selections: crux tuned$' &&
+          has defaults$np \"^# tuned: measured as crux's fallback, the coll/tuned module\""
+  expect "[np=$np --mca coll crux] defaults: 4 B to 64 MiB for both, checked, 0 wrong" \
     eval "has defaults$np '^ *67108864  *16777216  *float  *sum crux ' && has defaults$np '^ *4  *1  *float  *sum crux ' &&
-          has defaults$np '^# Wrong elements       : 0 OK' && has defaults$np '^# Avg bus bandwidth    : [0-9.]* (crux)'"
+          has defaults$np '^ *67108864  *16777216  *float  *sum tuned ' &&
+          has defaults$np '^# Wrong elements       : 0 OK' && has defaults$np '^# Avg bus bandwidth    : [0-9.]* (tuned)'"
+  expect "[np=$np --mca coll crux] defaults: the header gives iterations and warm-up" \
+    eval "has defaults$np '^# iters: 1000 at 4 B to 5 at 67108864 B per sample' &&
+          has defaults$np '^# warm-up: 102 to 2 per size, selection and place'"
 done
 
 # Other component sets: never a crash, what cannot run is named.
@@ -69,10 +77,14 @@ bench nocrux mpirun -np 2 --mca coll ^crux -- -b 1K -e 1K -r 1 --compare crux,tu
 expect "[np=2 --mca coll ^crux] crux skipped, tuned measured" \
   eval "rc_is nocrux 0 && no_crash nocrux && has nocrux '^# skipped crux: coll/crux is not among' &&
         has nocrux '^# selections: tuned$'"
-bench notasked env -u OMPI_MCA_coll_crux_enable mpirun -np 2 -- -b 1K -e 1K -r 1 --compare crux,tuned
-expect "[np=2, crux not named, coll_crux_enable 0] crux skipped (it would be tuned under its name), tuned measured" \
-  eval "rc_is notasked 0 && has notasked '^# skipped crux: crux does not take part in this job' &&
-        has notasked '^# selections: tuned$'"
+bench notasked env -u OMPI_MCA_coll_crux_enable mpirun -np 2 --mca coll_crux_verbose 1 -- -b 1K -e 1K -r 1
+expect "[np=2, crux not named, coll_crux_enable unset] the benchmark turns crux on: crux and tuned measured" \
+  eval "rc_is notasked 0 && has notasked '^# selections: crux tuned$' &&
+        grep -q 'taking part: coll_crux_enable is 1' '$work/notasked.err'"
+bench refused env -u OMPI_MCA_coll_crux_enable mpirun -np 2 --mca coll_crux_enable 0 -- -b 1K -e 1K -r 1
+expect "[np=2, coll_crux_enable 0 given] crux skipped (it would be tuned under its name), tuned measured" \
+  eval "rc_is refused 0 && has refused '^# skipped crux: crux does not take part in this job' &&
+        has refused '^# selections: tuned$'"
 bench cruxtuned mpirun -np 2 --mca coll crux,tuned -- -b 1K -e 1K -r 1
 expect "[np=2 --mca coll crux,tuned] tuned alone cannot fill a communicator: skipped, no crash" \
   eval "rc_is cruxtuned 0 && no_crash cruxtuned && has cruxtuned '^# skipped tuned: Open MPI refused the communicator'"
@@ -96,6 +108,8 @@ done
 bench mix mpirun -np 3 -- -d all -o all -b 1 -e 4K -f 8 -n 1 -w 0 -r 1 --compare crux,tuned,han
 expect "[np=3 default mix] crux, tuned, han, every type and op: 0 wrong" \
   eval "rc_is mix 0 && has mix '^# selections: crux tuned han$' && has mix '^# Wrong elements       : 0 OK'"
+expect "[np=3 default mix] -n 1 -w 0: said in the header" \
+  has mix '^# iters: 1 per sample (-n); warm-up: 0 per size, selection and place (-w)$'
 
 # CSV: the columns bench/*.sh read first, then the rest.
 bench csv mpirun -np 2 --mca coll crux -- -b 1K -e 4K -n 1 -w 0 -r 1 --compare crux,fallback --csv

@@ -35,6 +35,7 @@ refused() {
 refused "chunk 0" chunk_size=0
 refused "chunk above the stage" chunk_size=131072 stage_size=65536
 refused "stage too small" stage_size=100
+expect_no_stderr "coll_crux_chunk_size" "[np=2 stage too small] ... the default chunk size not blamed for it"
 refused "stage -1" stage_size=-1
 refused "stage 2^64-1" stage_size=18446744073709551615
 refused "depth -1" hier_depth=-1
@@ -44,6 +45,8 @@ refused "far latency -5" far_latency_ns=-5
 refused "poll -1" priority_poll_ms=-1
 refused "arbitration wait -1" arb_max_wait_us=-1
 refused "profile interval 0" profile_interval_s=0
+refused "tcp set-up deadline 0" net_setup_timeout_ms=0
+refused "tcp set-up deadline 3600001" net_setup_timeout_ms=3600001
 # said once per node, not once per process (aggregated or not)
 run_mpi 3 "said once" "${crux[@]}" --mca coll_crux_chunk_size 0 --mca orte_base_help_aggregate 0 -- $prog comms
 [ "$(grep -c "has a value crux refuses" "$last_stderr")" = 1 ] &&

@@ -87,7 +87,28 @@ CRUX_JOB_ID="my job" run_mpi 2 "job id with a blank" "${common[@]}" -- $prog 1
 expect_stderr "CRUX_JOB_ID has a blank at byte 3" \
   "[job id with a blank] the skipped id is named with the reason"
 
-# 6. the leader's profile, planned by crux-sched daemon
+# 6. a job of the same user stopped (SIGSTOP) while it holds the table's
+#    lock: the next job waits for it at most coll_crux_arb_max_wait_us, then
+#    goes on without arbitration and says so once (a bound far above the
+#    job's time: it hung until the stopped job was killed)
+"$builddir/tests/unit/arb_hold" "$arb" >"$dir/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 100); do grep -qs '^held' "$dir/hold.out" && break; sleep 0.1; done
+write_prio 7
+MPI_TIMEOUT=120 CRUX_JOB_ID=low run_mpi 2 "stopped holder" "${common[@]}" -- $prog 2
+kill -KILL "$holder"
+wait "$holder" 2>/dev/null
+expect_stderr "job low: the arbitration table's lock was held past coll_crux_arb_max_wait_us (20000 us) by pid $holder, a stopped process" \
+  "[stopped holder] the job went on without arbitration and said why"
+[ "$(grep -c "the arbitration table's lock was held past" "$last_stderr")" -le 2 ] &&
+  tap_line ok "[stopped holder] ... once per process" ||
+  tap_line "not ok" "[stopped holder] ... once per process"
+CRUX_JOB_ID=low run_mpi 2 "holder gone" "${common[@]}" -- $prog 1
+grep -q "the arbitration table's lock was held past" "$last_stderr" &&
+  tap_line "not ok" "[holder gone] arbitration is back once the holder is gone" ||
+  tap_line ok "[holder gone] arbitration is back once the holder is gone"
+
+# 7. the leader's profile, planned by crux-sched daemon
 mkdir -p "$dir/spool"
 printf '{"type": "explicit", "hosts": [{"name": "%s", "gpus": 8, "nics": 4}], "switches": [{"name": "t0", "layer": 0}], "links": [{"host": "%s", "switch": "t0", "gbps": 200}]}\n' \
   "$(hostname)" "$(hostname)" >"$dir/cluster.json"

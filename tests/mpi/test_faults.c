@@ -60,32 +60,39 @@ static bool allreduce_checked(MPI_Comm comm, float *buf, size_t n, int c)
 /* ---- kill ---------------------------------------------------------------- */
 
 static atomic_int in_call; /* the call number the main thread is inside */
+static int victim_call;    /* the call the victim dies in */
 
 static void *killer(void *arg)
 {
-    (void)arg;
-    while (atomic_load(&in_call) < 3) {
+    size_t mib = *(const size_t *)arg;
+    while (atomic_load(&in_call) < victim_call) {
         usleep(100);
     }
-    usleep(2000); /* well inside the call: it moves MIB MiB */
-    fprintf(stderr, "# rank %d: SIGKILL inside Allreduce 3\n", rank);
+    if (mib > 0) {
+        usleep(2000); /* well inside the call: it moves MIB MiB */
+    }                 /* else the main thread does nothing but small Allreduces */
+    fprintf(stderr, "# rank %d: SIGKILL inside Allreduce %d\n", rank, atomic_load(&in_call));
     raise(SIGKILL);
     return NULL;
 }
 
+/* MIB 0: small Allreduces of 16 floats, the victim dies in one of them
+ * past the 1000th */
 static int do_kill(size_t mib)
 {
-    size_t n = (mib << 20) / sizeof(float);
+    size_t n = mib > 0 ? (mib << 20) / sizeof(float) : 16;
+    int calls = mib > 0 ? 1000 : 100000000;
+    victim_call = mib > 0 ? 3 : 1000;
     float *buf = malloc(n * sizeof(float));
     pthread_t thread;
     bool victim = rank == size - 1;
     if (victim) {
-        pthread_create(&thread, NULL, killer, NULL);
+        pthread_create(&thread, NULL, killer, &mib);
     }
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_name(comm, "faults-kill");
-    for (int c = 1; c <= 1000; c++) {
+    for (int c = 1; c <= calls; c++) {
         atomic_store(&in_call, c);
         if (rank == 0 && c == 3) {
             fprintf(stderr, "# rank 0: inside Allreduce 3\n");

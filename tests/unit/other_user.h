@@ -12,6 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* the user's name: this prefix and the test's pid */
+#ifndef OTHER_USER_PREFIX
+#define OTHER_USER_PREFIX "cruxo"
+#endif
+
 static char other_user[32];
 static uid_t other_uid;
 static gid_t other_gid;
@@ -37,7 +42,7 @@ static void other_user_make(void)
     if (geteuid() != 0) {
         return;
     }
-    snprintf(other_user, sizeof(other_user), "cruxo%d", (int)getpid());
+    snprintf(other_user, sizeof(other_user), OTHER_USER_PREFIX "%d", (int)getpid());
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "useradd -M -N -s /bin/false %s 2>/dev/null", other_user);
     if (system(cmd) != 0) {

@@ -1,5 +1,7 @@
 /* The intra-host arbitration table: a lower level waits while a higher one
- * transfers, the wait is bounded, dead holders are reclaimed. */
+ * transfers, the wait is bounded, dead holders are reclaimed, and a job
+ * stopped while it holds the table's lock holds no one. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include "sched/crux_arb.h"
+#include "sched/runtime/arb_table.h"
 #include "tests/unit/check_main.h"
 
 static char path[64];
@@ -183,6 +186,68 @@ START_TEST(zombie_holder_is_reclaimed)
 }
 END_TEST
 
+/* A job stopped (SIGSTOP) while it holds the table's lock: another opens
+ * the table, its acquire waits for the lock at most the lock wait and names
+ * the stopped holder, its next calls do not wait at all, and a release
+ * that could not lock is done once the lock is free again (here: its
+ * holder killed). */
+START_TEST(stopped_lock_holder)
+{
+    int res, fds[2];
+    crux_arb_t *a = open_arb(&res);
+    crux_arb_set_lock_wait(a, 100ULL * 1000000);
+    crux_arb_ticket_t t, u;
+    ck_assert_int_eq(crux_arb_acquire(a, res, 3, "mine", 0, &t), CRUX_OK);
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t kid = fork();
+    ck_assert(kid >= 0);
+    if (kid == 0) {
+        int r;
+        crux_arb_t *k = open_arb(&r);
+        pthread_mutex_lock(&k->t->lock);
+        if (write(fds[1], "x", 1) != 1)
+            _exit(1);
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    char c;
+    int status;
+    ck_assert_int_eq(read(fds[0], &c, 1), 1);
+    ck_assert_int_eq(waitpid(kid, &status, WUNTRACED), kid);
+    ck_assert(WIFSTOPPED(status));
+    crux_arb_t *b;
+    ck_assert_int_eq(crux_arb_open(path, 0, &b, NULL, 0), CRUX_OK);
+    crux_arb_close(b);
+    crux_arb_release(a, &t); /* cannot lock: done later */
+    ck_assert_int_eq(t.entry, -1);
+    ck_assert_int_eq(crux_arb_acquire(a, res, 0, "next", 60ULL * 1000000000ULL, &u),
+                     CRUX_ERR_TIMEOUT);
+    ck_assert_int_eq(u.entry, -1);
+    int stopped = 0;
+    ck_assert_int_eq(crux_arb_holder(a, &stopped), kid);
+    ck_assert_int_eq(stopped, 1);
+    ck_assert_int_eq(crux_arb_acquire(a, res, 0, "next", 60ULL * 1000000000ULL, &u),
+                     CRUX_ERR_TIMEOUT);
+    int id, n;
+    ck_assert_int_eq(crux_arb_resource(a, "hostmem", &id), CRUX_ERR_TIMEOUT);
+    crux_arb_entry_t e[CRUX_ARB_MAX_ENTRIES];
+    ck_assert_int_eq(crux_arb_snapshot(a, e, CRUX_ARB_MAX_ENTRIES, &n), CRUX_ERR_TIMEOUT);
+    /* the holder dies: the robust lock is recovered, and the release that
+     * could not be done is */
+    ck_assert_int_eq(kill(kid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(kid, NULL, 0), kid);
+    ck_assert_int_eq(crux_arb_acquire(a, res, 0, "after", 60ULL * 1000000000ULL, &u), CRUX_OK);
+    ck_assert_int_eq(u.waited, 0);
+    ck_assert_int_eq(crux_arb_snapshot(a, e, CRUX_ARB_MAX_ENTRIES, &n), CRUX_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(e[0].job, "after");
+    crux_arb_release(a, &u);
+    crux_arb_close(a);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
 START_TEST(table_checks)
 {
     crux_arb_t *a;
@@ -220,6 +285,7 @@ static Suite *suite(void)
     tcase_add_test(t, bounded_wait_expires);
     tcase_add_test(t, killed_holder_is_reclaimed);
     tcase_add_test(t, zombie_holder_is_reclaimed);
+    tcase_add_test(t, stopped_lock_holder);
     tcase_add_test(t, table_checks);
     suite_add_tcase(s, t);
     return s;

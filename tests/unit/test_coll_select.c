@@ -20,8 +20,10 @@ static int has(void *arg, crux_select_cap_t cap)
     return (c->have >> cap) & 1u;
 }
 
-#define BIT(cap) (1u << (cap))
-#define ALL      ((1u << CRUX_CAP_COUNT) - 1)
+#define BIT(cap)   (1u << (cap))
+#define SMALL_CAPS (BIT(CRUX_CAP_SMALL) | BIT(CRUX_CAP_LAYOUT_SMALL))
+/* every capability of a call too large for the small Allreduce */
+#define ALL (((1u << CRUX_CAP_COUNT) - 1) & ~SMALL_CAPS)
 
 static crux_alg_t pick(int device, int all_local, crux_request_t r, caps_t *c, const char **why)
 {
@@ -104,6 +106,54 @@ START_TEST(every_point)
 }
 END_TEST
 
+/* A call that fits the small Allreduce takes it when nothing is forced:
+ * flat on one node, across groups across nodes; a forced topology or
+ * hand-off runs its pipeline at every size; without it the choice is the
+ * one for larger calls. */
+START_TEST(small_calls)
+{
+    enum { A = CRUX_TOPOLOGY_AUTO, F = CRUX_TOPOLOGY_FLAT, H = CRUX_TOPOLOGY_HIER };
+    enum { S = CRUX_TOPOLOGY_HIER_SEQUENTIAL };
+    static const struct {
+        int topology, handoff, local;
+        crux_alg_t alg;
+    } rows[] = {
+        { A, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_SMALL },
+        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { A, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
+        { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
+        { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER },
+        { S, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER_SEQUENTIAL },
+        { A, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SMALL },
+        { A, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
+        { A, CRUX_HANDOFF_LANES, 0, CRUX_ALG_HIER },
+        { H, CRUX_HANDOFF_FLAGS, 0, CRUX_ALG_HIER },
+        { S, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SEQUENTIAL },
+        { F, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_FALLBACK },
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *why;
+        caps_t c = { ALL | SMALL_CAPS, 0 };
+        crux_alg_t alg = pick(0, rows[i].local, req(rows[i].topology, rows[i].handoff), &c, &why);
+        ck_assert_msg(alg == rows[i].alg, "row %zu: %s, not %s", i, crux_alg_name(alg),
+                      crux_alg_name(rows[i].alg));
+        /* anything forced: no small group built for nothing */
+        if (rows[i].handoff != CRUX_HANDOFF_AUTO || rows[i].topology != A) {
+            ck_assert_uint_eq(c.asked & SMALL_CAPS, 0);
+        }
+    }
+    const char *why;
+    caps_t c = { ALL | BIT(CRUX_CAP_LAYOUT_SMALL), 0 }; /* a call too large for one node's */
+    ck_assert_int_eq(pick(0, 1, req(CRUX_TOPOLOGY_AUTO, CRUX_HANDOFF_AUTO), &c, &why),
+                     CRUX_ALG_LANES);
+    c = (caps_t){ ALL | BIT(CRUX_CAP_SMALL), 0 };
+    ck_assert_int_eq(pick(0, 0, req(CRUX_TOPOLOGY_AUTO, CRUX_HANDOFF_AUTO), &c, &why),
+                     CRUX_ALG_HIER);
+    ck_assert_str_eq(crux_alg_name(CRUX_ALG_SMALL), "small");
+    ck_assert_str_eq(crux_alg_name(CRUX_ALG_HIER_SMALL), "hier-small");
+}
+END_TEST
+
 /* What cannot run as asked goes to the caller's own, with the reason. */
 START_TEST(refusals)
 {
@@ -126,7 +176,7 @@ START_TEST(refusals)
     c = (caps_t){ ALL & ~BIT(CRUX_CAP_LAYOUT), 0 };
     ck_assert_int_eq(pick(0, 0, req(0, 0), &c, &why), CRUX_ALG_FALLBACK);
     ck_assert_str_eq(why, "no usable rank groups");
-    ck_assert_uint_eq(c.asked, BIT(CRUX_CAP_LAYOUT));
+    ck_assert_uint_eq(c.asked & ~SMALL_CAPS, BIT(CRUX_CAP_LAYOUT));
     c = (caps_t){ ALL & ~BIT(CRUX_CAP_LAYOUT_LANES), 0 };
     ck_assert_int_eq(pick(0, 0, req(CRUX_TOPOLOGY_HIER_SEQUENTIAL, CRUX_HANDOFF_LANES), &c, &why),
                      CRUX_ALG_FALLBACK);
@@ -309,6 +359,7 @@ static Suite *suite(void)
     Suite *s = suite_create("coll_select");
     TCase *tc = tcase_create("select");
     tcase_add_test(tc, every_point);
+    tcase_add_test(tc, small_calls);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, device);
     tcase_add_test(tc, every_request);

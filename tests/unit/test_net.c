@@ -187,7 +187,8 @@ static int body(fork_group_member_t *m, void *arg)
             return 3;
         }
     } else {
-        if (crux_net_tcp_create(&oob, "127.0.0.0/8", &level, &net, err, sizeof(err)) != CRUX_OK) {
+        if (crux_net_tcp_create(&oob, "127.0.0.0/8", CRUX_NET_SETUP_TIMEOUT_MS, &level, &net, err,
+                                sizeof(err)) != CRUX_OK) {
             return 2;
         }
         int tos, prio, i, n, sl, tc;
@@ -379,13 +380,17 @@ START_TEST(test_tcp_where)
     crux_coll_oob_t oob = { alone, NULL, 0, 1 };
     crux_net_t *net;
     char err[256];
-    ck_assert_int_eq(crux_net_tcp_create(&oob, "no-such-if0", NULL, &net, err, sizeof(err)),
+    ck_assert_int_eq(crux_net_tcp_create(&oob, "no-such-if0", CRUX_NET_SETUP_TIMEOUT_MS, NULL, &net,
+                                         err, sizeof(err)),
                      CRUX_ERR_NOT_FOUND);
     ck_assert_ptr_null(net);
     ck_assert_ptr_nonnull(strstr(err, "no-such-if0"));
-    ck_assert_int_eq(crux_net_tcp_create(&oob, "10.0.0.0/33", NULL, &net, err, sizeof(err)),
+    ck_assert_int_eq(crux_net_tcp_create(&oob, "10.0.0.0/33", CRUX_NET_SETUP_TIMEOUT_MS, NULL, &net,
+                                         err, sizeof(err)),
                      CRUX_ERR_INVALID);
-    ck_assert_int_eq(crux_net_tcp_create(&oob, "lo", NULL, &net, err, sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(
+        crux_net_tcp_create(&oob, "lo", CRUX_NET_SETUP_TIMEOUT_MS, NULL, &net, err, sizeof(err)),
+        CRUX_OK);
     ck_assert_str_eq(
         strstr(crux_net_address(net), "127.0.0.1:") == crux_net_address(net) ? "y" : "n", "y");
     float x[3] = { 1, 2, 3 };

@@ -32,7 +32,7 @@ static void put(const char *name, const char *text)
 {
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    ck_assert_int_eq(crux_prio_atomic_write(path, text, strlen(text), NULL, 0), CRUX_OK);
+    ck_assert_int_eq(crux_prio_atomic_write(path, text, strlen(text), 0644, NULL, 0), CRUX_OK);
 }
 
 static const char *in_dir(const char *name)
@@ -350,8 +350,8 @@ static void write_version(int v)
     for (int j = 0; j < n; j++)
         p += sprintf(p, "job j%d level %d version %d count %d pad %0*d\n", j, (v + j) % 8, v, n,
                      200, 0);
-    ck_assert_int_eq(crux_prio_atomic_write(in_dir("prio"), text, (size_t)(p - text), NULL, 0),
-                     CRUX_OK);
+    ck_assert_int_eq(
+        crux_prio_atomic_write(in_dir("prio"), text, (size_t)(p - text), 0644, NULL, 0), CRUX_OK);
     free(text);
 }
 
@@ -471,6 +471,76 @@ START_TEST(profile_round_trip)
 }
 END_TEST
 
+/* A line bound to a uid is applied only by that user's processes: another
+ * user's job of the same id gets the default level, said once per version
+ * of the file; an unbound line, or one of this uid, is applied; a uid that
+ * is not one costs the line. */
+START_TEST(reader_applies_only_its_users_line)
+{
+    crux_prio_reader_t *r;
+    char line[160];
+    ck_assert_int_eq(crux_prio_reader_open(in_dir("prio"), "j7", 1, 0, &r), CRUX_OK);
+    crux_prio_reader_set_log(r, count_log, NULL);
+    logged = 0;
+    snprintf(line, sizeof(line), "crux-priorities 1\nlevels 8\njob j7 level 6 dscp 46 uid %u\n",
+             (unsigned)getuid() + 1);
+    put("prio", line);
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(crux_prio_reader_state(r), CRUX_PRIO_NOT_LISTED);
+    ck_assert_int_eq(crux_prio_reader_level(r), 1);
+    ck_assert_ptr_null(crux_prio_reader_get(r, "dscp"));
+    ck_assert_int_eq(logged, 1);
+    ck_assert_msg(strstr(last_log, "belongs to uid") != NULL, "%s", last_log);
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(logged, 1);
+    snprintf(line, sizeof(line), "crux-priorities 1\nlevels 8\njob j7 level 6 dscp 46 uid %u\n",
+             (unsigned)getuid());
+    put("prio", line);
+    ck_assert_int_eq(crux_prio_reader_poll(r), 1);
+    ck_assert_int_eq(crux_prio_reader_level(r), 6);
+    put("prio", "crux-priorities 1\nlevels 8\njob j7 level 5\n");
+    ck_assert_int_eq(crux_prio_reader_poll(r), 1);
+    ck_assert_int_eq(crux_prio_reader_level(r), 5);
+    put("prio", "crux-priorities 1\nlevels 8\njob j7 level 4 uid me\n");
+    crux_prio_reader_poll(r);
+    ck_assert_int_eq(crux_prio_reader_level(r), 5); /* its own line malformed: kept */
+    crux_prio_reader_close(r);
+}
+END_TEST
+
+/* A profile tells how a job runs: its owner's alone (0600), or also the
+ * group's of a set-group-ID directory (0640, the scheduler's group there);
+ * a symbolic link in a profile's place is refused, not followed. */
+START_TEST(profile_modes)
+{
+    char *hosts[] = { "hostA" };
+    int ranks[] = { 1 };
+    crux_profile_t p = { .job = "j",
+                         .ranks = 1,
+                         .nhosts = 1,
+                         .hosts = hosts,
+                         .host_ranks = ranks,
+                         .window_s = 1,
+                         .period_s = 1 };
+    char err[256], path[300];
+    struct stat sb;
+    ck_assert_int_eq(crux_profile_write(in_dir("j.profile"), &p, err, sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(stat(in_dir("j.profile"), &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0600);
+    ck_assert_int_eq(mkdir(in_dir("sgid"), 0700), 0);
+    ck_assert_int_eq(chmod(in_dir("sgid"), 02770), 0);
+    snprintf(path, sizeof(path), "%s/j.profile", in_dir("sgid"));
+    ck_assert_int_eq(crux_profile_write(path, &p, err, sizeof(err)), CRUX_OK);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0640);
+    crux_profile_t q;
+    ck_assert_int_eq(symlink(path, in_dir("link.profile")), 0);
+    ck_assert_int_eq(crux_profile_load(in_dir("link.profile"), &q, err, sizeof(err)),
+                     CRUX_ERR_INVALID);
+    ck_assert_msg(strstr(err, "a symbolic link") != NULL, "%s", err);
+}
+END_TEST
+
 START_TEST(profile_malformed)
 {
     static const char *const bad[] = {
@@ -524,6 +594,8 @@ static Suite *suite(void)
     tcase_add_test(t, job_id_resolution);
     tcase_add_test(t, profile_round_trip);
     tcase_add_test(t, profile_malformed);
+    tcase_add_test(t, reader_applies_only_its_users_line);
+    tcase_add_test(t, profile_modes);
     suite_add_tcase(s, t);
     return s;
 }

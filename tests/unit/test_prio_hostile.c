@@ -37,7 +37,7 @@ static const char *in_dir(const char *name)
 
 static void put(const char *name, const char *text, size_t len)
 {
-    ck_assert_int_eq(crux_prio_atomic_write(in_dir(name), text, len, NULL, 0), CRUX_OK);
+    ck_assert_int_eq(crux_prio_atomic_write(in_dir(name), text, len, 0644, NULL, 0), CRUX_OK);
 }
 
 static int logged;
@@ -223,7 +223,7 @@ START_TEST(writer_never_follows_links)
     snprintf(prio, sizeof(prio), "%s", in_dir("prio"));
     ck_assert_int_eq(symlink(target, prio), 0);
     const char *t = "crux-priorities 1\nlevels 8\njob me level 1\n";
-    ck_assert_int_eq(crux_prio_atomic_write(prio, t, strlen(t), NULL, 0), CRUX_OK);
+    ck_assert_int_eq(crux_prio_atomic_write(prio, t, strlen(t), 0644, NULL, 0), CRUX_OK);
     ck_assert_int_eq(access(target, F_OK), -1);
     struct stat sb;
     ck_assert_int_eq(lstat(prio, &sb), 0);
@@ -242,14 +242,15 @@ START_TEST(writer_never_replaces_special_files)
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     const char *t = "crux-priorities 1\nlevels 8\njob me level 1\n";
     char err[256] = "";
-    ck_assert_int_eq(crux_prio_atomic_write(fifo, t, strlen(t), err, sizeof(err)),
+    ck_assert_int_eq(crux_prio_atomic_write(fifo, t, strlen(t), 0644, err, sizeof(err)),
                      CRUX_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err, "not a regular file"));
     struct stat sb;
     ck_assert_int_eq(lstat(fifo, &sb), 0);
     ck_assert(S_ISFIFO(sb.st_mode));
     ck_assert_int_eq(mkdir(in_dir("d"), 0700), 0);
-    ck_assert_int_eq(crux_prio_atomic_write(in_dir("d"), t, strlen(t), NULL, 0), CRUX_ERR_INVALID);
+    ck_assert_int_eq(crux_prio_atomic_write(in_dir("d"), t, strlen(t), 0644, NULL, 0),
+                     CRUX_ERR_INVALID);
     ck_assert_int_eq(lstat(in_dir("d"), &sb), 0);
     ck_assert(S_ISDIR(sb.st_mode));
 }
