@@ -69,7 +69,7 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
                           const char *comment)
 {
     int n = crux_sched_plan_jobs(plan), rc = TOOL_RUNTIME;
-    enum { NKV = 8 };
+    enum { NKV = 9 }; /* 6 figures, uid, paths, route */
     crux_prio_entry_t *e = calloc((size_t)(n ? n : 1), sizeof(*e));
     crux_prio_kv_t *kv = calloc((size_t)(n ? n : 1) * NKV, sizeof(*kv));
     char(*num)[7][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
