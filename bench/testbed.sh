@@ -10,7 +10,7 @@
 # version of the priority file.  Needs root.
 #
 #   bench/testbed.sh run OUT [OPTIONS]      one repetition: OUT/<policy>/ for each policy
-#   bench/testbed.sh report DIR...          the comparison over repetitions (bench/testbed_report.py)
+#   bench/testbed.sh report DIR... [--build DIR]  the comparison over repetitions (bench/testbed_report.py)
 #   bench/testbed.sh all OUT [OPTIONS]      --reps repetitions (OUT/rep1, ...), then the report
 #     --policies LIST   comma-separated crux-sched daemon policies (none,crux-full,taccl,crux-pa)
 #     --workload FILE   the jobs (default: bench/testbed-jobs.txt): one a line,
@@ -19,7 +19,7 @@
 #     --queue N         packets each band of a cable end queues (100)
 #     --reps N          repetitions for "all" (3)
 #     --first-id N      the jobs' ids from N under every policy (1; "all": 1, 101, 201, ...)
-#     --build DIR       the build tree (./build)
+#     --build DIR       the build tree (./build): crux-bench-train, crux-sched, crux-sim
 #
 # Slurm's nodes are the emulated hosts: each slurmd runs in its host's
 # network namespace, with its own host name (UTS namespace) and its own
@@ -32,6 +32,11 @@ usage() { sed -n '/^#   bench/,/^#     --build/p' "$0" | sed 's/^# \{0,1\}//' >&
 [ $# -ge 2 ] || usage
 cmd=$1 out=$2
 shift 2
+reports=("$out") # report: every directory before the options
+while [ "$cmd" = report ] && [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do
+  reports+=("$1")
+  shift
+done
 policies=none,crux-full,taccl,crux-pa workload=$src/bench/testbed-jobs.txt hosts=4 rate=50mbit
 reps=3 build=$src/build first_id=1 queue=100
 while [ $# -gt 0 ]; do
@@ -49,9 +54,9 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-report() { python3 "$src/bench/testbed_report.py" report "$@"; }
+report() { python3 "$src/bench/testbed_report.py" report "$@" --sim "$build/sim/crux-sim"; }
 case $cmd in
-  report) report "$out" "$@"; exit $? ;;
+  report) report "${reports[@]}"; exit $? ;;
   all)
     [[ $reps =~ ^[1-9][0-9]?$ ]] || usage
     for ((r = 1; r <= reps; r++)); do
@@ -79,7 +84,7 @@ host_rate=$((2 * ${rate%mbit}))mbit
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 
-T=$(mktemp -d /tmp/crux-testbed40-XXXXXX)
+T=$(mktemp -d /tmp/crux-testbed-XXXXXX)
 chmod 755 "$T" # munged wants its socket's directories searchable by all
 net= daemon= monitor=
 stop_pid() { # TERM, then KILL after 10 s
@@ -108,7 +113,7 @@ net=$("$src/scripts/testbed" up auto --hosts "$hosts" --uplink-rate "$rate" --ho
   --queue "$queue") ||
   { net=; exit 1; }
 say "testbed $net: 2 racks of $hosts hosts, 2 spines, spine cables $rate, host cables $host_rate, queues of $queue packets, in $T"
-in_ns() { local n=$1; shift; nsenter --net="/run/netns/c40t$net-$n" "$@"; }
+in_ns() { local n=$1; shift; nsenter --net="/run/netns/cxtb$net-$n" "$@"; }
 "$src/scripts/testbed" cluster "$net" >"$T/cluster.json" || exit 1
 cp "$T/cluster.json" "$out/cluster.json"
 
@@ -138,7 +143,7 @@ done
 nodes=$("$src/scripts/testbed" hosts "$net" | awk '{print $1}' | paste -sd,)
 {
   cat <<EOF
-ClusterName=crux40
+ClusterName=cruxtb
 SlurmctldHost=ctl(10.40.0.254)
 SlurmUser=root
 AuthType=auth/munge

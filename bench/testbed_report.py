@@ -541,7 +541,7 @@ set style fill solid 0.8 border -1
 set ylabel "mean iteration time (s)"
 set xlabel ""
 set yrange [0:*]
-set key top left
+set key outside top center horizontal
 set xtics rotate by -30
 plot %(bars)s
 """ % dict(out=out,

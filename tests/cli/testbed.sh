@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The testbed, short (bench/testbed.sh run, bench/testbed_report.py check):
-# three training jobs for about 45 s on an emulated two-layer Clos of 3+3
+# three training jobs for about a minute on an emulated two-layer Clos of 3+3
 # hosts (scripts/testbed), submitted with sbatch to a Slurm whose nodes are
 # those hosts, planned by crux-sched daemon --policy crux-full from their
 # registrations and their profiles.  Fails when a job does not complete,
@@ -23,13 +23,13 @@ if [ "$(id -u)" != 0 ]; then
   echo "1..0 # SKIP needs root (network namespaces, Slurm's daemons)"
   exit 0
 fi
-out=$(mktemp -d /tmp/crux-testbed40-check-XXXXXX)
+out=$(mktemp -d /tmp/crux-testbed-check-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 cat >"$out/jobs.txt" <<'EOF'
 # NAME    MODEL   ARRIVAL_S  SECONDS  HOSTS
-gpt-1     gpt     0          45       h0 h3
-resnet-1  resnet  2          40       h1 h4
-bert-1    bert    4          40       h2 h5
+gpt-1     gpt     0          65       h0 h3
+resnet-1  resnet  2          60       h1 h4
+bert-1    bert    4          60       h2 h5
 EOF
 n=0 failed=0
 tap() { # tap OK DESC
@@ -64,9 +64,9 @@ if [ $rc = 0 ]; then
 fi
 # nothing left behind: the testbed's namespaces, its directory, its daemons
 k=$(sed -n 's/^# [0-9:]* testbed \([0-9]*\):.*/\1/p' "$out/run.log" | head -1)
-tmp=$(sed -n 's/^# [0-9:]* testbed [0-9]*: .*, in \(\/tmp\/crux-testbed40-[A-Za-z0-9]*\)$/\1/p' "$out/run.log" | head -1)
+tmp=$(sed -n 's/^# [0-9:]* testbed [0-9]*: .*, in \(\/tmp\/crux-testbed-[A-Za-z0-9]*\)$/\1/p' "$out/run.log" | head -1)
 left=
-[ -n "$k" ] && ip netns list 2>/dev/null | grep -q "^c40t$k-" && left="$left namespaces c40t$k-*"
+[ -n "$k" ] && ip netns list 2>/dev/null | grep -q "^cxtb$k-" && left="$left namespaces cxtb$k-*"
 [ -n "$tmp" ] && [ -e "$tmp" ] && left="$left $tmp"
 [ -n "$tmp" ] && pgrep -f "$tmp" >/dev/null && left="$left processes using $tmp"
 tap $([ -n "$k" ] && [ -n "$tmp" ] && [ -z "$left" ] && echo 1 || echo 0) \
