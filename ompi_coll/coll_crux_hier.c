@@ -361,8 +361,8 @@ static void inter_wait(void *argp, int timeout_ms)
     crux_net_wait(a->layout->net, timeout_ms);
 }
 
-crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf,
-                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf, int count,
+                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op, cdtype, cop };

@@ -78,9 +78,8 @@ static crux_status_t open_tcp(crux_layout_t *l, const crux_coll_oob_t *oob,
                sizeof(where));
     crux_net_path_t *paths =
         coll_crux_route_paths(l->cross_comm, route, ompi_comm_rank(l->local_comm));
-    crux_status_t status =
-        crux_net_tcp_create_pinned(oob, where, c->net_setup_timeout_ms, level, paths,
-                                   &l->net, err, errlen);
+    crux_status_t status = crux_net_tcp_create_pinned(oob, where, c->net_setup_timeout_ms, level,
+                                                      paths, &l->net, err, errlen);
     free(paths);
     l->route = coll_crux_route_hash(route);
     return status;
