@@ -28,6 +28,7 @@
 # and removed at the end, also on failure or interruption.
 set -u -o pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/scripts/mini-slurm.sh"
 usage() { sed -n '/^#   bench/,/^#     --build/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd=$1 out=$2
@@ -118,16 +119,10 @@ in_ns() { local n=$1; shift; nsenter --net="/run/netns/cxtb$net-$n" "$@"; }
 cp "$T/cluster.json" "$out/cluster.json"
 
 # munged, slurmctld (namespace mgmt), a slurmd per host
-mkdir -p "$T/munge" "$T/mkey" "$T/state" "$T/log" "$T/spool" "$T/profiles"
-chmod 755 "$T/munge"
-chmod 700 "$T/mkey" "$T/spool"
+mkdir -p "$T/state" "$T/log" "$T/spool" "$T/profiles"
+chmod 700 "$T/spool"
 chmod 1733 "$T/profiles"
-dd if=/dev/urandom of="$T/mkey/key" bs=1024 count=1 2>/dev/null
-chown -R munge: "$T/munge" "$T/mkey"
-chmod 400 "$T/mkey/key"
-runuser -u munge -- munged --key-file="$T/mkey/key" --socket="$T/munge/sock" \
-  --pid-file="$T/munge/pid" --log-file="$T/munge/log" --seed-file="$T/munge/seed" ||
-  { echo "$0: munged failed" >&2; exit 1; }
+mini_slurm_munged "$T" || { echo "$0: munged failed" >&2; exit 1; }
 cat >"$T/crux-slurm.conf" <<EOF
 spool=$T/spool
 priority_file=$T/prio
@@ -142,35 +137,13 @@ for which in prolog epilog taskprolog; do
 done
 nodes=$("$src/scripts/testbed" hosts "$net" | awk '{print $1}' | paste -sd,)
 {
+  mini_slurm_conf "$T"
   cat <<EOF
 ClusterName=cruxtb
 SlurmctldHost=ctl(10.40.0.254)
-SlurmUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/sock
-StateSaveLocation=$T/state
 SlurmdSpoolDir=$T/slurmd-%n
-SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd-%n.pid
-SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SwitchType=switch/none
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-PrologSlurmctld=$T/prolog
-EpilogSlurmctld=$T/epilog
-TaskProlog=$T/taskprolog
-InactiveLimit=0
-KillWait=2
-MinJobAge=600
 FirstJobId=$first_id
 EOF
   "$src/scripts/testbed" hosts "$net" | while read -r name _ mgmt _ _; do
