@@ -115,11 +115,15 @@ int crux_coll_small_fits(const crux_coll_group_t *group, size_t bytes);
  * reduce 'count' elements at 'buf' in place with the members that hold the
  * same shard in the other groups (rail-aligned: member i of every group).
  * 'start' begins it and may finish it at once; 'test' sets *done when it has
- * finished.  Every member starts the same steps in the same order. */
+ * finished.  Every member starts the same steps in the same order.  'wait'
+ * (may be NULL) sleeps until a step may move or 'timeout_ms' passed: with it
+ * a member with nothing else to do sleeps while its steps cross the network,
+ * without it it yields its core in a loop. */
 typedef struct {
     crux_status_t (*start)(void *arg, void *buf, size_t count, void **request);
     crux_status_t (*test)(void *arg, void *request, int *done);
     void *arg;
+    void (*wait)(void *arg, int timeout_ms);
 } crux_coll_inter_t;
 
 /* Hierarchical three-step Allreduce: reduce-scatter inside the group, the

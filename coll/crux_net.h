@@ -91,6 +91,26 @@ int crux_net_rdma_available(char *why, size_t len);
 crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   int setup_timeout_ms, const crux_net_level_t *level,
                                   crux_net_t **net_p, char *err, size_t errlen);
+/* A planned path of a connection: candidate 'index' of 'count' (crux-sched's
+ * numbering of the paths between two hosts); count below 2: none. */
+typedef struct {
+    int index, count;
+} crux_net_path_t;
+
+/* crux_net_tcp_create, with the connection this member makes to each
+ * higher-ranked member p taking the path paths[p] where this host routes
+ * over exactly paths[p].count next hops with an L4 hash: its source port is
+ * one the kernel's multipath route hashes onto the path's next hop, the
+ * index-th in address order (crux_net_path.c).  Elsewhere, and for paths[p]
+ * of no path, the connection is as crux_net_tcp_create makes it.  'paths'
+ * (one per member) may be NULL; it is not kept. */
+crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char *where,
+                                         int setup_timeout_ms, const crux_net_level_t *level,
+                                         const crux_net_path_t *paths, crux_net_t **net_p,
+                                         char *err, size_t errlen);
+/* The source port the TCP channel's connection to 'member' was pinned with,
+ * or -1 (not pinned, made by the member, or not a TCP channel). */
+int crux_net_pinned_port(const crux_net_t *net, int member);
 /* Create a UCX channel over the members of 'oob', whose first context
  * carries 'level' (NULL: SL 0, traffic class 0).  UCX picks its transports
  * as its environment says (UCX_TLS, UCX_NET_DEVICES); the channel keeps
@@ -139,6 +159,11 @@ crux_status_t crux_net_start(crux_net_t *net, void *buf, size_t count, crux_dtyp
  * has finished (its request is then freed).  CRUX_ERR_PEER once a peer
  * failed: every step in flight then fails. */
 crux_status_t crux_net_test(crux_net_t *net, void *request, int *done);
+
+/* Sleep until the channel may move something of a step in flight (one of
+ * its sockets is ready) or 'timeout_ms' passed.  The UCX channel cannot
+ * tell and returns at once. */
+void crux_net_wait(crux_net_t *net, int timeout_ms);
 
 /* Bytes this member sent over the channel so far. */
 uint64_t crux_net_bytes_sent(const crux_net_t *net);

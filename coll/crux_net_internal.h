@@ -32,6 +32,8 @@ typedef struct {
     int (*set_level)(crux_net_t *net, const crux_net_level_t *level);
     /* release the transport; after it nothing may touch a step any more */
     void (*close)(crux_net_t *net);
+    /* crux_net_wait's contract; NULL: return at once */
+    void (*wait)(crux_net_t *net, int timeout_ms);
 } crux_net_ops_t;
 
 /* The head of every channel's own structure. */
@@ -58,6 +60,12 @@ static inline unsigned char *crux_net_slot(const crux_net_op_t *op, int p)
 /* The address (port 0) crux_net_tcp_create's 'where' names. */
 crux_status_t crux_net_local_address(const char *where, struct sockaddr_storage *addr,
                                      socklen_t *len, char *err, size_t errlen);
+/* A socket whose connection from `local` (its port is ignored) to `remote`
+ * takes candidate path `want` (crux_net_path.c); *pinned is the source
+ * port it was bound to, or -1 when nothing was pinned (then it is a plain
+ * socket).  -1 with errno when no socket can be made. */
+int crux_net_path_socket(int family, const struct sockaddr_storage *local,
+                         const struct sockaddr_storage *remote, crux_net_path_t want, int *pinned);
 /* "a.b.c.d:port" or "[v6]:port". */
 void crux_net_format_address(const struct sockaddr_storage *addr, char *text, size_t size);
 

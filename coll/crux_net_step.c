@@ -133,6 +133,13 @@ crux_status_t crux_net_test(crux_net_t *net, void *request, int *done)
     return CRUX_OK;
 }
 
+void crux_net_wait(crux_net_t *net, int timeout_ms)
+{
+    if (net->failed == CRUX_OK && net->ops->wait != NULL) {
+        net->ops->wait(net, timeout_ms);
+    }
+}
+
 int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level)
 {
     return net->ops->set_level(net, level);

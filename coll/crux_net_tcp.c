@@ -43,13 +43,15 @@ typedef struct {
     int fd;
     crux_net_op_t *send, *recv; /* the step each stream is at; NULL: none started */
     size_t send_off, recv_off;
+    int pinned_port; /* the source port that pins its path (crux_net_path.c), or -1 */
 } net_peer_t;
 
 typedef struct {
     crux_net_t base;
     net_peer_t *peers; /* peers[rank].fd is -1 */
     int family;
-    int tos, priority; /* the marking in force */
+    int tos, priority;            /* the marking in force */
+    const crux_net_path_t *paths; /* during set-up: the path to take to each member, or NULL */
 } net_tcp_t;
 
 /* What each member tells the others. */
@@ -204,7 +206,10 @@ static crux_status_t start_connect(net_setup_t *st, int p, char *err, size_t err
         snprintf(err, errlen, "member %d gave an unusable address", p);
         return CRUX_ERR_PEER;
     }
-    int fd = socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const net_card_t *mine = &st->cards[net->base.rank];
+    int fd = net->paths != NULL ? crux_net_path_socket(net->family, &mine->addr, &c->addr,
+                                                       net->paths[p], &net->peers[p].pinned_port)
+                                : socket(net->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     net->peers[p].fd = fd;
     /* marked before connecting, so the handshake already is */
     if (fd < 0 || tune_socket(fd, net->family, net->tos, net->priority) != 0) {
@@ -401,6 +406,23 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
                                   int setup_timeout_ms, const crux_net_level_t *level,
                                   crux_net_t **net_p, char *err, size_t errlen)
 {
+    return crux_net_tcp_create_pinned(oob, where, setup_timeout_ms, level, NULL, net_p, err,
+                                      errlen);
+}
+
+int crux_net_pinned_port(const crux_net_t *base, int member)
+{
+    const net_tcp_t *net = (const net_tcp_t *)base;
+    return base->kind == CRUX_NET_TCP && member >= 0 && member < base->size
+               ? net->peers[member].pinned_port
+               : -1;
+}
+
+crux_status_t crux_net_tcp_create_pinned(const crux_coll_oob_t *oob, const char *where,
+                                         int setup_timeout_ms, const crux_net_level_t *level,
+                                         const crux_net_path_t *paths, crux_net_t **net_p,
+                                         char *err, size_t errlen)
+{
     *net_p = NULL;
     err[0] = '\0';
     net_tcp_t *net = calloc(1, sizeof(*net));
@@ -417,7 +439,9 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
     net->priority = crux_net_socket_priority(level);
     for (int p = 0; p < oob->size; p++) {
         net->peers[p].fd = -1;
+        net->peers[p].pinned_port = -1;
     }
+    net->paths = paths;
     net_card_t mine = { .status = CRUX_OK };
     int lfd = -1;
     if (getrandom(&mine.token, sizeof(mine.token), 0) != (ssize_t)sizeof(mine.token)) {
@@ -456,6 +480,7 @@ crux_status_t crux_net_tcp_create(const crux_coll_oob_t *oob, const char *where,
         status = crux_oob_agree(oob, status, 1, NULL);
     }
     free(all);
+    net->paths = NULL;
     if (lfd >= 0) {
         close(lfd);
     }
@@ -559,9 +584,33 @@ static crux_status_t tcp_post(crux_net_t *base, crux_net_op_t *op)
     return CRUX_OK;
 }
 
+/* Until a socket with a step on it is ready (or the time is up). */
+static void tcp_wait(crux_net_t *base, int timeout_ms)
+{
+    net_tcp_t *net = (net_tcp_t *)base;
+    struct pollfd fds[64];
+    int n = 0;
+    for (int p = 0; p < base->size; p++) {
+        const net_peer_t *peer = &net->peers[p];
+        if (p == base->rank || peer->fd < 0 || (peer->send == NULL && peer->recv == NULL)) {
+            continue;
+        }
+        if (n == (int)(sizeof(fds) / sizeof(fds[0]))) {
+            return; /* more peers than one poll looks at: the caller polls */
+        }
+        fds[n++] = (struct pollfd){ .fd = peer->fd,
+                                    .events = (short)((peer->send != NULL ? POLLOUT : 0) |
+                                                      (peer->recv != NULL ? POLLIN : 0)) };
+    }
+    if (n > 0) {
+        (void)poll(fds, (nfds_t)n, timeout_ms);
+    }
+}
+
 static const crux_net_ops_t tcp_ops = {
     .post = tcp_post,
     .progress = tcp_progress,
     .set_level = tcp_set_level,
     .close = tcp_close,
+    .wait = tcp_wait,
 };

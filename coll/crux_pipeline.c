@@ -247,12 +247,21 @@ crux_status_t crux_pipe_run(crux_pipe_t *p)
     crux_idle_t idle = crux_idle_start(p->spins);
     while (!complete(p) && p->status == CRUX_OK) {
         int moved = pass(p);
+        /* steps between groups move only while we poll them, unless their
+         * channel can wake us */
+        int crossing = p->inter != NULL && p->inter_done < p->reduced;
         if (!moved && p->status == CRUX_OK &&
-            crux_idle_poll(&idle, p->inter == NULL || p->inter_done >= p->reduced) ==
-                CRUX_IDLE_SLEEP) {
-            p->ops->doze(p);
-            moved = pass(p);
-            p->ops->sleep(p, moved);
+            crux_idle_poll(&idle, !crossing || p->inter->wait != NULL) == CRUX_IDLE_SLEEP) {
+            if (crossing) {
+                /* the group's hand-offs are looked at again after at most
+                 * as long as a doze lasts */
+                p->inter->wait(p->inter->arg, CRUX_IDLE_SLEEP_NS / 1000000);
+                moved = pass(p);
+            } else {
+                p->ops->doze(p);
+                moved = pass(p);
+                p->ops->sleep(p, moved);
+            }
             crux_idle_slept(&idle);
         }
         if (moved) {

@@ -15,7 +15,8 @@
  *   coll_crux_topo.c       this machine's topology, loaded once
  *   coll_crux_device.c     CUDA device buffers: detection, staging
  *   coll_crux_net.c        the channel of the inter-node step (crux_net.h),
- *                          marked with the job's level
+ *                          marked with the job's level, on its planned paths
+ *   coll_crux_route.c      those paths, from the priority file's route
  *   coll_crux_job.c        the job's priority level, network settings and
  *                          intra-host arbitration (crux-sched's priority file)
  *   coll_crux_profile.c    the job's communication profile for crux-sched
@@ -110,6 +111,7 @@ typedef struct {
     struct coll_crux_shared *small_share; /* with lanes, the reference that holds it */
     bool cross_local;                     /* the cross communicator is on this node */
     crux_net_t *net;                      /* crux's channel across nodes; NULL: the PML */
+    uint64_t route;                       /* the hash of the route its TCP connections took */
     int groups;
     int per_group;
 } crux_layout_t;
@@ -339,12 +341,21 @@ bool coll_crux_engine_lanes(mca_coll_crux_module_t *module);
 
 /* The job level's network settings, as the priority file last gave them. */
 crux_net_level_t coll_crux_job_net_level(void);
+/* The job's "route" in the priority file as last read ("" when absent or
+ * longer than size); false when the job reads no priority file. */
+bool coll_crux_job_route(char *out, size_t size);
+#define CRUX_PRIO_ROUTE_MAX 4097 /* a priority file's longest token, and its end */
+/* The planned paths of the cross communicator's connections, one per rank,
+ * from a route, for rail `rail` (coll_crux_route.c); NULL when none applies
+ * (free it). */
+crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail);
+uint64_t coll_crux_route_hash(const char *route);
 
 /* The channel of a layout's inter-node step (coll_crux_net.c): chosen and
  * set up once the layout is built (collective over its cross
  * communicator), marked with the job's current level before each call. */
 void coll_crux_net_open(crux_layout_t *layout, ompi_communicator_t *comm);
-void coll_crux_net_mark(const crux_layout_t *layout, ompi_communicator_t *comm);
+void coll_crux_net_mark(crux_layout_t *layout, ompi_communicator_t *comm);
 
 /* the small Allreduce across nodes over the layout: member 0 of each
  * group steps between the groups with the module below crux on the cross
@@ -354,7 +365,7 @@ crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *layout, const 
                                              struct ompi_op_t *op, crux_dtype_t cdtype,
                                              crux_op_t cop);
 /* the hierarchical Allreduce over the layout */
-crux_status_t coll_crux_allreduce_hier(const crux_layout_t *layout, const void *sbuf, void *rbuf,
+crux_status_t coll_crux_allreduce_hier(crux_layout_t *layout, const void *sbuf, void *rbuf,
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth);
 

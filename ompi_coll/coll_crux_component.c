@@ -228,7 +228,9 @@ static int crux_register(void)
             "by node and package (0: discover)",
             OPAL_INFO_LVL_5, &c->group_size);
 
-    c->hier_min_bytes = 262144; /* 64-128 KiB: tuned was as fast over TCP (bench/hier_bench.sh) */
+    /* right above the small Allreduce: on 2x2 fake nodes the pipeline was
+     * 2-3.6x coll/tuned at 64-256 KiB (docs/results/allreduce.md) */
+    c->hier_min_bytes = 65536;
     reg_size("hier_min_bytes",
              "Across nodes, Allreduce messages of at least this many bytes use the "
              "hierarchical pipeline; smaller ones the previous module, or up to "

@@ -19,7 +19,9 @@
  * group): as a blocking Allreduce when its ranks share this node (crux's
  * own flat algorithm, through shared memory), else over crux's channel
  * between nodes, marked with the job's level (coll_crux_net.c), or as a
- * nonblocking Allreduce over the PML; both polled while the group goes on. */
+ * nonblocking Allreduce over the PML; both polled while the group goes on,
+ * and over the TCP channel a rank with nothing else to do sleeps until a
+ * socket is ready (1 ms at most) instead of yielding its core in a loop. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
@@ -352,13 +354,22 @@ crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *l, const void 
                                           rbuf, (size_t)count, cdtype, cop);
 }
 
-crux_status_t coll_crux_allreduce_hier(const crux_layout_t *l, const void *sbuf, void *rbuf,
-                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+/* Only with crux's TCP channel: it can tell when a step may move. */
+static void inter_wait(void *argp, int timeout_ms)
+{
+    inter_arg_t *a = argp;
+    crux_net_wait(a->layout->net, timeout_ms);
+}
+
+crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf, int count,
+                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op, cdtype, cop };
     coll_crux_net_mark(l, l->cross_comm);
-    crux_coll_inter_t inter = { inter_start, inter_test, &arg };
+    crux_coll_inter_t inter = { inter_start, inter_test, &arg,
+                                l->net != NULL && crux_net_kind(l->net) == CRUX_NET_TCP ? inter_wait
+                                                                                        : NULL };
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     return l->lanes != NULL ? crux_engine_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
                                                          (size_t)count, cdtype, cop)

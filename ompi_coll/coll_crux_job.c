@@ -38,6 +38,8 @@ static struct {
     uint64_t transfers, waits, timeouts, wait_ns, unarbitrated;
 } job = { .lock = PTHREAD_MUTEX_INITIALIZER, .level = 0 };
 
+static void ensure_set_up(void);
+
 static void log_line(void *arg, const char *message)
 {
     CRUX_VERBOSE(1, "%s", message);
@@ -76,6 +78,22 @@ crux_net_level_t coll_crux_job_net_level(void)
         .tc = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED),
         .dscp = __atomic_load_n(&c->dscp, __ATOMIC_RELAXED),
     };
+}
+
+bool coll_crux_job_route(char *out, size_t size)
+{
+    ensure_set_up();
+    out[0] = '\0';
+    if (job.reader == NULL) {
+        return false;
+    }
+    pthread_mutex_lock(&job.lock);
+    const char *v = crux_prio_reader_get(job.reader, "route");
+    if (v != NULL && strlen(v) < size) {
+        memcpy(out, v, strlen(v) + 1);
+    }
+    pthread_mutex_unlock(&job.lock);
+    return true;
 }
 
 static void set_up(void)

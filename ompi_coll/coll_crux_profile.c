@@ -189,10 +189,17 @@ void coll_crux_profile_record(size_t bytes, double start, double end)
     if (prof.recorded == 0) {
         take_world();
     }
-    if (prof.calls == 0) {
-        prof.window_start = start;
+    if (prof.calls == 0 && prof.recorded == 0) {
+        prof.window_start = start; /* the first window starts with the first call */
         prof.last_write = start;
     } else {
+        if (prof.calls == 0) {
+            /* a later window starts where the last one ended, so it holds
+             * the gap before its first call: as many gaps as calls, and
+             * window / period counts its iterations without a missing gap */
+            prof.window_start = prof.last_exit;
+            prof.last_write = start;
+        }
         prof.between += start > prof.last_exit ? start - prof.last_exit : 0;
     }
     prof.last_exit = end;

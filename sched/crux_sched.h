@@ -127,6 +127,14 @@ int crux_sched_cluster_find_host(const crux_sched_cluster_t *cluster, const char
 crux_status_t crux_sched_cluster_add_alias(crux_sched_cluster_t *cluster, const char *alias,
                                            int host);
 int crux_sched_cluster_find_switch(const crux_sched_cluster_t *cluster, const char *name);
+/* Symmetric paths: both directions of a connection take one path, because
+ * the fabric hashes them alike (Linux's L4 multipath hash, symmetric
+ * hashing on switches) and the jobs' connections carry both directions (TCP).
+ * Then a job's flow from NIC b to NIC a takes the reverse of the path its
+ * flow from a to b took, in every path selection mode.  Off by default;
+ * allowed after sealing. */
+void crux_sched_cluster_set_symmetric(crux_sched_cluster_t *cluster, int on);
+int crux_sched_cluster_symmetric(const crux_sched_cluster_t *cluster);
 
 typedef struct {
     const char *name;
@@ -201,6 +209,7 @@ void crux_sched_plan_free(crux_sched_plan_t *plan);
 crux_status_t crux_sched_plan_add_job(crux_sched_plan_t *plan, const crux_sched_job_t *job,
                                       int *index_out, char *err, size_t errlen);
 int crux_sched_plan_jobs(const crux_sched_plan_t *plan);
+const crux_sched_cluster_t *crux_sched_plan_cluster(const crux_sched_plan_t *plan);
 
 typedef enum {
     CRUX_SCHED_PATHS_CRUX,  /* most to least intensive, least congested path */
@@ -273,6 +282,42 @@ crux_status_t crux_sched_plan_carry_levels(crux_sched_plan_t *plan, int levels);
  * lists every job of the plan exactly once (n = crux_sched_plan_jobs). */
 crux_status_t crux_sched_plan_select_paths_ordered(crux_sched_plan_t *plan, const int *order,
                                                    int n);
+
+/* Policies: what decides the paths and the levels, written once for
+ * crux-sched daemon and crux-sim (the names are crux-sim's): Crux, its
+ * ablation, and the baselines a priority file can carry. */
+typedef enum {
+    CRUX_SCHED_POLICY_NONE,            /* ECMP paths, one level: fair sharing */
+    CRUX_SCHED_POLICY_TACCL,           /* least congested paths in the plan's job order
+                                          (arrival order); longer distance on a higher
+                                          level (crux_sched_plan_taccl_levels) */
+    CRUX_SCHED_POLICY_CRUX_PA,         /* ECMP, P = k I, levels by rank */
+    CRUX_SCHED_POLICY_CRUX_PS_PA,      /* Crux paths, P = k I, levels by rank */
+    CRUX_SCHED_POLICY_CRUX_FULL,       /* Crux paths, network priorities, compression,
+                                          merged levels */
+    CRUX_SCHED_POLICY_CRUX_PS,         /* Crux paths, one level */
+    CRUX_SCHED_POLICY_CRUX_PA_NET,     /* ECMP, network priorities, levels by rank */
+    CRUX_SCHED_POLICY_CRUX_PS_PA_NET,  /* Crux paths, network priorities, by rank */
+    CRUX_SCHED_POLICY_CRUX_FULL_PAPER, /* the paper's: Crux paths, P = k I, Alg. 1 */
+    CRUX_SCHED_POLICIES
+} crux_sched_policy_t;
+const char *crux_sched_policy_name(crux_sched_policy_t policy);
+int crux_sched_policy_from_name(const char *name); /* -1 when unknown */
+/* Paths and levels of every job as the policy decides, with the options'
+ * levels, reserve, orders, seed and horizon (the priority model is the
+ * policy's: opts->priorities is not read). */
+crux_status_t crux_sched_plan_policy(crux_sched_plan_t *plan, crux_sched_policy_t policy,
+                                     const crux_sched_options_t *opts);
+/* After priorities: the jobs with network traffic sorted by priority and
+ * cut into `levels` groups of equal size, the first on the top level (the
+ * compression a scheduler without Algorithm 1 would do); the others on the
+ * top level. */
+crux_status_t crux_sched_plan_rank_levels(crux_sched_plan_t *plan, int levels);
+/* After paths: TACCL*'s levels, priority to traffic with the longer
+ * transmission distance: a job's distance is the hop count of its longest
+ * flow; the distinct distances take the levels from the top down, those
+ * past the levels-th share level 0. */
+crux_status_t crux_sched_plan_taccl_levels(crux_sched_plan_t *plan, int levels);
 
 typedef struct {
     const char *id;

@@ -326,7 +326,6 @@ crux_status_t sim_job_profile(sim_t *s, sim_job_t *j);
 void sim_share_groups(sim_t *s, const int *jobs, int n, int *group);
 /* the baselines (plan job i is jobs[i]) */
 crux_status_t sim_sincronia_levels(sim_t *s, const int *jobs, int n);
-crux_status_t sim_taccl_levels(sim_t *s, const crux_sched_plan_t *plan, const int *jobs, int n);
 crux_status_t sim_cassini_shifts(sim_t *s, const int *jobs, int n);
 
 /* stats.c */

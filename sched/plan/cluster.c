@@ -413,6 +413,17 @@ int crux_sched_cluster_links(const crux_sched_cluster_t *c)
     return c->nlinks;
 }
 
+void crux_sched_cluster_set_symmetric(crux_sched_cluster_t *c, int on)
+{
+    if (c != NULL)
+        c->symmetric = on != 0;
+}
+
+int crux_sched_cluster_symmetric(const crux_sched_cluster_t *c)
+{
+    return c->symmetric;
+}
+
 crux_status_t crux_sched_cluster_add_alias(crux_sched_cluster_t *c, const char *alias, int host)
 {
     if (alias == NULL || alias[0] == '\0' || host < 0 || host >= c->nhosts ||

@@ -52,6 +52,11 @@ void crux_sched_plan_free(crux_sched_plan_t *p)
     free(p);
 }
 
+const crux_sched_cluster_t *crux_sched_plan_cluster(const crux_sched_plan_t *p)
+{
+    return p->c;
+}
+
 int crux_sched_plan_jobs(const crux_sched_plan_t *p)
 {
     return p->njobs;

@@ -54,6 +54,7 @@ struct crux_sched_cluster {
     sched_names_t *alias_names;
     char **aliases;
     int naliases, cap_aliases;
+    int symmetric; /* crux_sched_cluster_set_symmetric */
     /* after seal: switch -> switch links, CSR by source switch, by link id;
      * and the same list cut into runs of consecutive links to one switch
      * (parallel cables), CSR by source switch: run r is sw_out[run_lo[r] ..

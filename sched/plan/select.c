@@ -77,6 +77,39 @@ static double timing_period(const plan_job_t *j, double t)
     return crux_sched_period(&tm);
 }
 
+/* Symmetric paths: when an earlier flow of job j went from this flow's
+ * destination to its source, the reverse of that path (every cable is two
+ * links with consecutive ids, 2k and 2k + 1), with its index among this
+ * flow's candidates; -1 when there is none, or it is not a candidate (or
+ * lies beyond the first SYMMETRIC_SCAN of them). */
+#define SYMMETRIC_SCAN 4096
+static int reverse_of_earlier(crux_sched_plan_t *p, sched_scratch_t *s, const plan_job_t *j, int f,
+                              int *links)
+{
+    const crux_sched_cluster_t *c = p->c;
+    plan_flow_t *fl = &p->flows[f];
+    for (int g = j->flow_off; g < f; g++) {
+        const plan_flow_t *back = &p->flows[g];
+        if (back->src != fl->dst || back->dst != fl->src)
+            continue;
+        int want[SCHED_MAX_HOPS], cand[SCHED_MAX_HOPS], n = back->path_len;
+        for (int h = 0; h < n; h++)
+            want[h] = p->path_links[back->path_off + (size_t)(n - 1 - h)] ^ 1;
+        uint64_t count = sched_path_count(c, s, fl->src, fl->dst);
+        for (uint64_t i = 0; i < count && i < SYMMETRIC_SCAN; i++) {
+            if (sched_path_unrank(c, s, fl->src, fl->dst, i, cand, SCHED_MAX_HOPS) == n &&
+                memcmp(cand, want, (size_t)n * sizeof(int)) == 0) {
+                memcpy(links, want, (size_t)n * sizeof(int));
+                fl->index = i;
+                fl->count = count;
+                return n;
+            }
+        }
+        return -1;
+    }
+    return -1;
+}
+
 static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
                             crux_sched_path_mode_t mode, uint64_t seed)
 {
@@ -97,7 +130,9 @@ static crux_status_t choose(crux_sched_plan_t *p, const int *order, int n,
             plan_flow_t *fl = &p->flows[f];
             int links[SCHED_MAX_HOPS], hops;
             double rate = fl->bytes / period;
-            if (mode == CRUX_SCHED_PATHS_CRUX) {
+            if (c->symmetric && (hops = reverse_of_earlier(p, &s, j, f, links)) >= 0) {
+                /* the reverse of the job's path the other way (its index set) */
+            } else if (mode == CRUX_SCHED_PATHS_CRUX) {
                 hops = sched_path_best(c, &s, fl->src, fl->dst, p->load, rate, links,
                                        SCHED_MAX_HOPS, &fl->index, &fl->count);
             } else {

@@ -10,7 +10,8 @@
 #define GBPS(x) ((x)*1e9 / 8.0)
 
 static const char *const common_keys[] = { "type",       "levels",       "comment",
-                                           "node_names", "host_pattern", NULL };
+                                           "node_names", "host_pattern", "symmetric_paths",
+                                           NULL };
 
 static int build_clos2(const tool_doc_t *d, crux_sched_cluster_t **out)
 {
@@ -370,6 +371,21 @@ static int load_host_pattern(const tool_doc_t *d, crux_sched_cluster_t *c)
     return TOOL_OK;
 }
 
+/* "symmetric_paths": true: both directions of a connection take one path
+ * (crux_sched_cluster_set_symmetric). */
+static int load_symmetric(const tool_doc_t *d, crux_sched_cluster_t *c)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(d->root, "symmetric_paths", &v))
+        return TOOL_OK;
+    if (!json_object_is_type(v, json_type_boolean)) {
+        tool_error(d->path, 1, "\"symmetric_paths\" must be true or false");
+        return TOOL_INPUT;
+    }
+    crux_sched_cluster_set_symmetric(c, json_object_get_boolean(v));
+    return TOOL_OK;
+}
+
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,
                       int levels)
 {
@@ -411,6 +427,8 @@ int tool_cluster_from_doc(const tool_doc_t *doc, crux_sched_cluster_t **out,
     if (rc != TOOL_OK)
         return rc;
     rc = load_host_pattern(&d, *out);
+    if (rc == TOOL_OK)
+        rc = load_symmetric(&d, *out);
     if (rc == TOOL_OK)
         rc = load_node_names(&d, *out);
     if (rc == TOOL_OK && table)

@@ -20,6 +20,7 @@
  * PROFILE_LOOK_MS, and a replan for a profile waits at least as long as the
  * last plan took, so that no user's churn there can hold or swamp the
  * daemon. */
+#define _GNU_SOURCE /* strverscmp */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +46,11 @@ static const char daemon_usage[] =
     "change; each stderr line starts with the UTC time.\n"
     "  --levels K, --reserve R, --orders M, --seed S, --priorities MODEL\n"
     "                          as for crux-sched plan\n"
+    "  --policy NAME           who decides paths and levels, one of crux-sim's policies\n"
+    "                          a priority file can carry: crux-full, crux-full-paper,\n"
+    "                          crux-pa, crux-ps, crux-ps-pa, crux-pa-net, crux-ps-pa-net,\n"
+    "                          taccl, none (default: crux-sched plan's, as --priorities\n"
+    "                          says: crux-full-paper, or crux-full with network)\n"
     "  --report FILE           rewrite a text report after each plan\n"
     "  --settle-ms N           replan N ms after a change, 0-60000 (200)\n"
     "  --once                  process the spool once and exit (2 if a file was rejected)\n"
@@ -86,6 +92,7 @@ typedef struct {
     const crux_sched_cluster_t *c;
     const crux_sched_nettable_t *table;
     crux_sched_options_t o;
+    int policy;        /* crux_sched_policy_t, or -1: crux_sched_plan_run */
     registered_t *reg; /* the jobs of the last plan, sorted by id */
     int nreg;
 } daemon_t;
@@ -230,9 +237,11 @@ static int apply_profile(const crux_sched_cluster_t *c, entry_t *e, const char *
     return 0;
 }
 
+/* Ids in the order a batch system gives them ("9" before "10"): the plan's
+ * job order, which TACCL* routes in. */
 static int by_id(const void *a, const void *b)
 {
-    return strcmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
+    return strverscmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
 }
 
 /* The identity of a registered job's file in --profiles, into r. */
@@ -268,7 +277,7 @@ static void remember_registered(daemon_t *d, const entry_t *es, int n)
 
 static int by_reg_id(const void *key, const void *r)
 {
-    return strcmp(key, ((const registered_t *)r)->id);
+    return strverscmp(key, ((const registered_t *)r)->id);
 }
 
 /* Whether a name in the profile directory is a registered job's profile. */
@@ -413,9 +422,13 @@ static int replan(daemon_t *d)
     }
     tool_round_end();
     if (rc == TOOL_OK) {
-        crux_status_t st = crux_sched_plan_run(plan, &d->o);
+        crux_status_t st = d->policy >= 0
+                               ? crux_sched_plan_policy(plan, (crux_sched_policy_t)d->policy, &d->o)
+                               : crux_sched_plan_run(plan, &d->o);
         char comment[256];
-        snprintf(comment, sizeof(comment), "written by crux-sched daemon from %s", d->spool);
+        snprintf(comment, sizeof(comment), "written by crux-sched daemon from %s%s%s", d->spool,
+                 d->policy >= 0 ? ", policy " : "",
+                 d->policy >= 0 ? crux_sched_policy_name((crux_sched_policy_t)d->policy) : "");
         if (st != CRUX_OK) {
             tool_error(d->spool, 0, "planning failed: %s", crux_status_string(st));
             rc = TOOL_RUNTIME;
@@ -578,6 +591,7 @@ int tool_daemon(int argc, char **argv)
                                           { "orders", required_argument, NULL, 'm' },
                                           { "seed", required_argument, NULL, 's' },
                                           { "priorities", required_argument, NULL, 'N' },
+                                          { "policy", required_argument, NULL, 'Y' },
                                           { "report", required_argument, NULL, 'R' },
                                           { "settle-ms", required_argument, NULL, 'S' },
                                           { "once", no_argument, NULL, '1' },
@@ -592,7 +606,8 @@ int tool_daemon(int argc, char **argv)
     d.default_compute_s = 1;
     d.default_bytes = 1e8;
     const char *cluster = NULL;
-    int once = 0, settle = 200, opt;
+    int once = 0, settle = 200, opt, priorities_given = 0;
+    d.policy = -1;
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         int bad = 0;
@@ -609,7 +624,11 @@ int tool_daemon(int argc, char **argv)
             break;
         case 'm': bad = tool_int_opt("daemon", "--orders", optarg, 1, 1000, &d.o.orders); break;
         case 's': bad = tool_seed_opt("daemon", optarg, &d.o.seed); break;
-        case 'N': bad = tool_priorities_opt("daemon", optarg, &d.o.priorities); break;
+        case 'N':
+            bad = tool_priorities_opt("daemon", optarg, &d.o.priorities);
+            priorities_given = 1;
+            break;
+        case 'Y': bad = tool_policy_opt("daemon", optarg, &d.policy); break;
         case 'R': d.report = optarg; break;
         case 'S': bad = tool_int_opt("daemon", "--settle-ms", optarg, 0, 60000, &settle); break;
         case '1': once = 1; break;
@@ -636,6 +655,11 @@ int tool_daemon(int argc, char **argv)
                          !d.spool   ? "--spool DIR"
                          : !cluster ? "--cluster FILE"
                                     : "--out PRIOFILE");
+        return TOOL_INPUT;
+    }
+    if (d.policy >= 0 && priorities_given) {
+        tool_usage_error("daemon", "--priorities is part of --policy %s: give one of them",
+                         crux_sched_policy_name((crux_sched_policy_t)d.policy));
         return TOOL_INPUT;
     }
     if (d.o.reserve >= d.o.levels) {

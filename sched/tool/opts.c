@@ -108,3 +108,11 @@ int tool_priorities_opt(const char *cmd, const char *s, crux_sched_priorities_t 
     *out = value[m];
     return 0;
 }
+
+int tool_policy_opt(const char *cmd, const char *s, int *out)
+{
+    static const char *names[CRUX_SCHED_POLICIES + 1];
+    for (int p = 0; p < CRUX_SCHED_POLICIES; p++)
+        names[p] = crux_sched_policy_name((crux_sched_policy_t)p);
+    return tool_choice_opt(cmd, "--policy", s, names, out);
+}

@@ -29,17 +29,54 @@ static char *path_list(const crux_sched_plan_t *plan, int job, int max_items)
     return s;
 }
 
+/* "h0>h4:1/2,h4>h0:1/2": the path of each flow between two hosts that has
+ * more than one candidate, as SRC>DST:INDEX/COUNT (host names hold no ',',
+ * '>' or ':'); NULL when there is none (or no memory: *oom set). */
+static char *route_list(const crux_sched_plan_t *plan, int job, int *oom)
+{
+    const crux_sched_cluster_t *c = crux_sched_plan_cluster(plan);
+    int n = crux_sched_plan_flows(plan, job);
+    size_t cap = 64, len = 0;
+    char *s = NULL;
+    for (int f = 0; f < n; f++) {
+        crux_sched_flow_t fl;
+        crux_sched_host_info_t a, b;
+        if (crux_sched_plan_flow(plan, job, f, &fl) != CRUX_OK || fl.path_count < 2 ||
+            crux_sched_host_info(c, fl.src_host, &a) != CRUX_OK ||
+            crux_sched_host_info(c, fl.dst_host, &b) != CRUX_OK)
+            continue;
+        size_t need = len + strlen(a.name) + strlen(b.name) + 48;
+        if (s == NULL || need > cap) {
+            while (cap < need)
+                cap *= 2;
+            char *t = realloc(s, cap);
+            if (t == NULL) {
+                free(s);
+                *oom = 1;
+                return NULL;
+            }
+            s = t;
+        }
+        len += (size_t)snprintf(s + len, cap - len, "%s%s>%s:%llu/%llu", len ? "," : "", a.name,
+                                b.name, (unsigned long long)fl.path_index,
+                                (unsigned long long)fl.path_count);
+    }
+    return s;
+}
+
 int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettable_t *table,
                           int levels, int reserve, const int *uids, const char *out,
                           const char *comment)
 {
     int n = crux_sched_plan_jobs(plan), rc = TOOL_RUNTIME;
-    enum { NKV = 8 };
+    enum { NKV = 9 }; /* 6 figures, uid, paths, route */
     crux_prio_entry_t *e = calloc((size_t)(n ? n : 1), sizeof(*e));
     crux_prio_kv_t *kv = calloc((size_t)(n ? n : 1) * NKV, sizeof(*kv));
     char(*num)[7][32] = calloc((size_t)(n ? n : 1), sizeof(*num));
     char **paths = calloc((size_t)(n ? n : 1), sizeof(char *));
-    if (e == NULL || kv == NULL || num == NULL || paths == NULL)
+    char **routes = calloc((size_t)(n ? n : 1), sizeof(char *));
+    int oom = 0;
+    if (e == NULL || kv == NULL || num == NULL || paths == NULL || routes == NULL)
         goto out;
     for (int i = 0; i < n; i++) {
         crux_sched_job_result_t r;
@@ -67,6 +104,10 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
             if ((paths[i] = path_list(plan, i, 0)) == NULL)
                 goto out;
             k[nkv++] = (crux_prio_kv_t){ "paths", paths[i] };
+            if ((routes[i] = route_list(plan, i, &oom)) != NULL)
+                k[nkv++] = (crux_prio_kv_t){ "route", routes[i] };
+            else if (oom)
+                goto out;
         }
         e[i] = (crux_prio_entry_t){ r.id, r.level, nkv, k };
     }
@@ -82,7 +123,10 @@ int tool_write_priorities(const crux_sched_plan_t *plan, const crux_sched_nettab
 out:
     for (int i = 0; paths && i < n; i++)
         free(paths[i]);
+    for (int i = 0; routes && i < n; i++)
+        free(routes[i]);
     free(paths);
+    free(routes);
     free(num);
     free(kv);
     free(e);

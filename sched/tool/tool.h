@@ -75,6 +75,8 @@ int tool_choice_opt(const char *cmd, const char *name, const char *s, const char
                     int *out);
 /* --priorities paper|network, for plan and daemon alike. */
 int tool_priorities_opt(const char *cmd, const char *s, crux_sched_priorities_t *out);
+/* --policy NAME (crux_sched_policy_from_name's names): *out its value. */
+int tool_policy_opt(const char *cmd, const char *s, int *out);
 
 /* Cluster file: a builder or an explicit list; also the level table. */
 int tool_cluster_load(const char *path, crux_sched_cluster_t **out, crux_sched_nettable_t *table,

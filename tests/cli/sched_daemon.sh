@@ -82,6 +82,44 @@ check "a node name mapped to an unknown host: exit 2, one line" sh -c "
   $CRUX_SCHED daemon --once --spool $B --cluster $WORK/cbad.json --out $WORK/x 2>'$WORK/err'
   test \$? -eq 2 && grep -q 'node_names.*unknown host \"nohost\"' '$WORK/err'"
 
+# --policy: crux-sim's policies, planned by the daemon
+P2=$WORK/pspool
+mkdir "$P2"
+printf '{"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 2, "gpus_per_nic": 8, "symmetric_paths": true}\n' >"$WORK/sym.json"
+printf '{"placement": ["h0", "h2"], "compute_s": 1, "allreduce_bytes": 1e9}\n' >"$P2/9.job"
+printf '{"placement": ["h1", "h3"], "compute_s": 3, "allreduce_bytes": 1e9}\n' >"$P2/10.job"
+printf '{"placement": ["h0", "h1"], "compute_s": 1, "allreduce_bytes": 1e9}\n' >"$P2/11.job"
+PD="$CRUX_SCHED daemon --spool $P2 --cluster $WORK/sym.json --out $WORK/pprio --levels 3 --once"
+route_of() { sed -n "s/^job $1 .* route \([^ ]*\).*/\1/p" "$WORK/pprio"; }
+level_of() { sed -n "s/^job $1 level \([0-9]*\) .*/\1/p" "$WORK/pprio"; }
+check "--policy taccl: the jobs across the racks above the one inside" sh -c "
+  $PD --policy taccl && test \"\$(sed -n 's/^job \([0-9]*\) level \([0-9]\).*/\1:\2/p' '$WORK/pprio' | xargs)\" = '9:2 10:2 11:1' &&
+  grep -q '^# written by crux-sched daemon from $P2, policy taccl\$' '$WORK/pprio'"
+r9=$(route_of 9) r10=$(route_of 10) r11=$(route_of 11)
+check "taccl routes in id order (9 before 10): the two on different spines ($r9 $r10)" \
+  test "${r9%%,*} ${r10%%,*}" = "h0>h2:0/2 h1>h3:1/2"
+check "symmetric paths: each job's two directions on one spine" \
+  test "${r9#*,} ${r10#*,}" = "h2>h0:0/2 h3>h1:1/2"
+check "the job inside a rack has no route (one path)" sh -c "grep -q '^job 11 ' '$WORK/pprio' && test -z '$r11'"
+$PD --policy none 2>/dev/null
+check "--policy none: every job on level 0" test "$(level_of 9)$(level_of 10)$(level_of 11)" = 000
+$PD --policy crux-pa 2>/dev/null
+# levels by rank: in the order of the priorities, the three spread over the levels
+ranked=$(awk '$1 == "job" { for (i = 5; i < NF; i += 2) if ($i == "priority") print $i + 0, $4 }' \
+  "$WORK/pprio" | sort -g | awk '{ printf "%s", $2 }')
+check "--policy crux-pa: levels by rank of priority ($ranked)" test "$ranked" = 012
+check "--policy crux-full writes a plan" sh -c "$PD --policy crux-full && test \"\$(grep -c '^job ' '$WORK/pprio')\" = 3"
+check "--policy sincronia (crux-sim's own): exit 2, the list in one line" sh -c "
+  $PD --policy sincronia 2>'$WORK/err'; test \$? -eq 2 && test \$(wc -l <'$WORK/err') -eq 1 &&
+  grep -q 'policy: \"sincronia\" is not one of none, taccl, crux-pa' '$WORK/err'"
+check "--policy with --priorities: exit 2" sh -c "
+  $PD --policy crux-full --priorities network 2>'$WORK/err'; test \$? -eq 2 &&
+  grep -q 'priorities is part of --policy crux-full' '$WORK/err'"
+printf '{"type": "clos2", "symmetric_paths": "yes"}\n' >"$WORK/symbad.json"
+check "symmetric_paths not a boolean: exit 2, one line" sh -c "
+  $CRUX_SCHED daemon --once --spool $P2 --cluster $WORK/symbad.json --out $WORK/x 2>'$WORK/err'
+  test \$? -eq 2 && grep -q 'symbad.json:1: \"symmetric_paths\" must be true or false' '$WORK/err'"
+
 # the daemon itself: a new registration is picked up; a refused file is
 # named once, not at every replan, and again when it changes
 echo '{"placement": ["h0", "nohost"], "compute_s": 1}' >"$S/bad.job"

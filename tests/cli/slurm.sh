@@ -15,6 +15,7 @@ builddir=${CRUX_BUILDDIR:?CRUX_BUILDDIR not set (run through make check)}
 sched=$builddir/sched/crux-sched
 hooks=$builddir/slurm
 prog=$builddir/tests/mpi/test_job
+. "$(dirname "$0")/../../scripts/mini-slurm.sh"
 
 tap_n=0
 ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
@@ -83,16 +84,10 @@ for p in munged slurmctld slurmd sbatch scontrol squeue scancel setpriv; do
   command -v $p >/dev/null || cannot_start "no $p (Debian packages slurm-wlm and munge)"
 done
 getent passwd munge >/dev/null || cannot_start "no munge user (Debian package munge creates it)"
-mkdir -p "$T/munge" "$T/mkey" "$T/state" "$T/slurmd" "$T/log" "$T/out" "$T/spool" "$T/profiles"
-chmod 755 "$T/munge"
-chmod 700 "$T/mkey" "$T/spool"
+mkdir -p "$T/state" "$T/slurmd" "$T/log" "$T/out" "$T/spool" "$T/profiles"
+chmod 700 "$T/spool"
 chmod 1733 "$T/profiles"
-dd if=/dev/urandom of="$T/mkey/key" bs=1024 count=1 2>/dev/null
-chown -R munge: "$T/munge" "$T/mkey"
-chmod 400 "$T/mkey/key"
-runuser -u munge -- munged --key-file="$T/mkey/key" --socket="$T/munge/sock" \
-  --pid-file="$T/munge/pid" --log-file="$T/munge/log" --seed-file="$T/munge/seed" ||
-  cannot_start "munged failed"
+mini_slurm_munged "$T" || cannot_start "munged failed"
 
 # two free TCP ports for slurmctld and slurmd
 free_port() {
@@ -131,41 +126,21 @@ done
 printf '#!/bin/sh\nexport CRUX_SLURM_CONF=%s\nexec %s\n' "$T/crux-slurm.conf" \
   "$hooks/crux-slurm-taskprolog" >"$T/taskprolog"
 chmod 755 "$T/prolog" "$T/epilog" "$T/taskprolog"
-cat >"$T/slurm.conf" <<EOF
+{
+  mini_slurm_conf "$T"
+  cat <<EOF
 ClusterName=cruxtest
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/sock
-StateSaveLocation=$T/state
 SlurmdSpoolDir=$T/slurmd
-SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd.log
 SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SwitchType=switch/none
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-PrologSlurmctld=$T/prolog
-EpilogSlurmctld=$T/epilog
-TaskProlog=$T/taskprolog
-InactiveLimit=0
-KillWait=2
-MinJobAge=600
 NodeName=crux-n1 NodeHostname=$host NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
 PartitionName=crux Nodes=crux-n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
+} >"$T/slurm.conf"
 export SLURM_CONF=$T/slurm.conf
 slurmctld -c -f "$T/slurm.conf" || cannot_start "slurmctld failed"
 slurmd -c -f "$T/slurm.conf" || cannot_start "slurmd failed"

@@ -7,8 +7,13 @@
  * marking changed between steps (TCP: read back from the kernel; UCX: the
  * context each level gets, with the SL and traffic class read back from
  * its configuration, member 0's level taken by all), and a member killed
- * in a step failing the others' steps instead of hanging them. */
+ * in a step failing the others' steps instead of hanging them; and the
+ * source port that pins a connection to a planned path (root only). */
+#define _GNU_SOURCE /* unshare */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -19,6 +24,7 @@
 
 #include "check_main.h"
 #include "coll/crux_net.h"
+#include "coll/crux_net_internal.h"
 #include "tests/unit/fork_group.h"
 
 START_TEST(test_marks)
@@ -400,6 +406,90 @@ START_TEST(test_tcp_where)
 }
 END_TEST
 
+/* The next hop `ip route get` gives this 5-tuple ("" when none). */
+static void route_get(const char *dst, const char *src, int sport, int dport, char *via, size_t n)
+{
+    char cmd[256], line[512];
+    snprintf(cmd, sizeof(cmd), "ip route get %s from %s ipproto tcp sport %d dport %d 2>/dev/null",
+             dst, src, sport, dport);
+    via[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (p != NULL && fgets(line, sizeof(line), p) != NULL) {
+        const char *v = strstr(line, " via ");
+        if (v != NULL) {
+            sscanf(v + 5, "%63s", via);
+        }
+    }
+    if (p != NULL) {
+        pclose(p);
+    }
+    (void)n;
+}
+
+static struct sockaddr_storage in4(const char *ip, int port)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, ip, &a->sin_addr);
+    return ss;
+}
+
+/* A source port that takes a planned path: in a network namespace of its
+ * own (root only), a host routing 10.98.0.0/24 over two next hops with the
+ * L4 hash; path i of 2 is the i-th next hop in address order.  A route of
+ * one next hop, or a path count it does not have, pins nothing. */
+START_TEST(test_path_pin)
+{
+    if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) {
+        return; /* needs root: the testbed test covers it on the wire */
+    }
+    ck_assert_int_eq(
+        system("ip link set lo up && ip link add name pa type veth peer name pb && "
+               "ip addr add 10.99.0.1/24 dev pa && ip link set pa up && "
+               "ip link set pb up && sysctl -qw net.ipv4.fib_multipath_hash_policy=1 && "
+               "ip route add 10.98.0.0/24 nexthop via 10.99.0.251 dev pa "
+               "nexthop via 10.99.0.250 dev pa && "
+               "ip route add 10.97.0.0/24 via 10.99.0.250 dev pa"),
+        0);
+    struct sockaddr_storage local = in4("10.99.0.1", 0), remote = in4("10.98.0.5", 5000);
+    const char *want[2] = { "10.99.0.250", "10.99.0.251" }; /* address order */
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 8; k++) {
+            int pinned = -2;
+            int fd =
+                crux_net_path_socket(AF_INET, &local, &remote, (crux_net_path_t){ i, 2 }, &pinned);
+            ck_assert_int_ge(fd, 0);
+            ck_assert_int_gt(pinned, 0);
+            char via[64];
+            route_get("10.98.0.5", "10.99.0.1", pinned, 5000, via, sizeof(via));
+            ck_assert_str_eq(via, want[i]);
+            close(fd);
+        }
+    }
+    int pinned = -2, fd;
+    /* three paths planned, two next hops: another fabric, nothing pinned */
+    fd = crux_net_path_socket(AF_INET, &local, &remote, (crux_net_path_t){ 2, 3 }, &pinned);
+    ck_assert(fd >= 0 && pinned == -1);
+    close(fd);
+    /* one next hop */
+    struct sockaddr_storage single = in4("10.97.0.5", 5000);
+    fd = crux_net_path_socket(AF_INET, &local, &single, (crux_net_path_t){ 1, 2 }, &pinned);
+    ck_assert(fd >= 0 && pinned == -1);
+    close(fd);
+    /* no route at all, and no path asked */
+    struct sockaddr_storage nowhere = in4("10.96.0.5", 5000);
+    fd = crux_net_path_socket(AF_INET, &local, &nowhere, (crux_net_path_t){ 0, 2 }, &pinned);
+    ck_assert(fd >= 0 && pinned == -1);
+    close(fd);
+    fd = crux_net_path_socket(AF_INET, &local, &remote, (crux_net_path_t){ -1, 0 }, &pinned);
+    ck_assert(fd >= 0 && pinned == -1);
+    close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("net");
@@ -415,6 +505,8 @@ static Suite *suite(void)
     tcase_add_loop_test(t, test_ucx_exact, 0, sizeof(pairs) / sizeof(pairs[0]));
     tcase_add_test(t, test_ucx_relevel);
     tcase_add_test(t, test_ucx_peer_killed);
+    /* last: without fork mode its network namespace stays for what follows */
+    tcase_add_test(t, test_path_pin);
     suite_add_tcase(s, t);
     return s;
 }
