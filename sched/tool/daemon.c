@@ -92,7 +92,7 @@ typedef struct {
     const crux_sched_cluster_t *c;
     const crux_sched_nettable_t *table;
     crux_sched_options_t o;
-    int policy; /* crux_sched_policy_t, or -1: crux_sched_plan_run */
+    int policy;        /* crux_sched_policy_t, or -1: crux_sched_plan_run */
     registered_t *reg; /* the jobs of the last plan, sorted by id */
     int nreg;
 } daemon_t;
