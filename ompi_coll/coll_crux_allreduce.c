@@ -169,10 +169,12 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_status_t status = run(m, alg, sbuf, rbuf, count, dtype, op, c.cdtype, c.cop);
-    switch (crux_allreduce_next(alg, status, &why)) {
-    case CRUX_ALG_FALLBACK: return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    default: return status == CRUX_OK ? OMPI_SUCCESS : failed(m, status);
+    if (status == CRUX_OK) {
+        return OMPI_SUCCESS;
     }
+    return crux_allreduce_next(alg, status, &why) == CRUX_ALG_FALLBACK
+               ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
+               : failed(m, status);
 }
 
 /* Device buffers: over the engine with the GPU kernels, else staged
@@ -258,10 +260,10 @@ static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, omp
         return 0;
     }
     const char *why;
-    *rc = crux_allreduce_next(m->small_alg, st, &why) == CRUX_ALG_FALLBACK
+    *rc = st == CRUX_OK ? OMPI_SUCCESS /* first: this path is a small call's whole cost */
+          : crux_allreduce_next(m->small_alg, st, &why) == CRUX_ALG_FALLBACK
               ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
-          : st == CRUX_OK ? OMPI_SUCCESS
-                          : failed(m, st);
+              : failed(m, st);
     return 1;
 }
 
