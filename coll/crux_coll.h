@@ -308,7 +308,7 @@ int crux_request_forced(const crux_request_t *request);
 /* The algorithms a caller runs. */
 typedef enum {
     CRUX_ALG_FALLBACK,        /* the caller's own implementation */
-    CRUX_ALG_STAGED,          /* flat, flags hand-off (crux_coll_allreduce) */
+    CRUX_ALG_FLAGS,           /* flat, flags hand-off (crux_coll_allreduce) */
     CRUX_ALG_LANES,           /* flat, over the engine's lanes (crux_engine_allreduce) */
     CRUX_ALG_HIER,            /* three steps, pipelined */
     CRUX_ALG_HIER_SEQUENTIAL, /* three steps one after the other */
@@ -338,19 +338,180 @@ typedef enum {
     CRUX_CAP_COUNT
 } crux_select_cap_t;
 
+/* The sizes, in bytes, that divide host calls between crux's algorithms
+ * and the caller's own (the caller's parameters). */
 typedef struct {
-    int device;             /* the buffers are device memory */
-    int all_local;          /* every member on this node */
-    crux_request_t request; /* what the user asked for */
+    size_t min_bytes;            /* auto: smaller calls go to the caller's own */
+    size_t small_max_bytes;      /* the small Allreduce up to this size on one node ... */
+    size_t hier_small_max_bytes; /* ... and across nodes */
+    size_t hier_min_bytes;       /* auto across nodes: the hierarchical pipeline from
+                                  * this size up; between the small Allreduce's sizes
+                                  * and this, the caller's own */
+} crux_select_sizes_t;
+
+/* hier_min_bytes: right above the small Allreduce; on 2x2 fake nodes the
+ * pipeline was 2-3.6x coll/tuned at 64-256 KiB (docs/results/allreduce.md) */
+#define CRUX_SELECT_SIZES_DEFAULT                                                       \
+    {                                                                                   \
+        .min_bytes = 0, .small_max_bytes = 4u << 10, .hier_small_max_bytes = 64u << 10, \
+        .hier_min_bytes = 64u << 10,                                                    \
+    }
+
+/* What the sizes mean for one request on one shape of communicator: host
+ * calls smaller than fallback_below (SIZE_MAX: all) and those past
+ * small_max but smaller than hier_from go to the caller's own; up to
+ * small_max a call may take the small Allreduce (0: none).  A forced
+ * topology or hand-off runs its pipeline at every size. */
+typedef struct {
+    size_t fallback_below;
+    size_t small_max;
+    size_t hier_from;
+} crux_select_bounds_t;
+
+crux_select_bounds_t crux_select_bounds(const crux_request_t *request, int all_local,
+                                        const crux_select_sizes_t *sizes);
+/* 1 when a host call of 'bytes' goes to the caller's own by its size
+ * alone: what crux_allreduce_select answers for it, in one comparison or
+ * two, for callers that keep the bounds to hand calls on early. */
+static inline int crux_select_size_falls_back(const crux_select_bounds_t *bounds, size_t bytes)
+{
+    return bytes < bounds->fallback_below ||
+           (bytes > bounds->small_max && bytes < bounds->hier_from);
+}
+
+typedef struct {
+    int device;                /* the buffers are device memory */
+    int all_local;             /* every member on this node */
+    size_t bytes;              /* the call's size */
+    crux_select_sizes_t sizes; /* the sizes that divide host calls */
+    crux_request_t request;    /* what the user asked for */
     int (*has)(void *arg, crux_select_cap_t cap);
     void *arg;
 } crux_select_query_t;
 
 /* The algorithm to run.  For host buffers FALLBACK, with the reason in
- * *why, when crux's own cannot run as asked; device buffers always get
- * DEVICE or HOST_STAGED (they must never reach a module that is not
- * CUDA-aware).  *why is "" when nothing needs saying. */
+ * *why, when crux's own cannot run as asked or the sizes give the call to
+ * the caller's own; device buffers always get DEVICE or HOST_STAGED (they
+ * must never reach a module that is not CUDA-aware; once staged they are
+ * host buffers, asked about again).  *why is "" when nothing needs
+ * saying. */
 crux_alg_t crux_allreduce_select(const crux_select_query_t *query, const char **why);
+/* What runs next after 'alg' returned 'status': CRUX_ALG_COUNT when the
+ * call is over (done, or a failure the caller reports).  After
+ * CRUX_ERR_UNSUPPORTED (nothing moved, on every member alike) device
+ * buffers go through host memory (HOST_STAGED) and host buffers to the
+ * caller's own (FALLBACK), with the reason in *why. */
+crux_alg_t crux_allreduce_next(crux_alg_t alg, crux_status_t status, const char **why);
 const char *crux_alg_name(crux_alg_t alg);
+
+/* --- layout: the rank groups of the hierarchical Allreduce -------------- */
+
+/* Where a member runs: 'node' the same number for the members of one node
+ * (e.g. the lowest rank there), 'package' the CPU package it is bound in
+ * (the same number for members not bound inside one package). */
+typedef struct {
+    int node;
+    int package;
+} crux_layout_place_t;
+
+/* A communicator's rank groups, as one member sees them. */
+typedef struct {
+    int group;             /* this member's rank group, numbered in order of the
+                            * groups' lowest ranks */
+    int group_rank;        /* its rank in it, in rank order: its cross group */
+    int per_group;         /* members of its rank group */
+    int groups;            /* rank groups */
+    int smallest, largest; /* their sizes */
+    int usable;            /* the hierarchical Allreduce can run over them: at least
+                            * two, all of the same size, of more than one member */
+} crux_layout_plan_t;
+
+/* The rank groups of the members of 'oob' (collective; every member gets
+ * the same groups): with group_size > 0 the members r with the same
+ * r / group_size, else the members with the same place (node and CPU
+ * package).  The caller makes the groups' communicators from it: the rank
+ * group by 'group', the cross group (member i of every rank group) by
+ * 'group_rank', ordered by 'group'. */
+crux_status_t crux_layout_plan(const crux_coll_oob_t *oob, int group_size,
+                               crux_layout_place_t place, crux_layout_plan_t *plan);
+
+/* How the members of each rank group hand data on; the caller builds the
+ * groups, each collective within this member's rank group, and says
+ * whether it has one. */
+typedef struct {
+    /* an engine group: 1 when it has the lanes */
+    int (*lanes)(void *arg);
+    /* not every rank group has lanes: give up whatever 'lanes' built */
+    void (*drop_lanes)(void *arg);
+    /* a shared-memory group: 1 when had; 'small_only': the small
+     * Allreduce's slots alone (beside the lanes) */
+    int (*shared)(void *arg, int small_only);
+    void *arg;
+} crux_layout_build_t;
+
+/* Choose and build the hand-off within the rank groups (collective over
+ * every member of the communicator, 'oob'; every member gets the same
+ * answer): first agree that every member's rank groups are 'ready'
+ * (CRUX_ERR_UNSUPPORTED, nothing built, when one is not); then, unless
+ * 'asked' is the flags, the engine's lanes when every rank group has them
+ * (*lanes; else every member drops what it built for them); else a shared-memory group in every rank group
+ * (CRUX_ERR_NO_RESOURCE when one could not be had).  Beside the lanes,
+ * *small when every rank group has the small Allreduce's shared-memory
+ * group. */
+crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_handoff_t asked,
+                                  const crux_layout_build_t *build, int *lanes, int *small);
+
+/* --- sharing groups between communicators ------------------------------ */
+
+/* A group of any kind (a shared-memory group, an engine group, a caller's
+ * layout) shared by the callers over the same processes in the same order
+ * and counted (crux_share.c, docs/design/resources.md).  At most
+ * CRUX_SHARE_MAX groups of each of CRUX_SHARE_KINDS kinds live in a
+ * process; past it, the least recently used group over the same set of
+ * processes is released when every member proposes the same one. */
+#define CRUX_SHARE_MAX   16
+#define CRUX_SHARE_KINDS 4
+typedef struct crux_share crux_share_t; /* a reference to a shared group */
+
+typedef struct {
+    const crux_coll_oob_t *oob; /* over the members (never entering the groups) */
+    const uint64_t *names;      /* the members' process names, in rank order */
+    int kind;                   /* 0 .. CRUX_SHARE_KINDS - 1 */
+    /* what else a group of the kind must match to be shared */
+    int variant;
+    int pin; /* the reference keeps its group from being released early */
+    /* this process's threads call collectives at once: share nothing,
+     * release nothing early (each caller builds its own) */
+    int alone;
+    /* builds a group over the members, collectively, exchanging through
+     * oob; destroys one once its last reference is gone or to make room;
+     * 'broken' (may be NULL): 1 for a group no new caller may take */
+    crux_status_t (*build)(void *arg, const crux_coll_oob_t *oob, void **group);
+    void (*destroy)(void *group);
+    int (*broken)(void *group);
+    void *arg;
+} crux_share_request_t;
+
+/* How an acquisition went, alike on every member. */
+typedef enum {
+    CRUX_SHARE_NONE,      /* the members' exchange failed (CRUX_ERR_IO) */
+    CRUX_SHARE_SHARED,    /* the group the members agreed on was taken */
+    CRUX_SHARE_BUILT,     /* one was built (build's status is returned) */
+    CRUX_SHARE_MADE_ROOM, /* ... after the least recently used was released */
+    CRUX_SHARE_FULL,      /* a member is at its limit, nothing could be
+                           * released: CRUX_ERR_NO_RESOURCE */
+} crux_share_how_t;
+
+/* A reference to a group of the kind (collective over 'oob'): the one the
+ * members agree on, or one built with 'build'; *how says which. */
+crux_status_t crux_share_acquire(const crux_share_request_t *request, crux_share_t **share,
+                                 crux_share_how_t *how);
+/* The group of a reference, its use noted (the least recently used goes
+ * first); NULL when it was released to make room: drop the reference and
+ * acquire again, in the same call on every member. */
+void *crux_share_use(crux_share_t *share);
+/* Drop a reference ('pin' as it was acquired); the group goes with the
+ * last one. */
+void crux_share_release(crux_share_t *share, int pin);
 
 #endif

@@ -120,6 +120,54 @@ crux_status_t crux_net_ucx_create(const crux_coll_oob_t *oob, const crux_net_lev
                                   crux_net_t **net_p, char *err, size_t errlen);
 void crux_net_destroy(crux_net_t *net);
 
+/* --- opening a channel: the fallbacks ------------------------------------ */
+
+/* What opening the channel between nodes takes (plain data, the same on
+ * every member but 'rail' and 'paths'). */
+typedef struct {
+    crux_net_kind_t asked; /* the coll_crux_net parameter */
+    int rdma;              /* UCX has an RDMA device here (crux_net_rdma_available) */
+    /* where the TCP channel listens: a comma-separated list of
+     * crux_net_tcp_create's 'where', of which this member takes entry
+     * 'rail' (modulo their number: the members of a node that share rail i
+     * spread over its NICs); NULL or "": the first address up */
+    const char *where;
+    int rail;
+    int setup_timeout_ms;         /* the TCP channel's set-up */
+    crux_net_level_t level;       /* the first marking */
+    const crux_net_path_t *paths; /* the TCP connections' planned paths, one per
+                                   * member (crux_net_route_paths); NULL: none */
+} crux_net_open_t;
+
+/* Open the channel between nodes (collective over 'oob'): the kind asked
+ * where it is available (crux_net_choose), and when the UCX channel cannot
+ * be made the TCP channel, and when that cannot either none.  Each
+ * creation agrees its outcome, so every member takes the same steps down
+ * and all return the same kind: CRUX_NET_UCX or CRUX_NET_TCP with the
+ * channel in *net_p, or CRUX_NET_PML (*net_p NULL: the caller's own
+ * point-to-point layer).  'why' says why each channel tried was not had,
+ * "no ucx channel (<status>: <reason>): tcp; ...", "" when none failed. */
+crux_net_kind_t crux_net_open(const crux_coll_oob_t *oob, const crux_net_open_t *open,
+                              crux_net_t **net_p, char *why, size_t len);
+/* Entry 'rail' (modulo their number) of the comma-separated 'list' into
+ * 'entry' (truncated to 'size'); "" for a NULL list. */
+void crux_net_rail_entry(const char *list, int rail, char *entry, size_t size);
+
+/* A route of the priority file as a word: equal routes, equal hashes. */
+uint64_t crux_net_route_hash(const char *route);
+/* The planned paths of this member's connections from a route
+ * "SRC>DST:INDEX/COUNT,..." (crux_net_route.c), the members' host names
+ * in 'hosts' (this member's at 'me'), the rail-th entry of a pair (modulo
+ * their number) for a member on rail 'rail'; one per member, malloc'd;
+ * NULL when no entry plans a path for this member. */
+crux_net_path_t *crux_net_route_paths(const char *route, const char *const *hosts, int size, int me,
+                                      int rail);
+/* Whether to make the TCP channel again on a new route (collective over
+ * 'oob'): 1 when every member read the same route now (hash 'now') and
+ * some member's connections took another ('took'); 0 otherwise, and when
+ * the exchange fails.  Every member gets the same answer. */
+int crux_net_route_changed(const crux_coll_oob_t *oob, uint64_t now, uint64_t took);
+
 /* CRUX_NET_TCP or CRUX_NET_UCX. */
 crux_net_kind_t crux_net_kind(const crux_net_t *net);
 

@@ -10,10 +10,13 @@ static const char *const topologies[] = { "auto", "flat", "hier", "hier-sequenti
 static const char *const handoffs[] = { "auto", "flags", "lanes", NULL };
 static const char *const memory_paths[] = { "auto", "device", "host-staged", NULL };
 
-/* The older knob (coll_crux_allreduce_algorithm).  "flat" and "cma" meant
- * the shared-memory group's algorithms, staged or single copy by size;
- * single copy is gone (docs/results/allreduce.md), so both are now the
- * staged algorithm.  "engine" is the flat algorithm over the lanes. */
+/* The older knob (coll_crux_allreduce_algorithm), each value a point on
+ * the axes: the one table of the names it still takes, retired ones
+ * included (docs/usage/component.md, "The older single knob").  "flat",
+ * "staged" and "cma" all name the flat algorithm with the flags hand-off
+ * (CRUX_ALG_FLAGS): "staged" was its name, "cma" single copy, removed as
+ * slower than it (docs/results/allreduce.md).  "engine" is the flat
+ * algorithm over the lanes. */
 static const char *const algorithms[] = {
     "auto", "staged", "cma", "fallback", "flat", "hier", "hier-sequential", "engine", NULL,
 };

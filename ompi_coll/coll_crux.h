@@ -5,21 +5,25 @@
  *   coll_crux_request.c    the Allreduce selection's axes: a communicator's
  *                          request from the parameters and its info keys
  *   coll_crux_optin.c      whether crux takes part in the job (opt-in)
- *   coll_crux_module.c     per-communicator module, fallback bookkeeping
+ *   coll_crux_module.c     per-communicator module: the previous module, the
+ *                          size bounds libcrux_coll's selection gives it
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll groups of a communicator (shared
  *                          memory, multipath engine), lazily
- *   coll_crux_share.c      groups shared between communicators, counted
- *   coll_crux_hier.c       groups of ranks, subcommunicators, the inter-group
- *                          step of the hierarchical Allreduce
+ *   coll_crux_share.c      groups shared between communicators: the process
+ *                          names for libcrux_coll's crux_share_acquire
+ *   coll_crux_hier.c       the subcommunicators of libcrux_coll's layout plan
+ *                          (crux_layout_plan, crux_layout_handoff), the
+ *                          inter-group step of the hierarchical Allreduce
  *   coll_crux_topo.c       this machine's topology, loaded once
  *   coll_crux_device.c     CUDA device buffers: detection, staging
- *   coll_crux_net.c        the channel of the inter-node step (crux_net.h),
- *                          marked with the job's level, on its planned paths
- *   coll_crux_route.c      those paths, from the priority file's route
+ *   coll_crux_net.c        the channel of the inter-node step: crux_net_open
+ *                          given the parameters, the job's level and paths
+ *   coll_crux_route.c      the ranks' host names for those paths
  *   coll_crux_job.c        the job's priority level, network settings and
  *                          intra-host arbitration (crux-sched's priority file)
- *   coll_crux_profile.c    the job's communication profile for crux-sched
+ *   coll_crux_profile.c    the job's communication profile for crux-sched:
+ *                          calls timed into libcrux_prio's crux_recorder_t
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce: translate, select (libcrux_coll's
  *                          crux_allreduce_select), run, fall back
@@ -69,7 +73,8 @@ typedef struct {
     int arb_max_wait_us; /* longest wait for a higher-level job */
     char *arb_path;
     char *profile_dir;
-    char *profile_out; /* a copy of profile_dir, else CRUX_PROFILE_DIR, else NULL (crux_open) */
+    char
+        *profile_out; /* a copy of profile_dir, else CRUX_PROFILE_DIR, else NULL (coll_crux_open) */
     int profile_interval_s;
     int group_size;        /* > 0: groups of this many consecutive ranks */
     size_t hier_min_bytes; /* auto: hierarchical from this size up */
@@ -93,10 +98,10 @@ typedef struct {
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
 
 typedef enum {
-    CRUX_GROUP_UNTRIED, /* not needed yet */
-    CRUX_GROUP_READY,
-    CRUX_GROUP_FAILED, /* could not be set up: this communicator falls back */
-} crux_group_state_t;
+    COLL_CRUX_GROUP_UNTRIED, /* not needed yet */
+    COLL_CRUX_GROUP_READY,
+    COLL_CRUX_GROUP_FAILED, /* could not be set up: this communicator falls back */
+} mca_coll_crux_group_state_t;
 
 /* How a communicator's ranks split into groups (coll_crux_hier.c). */
 typedef struct {
@@ -104,17 +109,17 @@ typedef struct {
     ompi_communicator_t *cross_comm; /* local rank i of every group */
     crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
     struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
-    struct coll_crux_shared *share;  /* the reference that holds group or lanes */
+    crux_share_t *share;             /* the reference that holds group or lanes */
     /* the shared-memory group of the small Allreduce: 'group', or with
      * lanes one of its own (NULL: none could be had) */
     crux_coll_group_t *small;
-    struct coll_crux_shared *small_share; /* with lanes, the reference that holds it */
-    bool cross_local;                     /* the cross communicator is on this node */
-    crux_net_t *net;                      /* crux's channel across nodes; NULL: the PML */
-    uint64_t route;                       /* the hash of the route its TCP connections took */
+    crux_share_t *small_share; /* with lanes, the reference that holds it */
+    bool cross_local;          /* the cross communicator is on this node */
+    crux_net_t *net;           /* crux's channel across nodes; NULL: the PML */
+    uint64_t route;            /* the hash of the route its TCP connections took */
     int groups;
     int per_group;
-} crux_layout_t;
+} mca_coll_crux_layout_t;
 
 typedef struct {
     mca_coll_base_module_t super;
@@ -127,12 +132,9 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_request_t request; /* what the Allreduce selection is asked */
-    size_t fallback_below;  /* host messages this small go to previous_ */
-    size_t small_max;       /* host messages up to this size may take the small
-                                     * Allreduce (0: none) */
-    size_t hier_from;       /* across nodes, past small_max and below this size:
-                                     * previous_ */
+    crux_request_t request;      /* what the Allreduce selection is asked */
+    crux_select_sizes_t sizes;   /* the size parameters, as the selection takes them */
+    crux_select_bounds_t bounds; /* what they mean for this request and communicator */
     /* the small calls' path, decided by the first one (crux_allreduce_select:
      * CRUX_ALG_COUNT until then), and the translation of the last datatype
      * and op seen (cdtype CRUX_DT_COUNT: crux has no kernel for them) */
@@ -141,17 +143,17 @@ typedef struct {
     struct ompi_op_t *small_op;
     crux_dtype_t small_cdtype;
     crux_op_t small_cop;
-    bool all_local;                 /* every rank on this node */
-    bool building;                  /* making subcommunicators: fall back */
-    crux_group_state_t group_state; /* the flat group, over all ranks */
+    bool all_local;                          /* every rank on this node */
+    bool building;                           /* making subcommunicators: fall back */
+    mca_coll_crux_group_state_t group_state; /* the flat group, over all ranks */
     crux_coll_group_t *group;
-    struct coll_crux_shared *group_share; /* the reference that holds it */
-    crux_group_state_t layout_state;      /* the groups of the hierarchical algorithm */
-    crux_layout_t *layout;
-    struct coll_crux_shared *layout_share;
-    crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
+    crux_share_t *group_share;                /* the reference that holds it */
+    mca_coll_crux_group_state_t layout_state; /* the groups of the hierarchical algorithm */
+    mca_coll_crux_layout_t *layout;
+    crux_share_t *layout_share;
+    mca_coll_crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
     struct crux_engine_group *engine_group;
-    struct coll_crux_shared *engine_share;
+    crux_share_t *engine_share;
     struct crux_dev_pinned *dev_pinned; /* pinned host buffers (the host-staged path) */
     uint32_t logged;                    /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
@@ -179,7 +181,7 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c);
 /* The stock components crux fills the empty slots from when it runs alone:
  * by default those Open MPI's own selection would use; those of this list
  * not named fill whatever slots the named ones leave (coll_crux_fill.c). */
-#define CRUX_FILL_DEFAULT "self,inter,tuned,basic,libnbc"
+#define COLL_CRUX_FILL_DEFAULT "self,inter,tuned,basic,libnbc"
 int coll_crux_fill_open(const char *names);
 int coll_crux_fill_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 int coll_crux_fill_comm(ompi_communicator_t *comm);
@@ -195,24 +197,22 @@ crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *module);
 
 /* Groups shared by the communicators over the same processes in the same
- * order, counted (coll_crux_share.c).  A kind of group is the
- * shared-memory group, the engine group, or the layout of the
+ * order, counted: libcrux_coll's crux_share_acquire given the
+ * communicator's process names (coll_crux_share.c).  A kind of group is
+ * the shared-memory group, the engine group, or the layout of the
  * hierarchical algorithm (its subcommunicators and what they hold).
  * Acquire is collective over 'comm' (its members exchange through 'oob'):
  * it takes the group the members agree on, or builds one with 'build'
- * (collective too), and returns a reference.  At most CRUX_SHARED_MAX
- * groups of each kind live in a process; past it, the least recently used
- * group over the same processes is released when every member proposes
- * the same one (docs/design/resources.md).  A pinned reference (a
- * layout's groups) keeps its group from being released so. */
+ * (collective too), and returns a reference (crux_share_use,
+ * crux_share_release).  A pinned reference (a layout's groups) keeps its
+ * group from being released to make room. */
 typedef enum {
-    COLL_CRUX_HOST,
+    COLL_CRUX_SHM,
     COLL_CRUX_ENGINE,
     COLL_CRUX_LAYOUT,
     COLL_CRUX_KINDS
 } coll_crux_kind_t;
-#define CRUX_SHARED_MAX 16
-typedef struct coll_crux_shared coll_crux_shared_t;
+_Static_assert(COLL_CRUX_KINDS <= CRUX_SHARE_KINDS, "a kind of libcrux_coll's sharing each");
 typedef struct {
     ompi_communicator_t *comm;
     const crux_coll_oob_t *oob; /* an allgather over comm that never enters crux */
@@ -228,25 +228,20 @@ typedef struct {
     void *arg;
 } coll_crux_share_request_t;
 crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *request,
-                                      coll_crux_shared_t **share);
-/* The group of a reference, its use noted (the least recently used goes
- * first); NULL when it was released to make room: drop the reference and
- * acquire again, in the same call on every member. */
-void *coll_crux_share_use(coll_crux_shared_t *share);
-void coll_crux_share_release(coll_crux_shared_t *share, bool pin);
+                                      crux_share_t **share);
 /* mark the module's groups' next calls as its communicator's (its
  * context id): calls of communicators sharing a group that cross fail */
 void coll_crux_set_caller(mca_coll_crux_module_t *module);
 /* the builders and destroyers of the shared-memory and engine groups, for
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
-crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
+crux_status_t coll_crux_shm_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 /* ... a shared-memory group within a layout's rank group: the small
  * Allreduce's slots for the sizes it takes across nodes (shared only with
  * the groups of other layouts: variant 1), and with 'arg' not NULL no
  * stage (beside the lanes, the small Allreduce's alone: variant 2) */
 crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
-void coll_crux_host_group_destroy(void *group);
+void coll_crux_shm_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_engine_group_destroy(void *group);
 /* The module's group of the kind 'how' names (its kind, build and
@@ -255,14 +250,14 @@ void coll_crux_engine_group_destroy(void *group);
  * acquired, in the same call on every member; NULL once it could not be
  * had (*status says why the first time). */
 void *coll_crux_module_group(mca_coll_crux_module_t *module, const coll_crux_share_request_t *how,
-                             crux_group_state_t *state, coll_crux_shared_t **share,
+                             mca_coll_crux_group_state_t *state, crux_share_t **share,
                              crux_status_t *status);
 
 /* the communicator's groups, built on first use or shared with the
  * communicators over the same processes in the same order; NULL when the
  * hierarchical algorithm does not apply (one group, groups of one, or
  * uneven groups) or crux's limit of layouts is reached */
-const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
+const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *module);
 /* a module's references, dropped (its groups may be released meanwhile) */
 void coll_crux_module_release(mca_coll_crux_module_t *module);
 
@@ -344,28 +339,27 @@ crux_net_level_t coll_crux_job_net_level(void);
 /* The job's "route" in the priority file as last read ("" when absent or
  * longer than size); false when the job reads no priority file. */
 bool coll_crux_job_route(char *out, size_t size);
-#define CRUX_PRIO_ROUTE_MAX 4097 /* a priority file's longest token, and its end */
+#define COLL_CRUX_ROUTE_MAX 4097 /* a priority file's longest token, and its end */
 /* The planned paths of the cross communicator's connections, one per rank,
- * from a route, for rail `rail` (coll_crux_route.c); NULL when none applies
- * (free it). */
+ * from a route, for rail `rail` (coll_crux_route.c: its ranks' host names
+ * to crux_net_route_paths); NULL when none applies (free it). */
 crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail);
-uint64_t coll_crux_route_hash(const char *route);
 
-/* The channel of a layout's inter-node step (coll_crux_net.c): chosen and
- * set up once the layout is built (collective over its cross
+/* The channel of a layout's inter-node step (coll_crux_net.c): opened by
+ * crux_net_open once the layout is built (collective over its cross
  * communicator), marked with the job's current level before each call. */
-void coll_crux_net_open(crux_layout_t *layout, ompi_communicator_t *comm);
-void coll_crux_net_mark(crux_layout_t *layout, ompi_communicator_t *comm);
+void coll_crux_net_open(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
+void coll_crux_net_mark(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
 
 /* the small Allreduce across nodes over the layout: member 0 of each
  * group steps between the groups with the module below crux on the cross
  * communicator */
-crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *layout, const void *sbuf,
+crux_status_t coll_crux_allreduce_small_hier(const mca_coll_crux_layout_t *layout, const void *sbuf,
                                              void *rbuf, int count, ompi_datatype_t *dtype,
                                              struct ompi_op_t *op, crux_dtype_t cdtype,
                                              crux_op_t cop);
 /* the hierarchical Allreduce over the layout */
-crux_status_t coll_crux_allreduce_hier(crux_layout_t *layout, const void *sbuf, void *rbuf,
+crux_status_t coll_crux_allreduce_hier(mca_coll_crux_layout_t *layout, const void *sbuf, void *rbuf,
                                        int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth);
 
@@ -377,7 +371,7 @@ crux_request_t coll_crux_comm_request(ompi_communicator_t *comm);
 /* The selection's axes, the older single knob (0) first: an axis's name
  * (crux_request_values) and the component's field its MCA parameter is
  * registered on, as a value index. */
-#define CRUX_AXES 4
+#define COLL_CRUX_AXES 4
 const char *coll_crux_axis_name(int axis);
 int *coll_crux_axis_storage(int axis);
 
@@ -390,7 +384,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
                             struct ompi_op_t *op, ompi_communicator_t *comm,
                             mca_coll_base_module_t *module);
 
-#define CRUX_VERBOSE(level, ...) \
+#define COLL_CRUX_VERBOSE(level, ...) \
     opal_output_verbose((level), mca_coll_crux_component.output, "coll:crux: " __VA_ARGS__)
 
 END_C_DECLS

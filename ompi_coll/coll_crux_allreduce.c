@@ -30,8 +30,8 @@ static void log_choice(mca_coll_crux_module_t *m, crux_alg_t alg, size_t bytes, 
 {
     if (!(m->logged & (1u << alg))) {
         m->logged |= 1u << alg;
-        CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes%s%s", m->comm->c_name,
-                     crux_alg_name(alg), bytes, why[0] ? ": " : "", why);
+        COLL_CRUX_VERBOSE(2, "allreduce on %s: %s from %zu bytes%s%s", m->comm->c_name,
+                          crux_alg_name(alg), bytes, why[0] ? ": " : "", why);
     }
 }
 
@@ -64,9 +64,9 @@ static crux_coll_group_t *small_group(mca_coll_crux_module_t *m, size_t bytes)
     return g != NULL && crux_coll_small_fits(g, bytes) ? g : NULL;
 }
 
-static const crux_layout_t *small_layout(mca_coll_crux_module_t *m, size_t bytes)
+static const mca_coll_crux_layout_t *small_layout(mca_coll_crux_module_t *m, size_t bytes)
 {
-    const crux_layout_t *l = coll_crux_get_layout(m);
+    const mca_coll_crux_layout_t *l = coll_crux_get_layout(m);
     return l != NULL && l->small != NULL && crux_coll_small_fits(l->small, bytes) ? l : NULL;
 }
 
@@ -79,13 +79,12 @@ static int has(void *arg, crux_select_cap_t cap)
     case CRUX_CAP_LANES: return coll_crux_engine_lanes(c->m);
     case CRUX_CAP_LAYOUT: return coll_crux_get_layout(c->m) != NULL;
     case CRUX_CAP_LAYOUT_LANES: {
-        const crux_layout_t *l = coll_crux_get_layout(c->m);
+        const mca_coll_crux_layout_t *l = coll_crux_get_layout(c->m);
         return l != NULL && l->lanes != NULL;
     }
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
-    case CRUX_CAP_SMALL: return c->bytes <= c->m->small_max && small_group(c->m, c->bytes);
-    case CRUX_CAP_LAYOUT_SMALL:
-        return c->bytes <= c->m->small_max && small_layout(c->m, c->bytes) != NULL;
+    case CRUX_CAP_SMALL: return small_group(c->m, c->bytes) != NULL;
+    case CRUX_CAP_LAYOUT_SMALL: return small_layout(c->m, c->bytes) != NULL;
     case CRUX_CAP_COUNT: break;
     }
     return 0;
@@ -136,13 +135,14 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     }
     size_t bytes = (size_t)count * dtype->super.size;
     call_t c = { .m = m, .bytes = bytes };
-    if (bytes < m->fallback_below || (bytes > m->small_max && bytes < m->hier_from) ||
-        m->building) {
+    /* by size alone, as crux_allreduce_select would; while building
+     * subcommunicators (their splits call this communicator's Allreduce) */
+    if (crux_select_size_falls_back(&m->bounds, bytes) || m->building) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     bool translated = coll_crux_dtype(dtype, &c.cdtype) == 0 && coll_crux_op(op, &c.cop) == 0 &&
                       crux_reduce_lookup(c.cdtype, c.cop) != NULL;
-    if (bytes <= m->small_max) { /* for the next small call's short path */
+    if (bytes <= m->bounds.small_max) { /* for the next small call's short path */
         m->small_dtype = dtype;
         m->small_op = op;
         m->small_cdtype = translated ? c.cdtype : CRUX_DT_COUNT;
@@ -153,6 +153,8 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     }
     crux_select_query_t q = {
         .all_local = m->all_local,
+        .bytes = bytes,
+        .sizes = m->sizes,
         .request = m->request,
         .has = has,
         .arg = &c,
@@ -160,19 +162,19 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     const char *why;
     crux_alg_t alg = crux_allreduce_select(&q, &why);
     log_choice(m, alg, bytes, why);
-    if (bytes <= m->small_max) {
+    if (bytes <= m->bounds.small_max) {
         m->small_alg = alg;
     }
     if (alg == CRUX_ALG_FALLBACK) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_status_t status = run(m, alg, sbuf, rbuf, count, dtype, op, c.cdtype, c.cop);
-    switch (status) {
-    case CRUX_OK: return OMPI_SUCCESS;
-    case CRUX_ERR_UNSUPPORTED: /* decided alike on every rank, nothing moved */
-        return fallback(sbuf, rbuf, count, dtype, op, comm, m);
-    default: return failed(m, status);
+    if (status == CRUX_OK) {
+        return OMPI_SUCCESS;
     }
+    return crux_allreduce_next(alg, status, &why) == CRUX_ALG_FALLBACK
+               ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
+               : failed(m, status);
 }
 
 /* Device buffers: over the engine with the GPU kernels, else staged
@@ -188,6 +190,8 @@ static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dataty
     crux_select_query_t q = {
         .device = 1,
         .all_local = m->all_local,
+        .bytes = bytes,
+        .sizes = m->sizes,
         .request = m->request,
         .has = translated ? has : NULL, /* no kernel without a translation */
         .arg = &c,
@@ -197,11 +201,10 @@ static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dataty
     if (alg == CRUX_ALG_DEVICE) {
         log_choice(m, alg, bytes, why);
         crux_status_t status = run(m, alg, sbuf, rbuf, count, dtype, op, c.cdtype, c.cop);
-        if (status != CRUX_ERR_UNSUPPORTED) {
+        alg = crux_allreduce_next(alg, status, &why);
+        if (alg != CRUX_ALG_HOST_STAGED) {
             return status == CRUX_OK ? OMPI_SUCCESS : failed(m, status);
         }
-        alg = CRUX_ALG_HOST_STAGED;
-        why = "the engine cannot move these buffers";
     }
     log_choice(m, alg, bytes, why);
     coll_crux_staged_t s;
@@ -238,15 +241,15 @@ static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, omp
         return 1;
     }
     if (m->small_alg == CRUX_ALG_SMALL) {
-        crux_coll_group_t *g = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
+        crux_coll_group_t *g = m->group_share != NULL ? crux_share_use(m->group_share) : NULL;
         if (g == NULL || !crux_coll_small_fits(g, bytes)) {
             return 0;
         }
         crux_coll_group_set_caller(g, ompi_comm_get_cid(comm));
         st = crux_coll_allreduce_small(g, in, rbuf, (size_t)count, m->small_cdtype, m->small_cop);
     } else if (m->small_alg == CRUX_ALG_HIER_SMALL) {
-        const crux_layout_t *l =
-            m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
+        const mca_coll_crux_layout_t *l =
+            m->layout_share != NULL ? crux_share_use(m->layout_share) : NULL;
         if (l == NULL || l->small == NULL || !crux_coll_small_fits(l->small, bytes)) {
             return 0;
         }
@@ -256,9 +259,11 @@ static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, omp
     } else {
         return 0;
     }
-    *rc = st == CRUX_OK                ? OMPI_SUCCESS
-          : st == CRUX_ERR_UNSUPPORTED ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
-                                       : failed(m, st);
+    const char *why;
+    *rc = st == CRUX_OK ? OMPI_SUCCESS /* first: this path is a small call's whole cost */
+          : crux_allreduce_next(m->small_alg, st, &why) == CRUX_ALG_FALLBACK
+              ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
+              : failed(m, st);
     return 1;
 }
 
@@ -269,7 +274,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
     size_t bytes = (size_t)count * dtype->super.size;
     int rc;
-    if (bytes <= m->small_max && dtype == m->small_dtype && op == m->small_op && count > 0 &&
+    if (bytes <= m->bounds.small_max && dtype == m->small_dtype && op == m->small_op && count > 0 &&
         m->small_alg != CRUX_ALG_COUNT && coll_crux_devices_absent() &&
         !coll_crux_profile_configured() &&
         small_call(sbuf, rbuf, count, bytes, dtype, op, comm, m, &rc)) {
@@ -278,7 +283,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     /* Host messages crux hands on go on next, past every other check: at a
      * fraction of a microsecond a call, each check showed (10% slower than
      * Open MPI without crux at 4-64 bytes, before). */
-    if (bytes < m->fallback_below && coll_crux_devices_absent() &&
+    if (bytes < m->bounds.fallback_below && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

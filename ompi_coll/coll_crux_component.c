@@ -14,9 +14,9 @@
 
 #include "ompi_coll/coll_crux.h"
 
-static int crux_register(void);
-static int crux_open(void);
-static int crux_close(void);
+static int coll_crux_register(void);
+static int coll_crux_open(void);
+static int coll_crux_close(void);
 
 mca_coll_crux_component_t mca_coll_crux_component = {
     .super = {
@@ -24,9 +24,9 @@ mca_coll_crux_component_t mca_coll_crux_component = {
             MCA_COLL_BASE_VERSION_2_0_0,
             .mca_component_name = "crux",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
-            .mca_open_component = crux_open,
-            .mca_close_component = crux_close,
-            .mca_register_component_params = crux_register,
+            .mca_open_component = coll_crux_open,
+            .mca_close_component = coll_crux_close,
+            .mca_register_component_params = coll_crux_register,
         },
         .collm_data = { MCA_BASE_METADATA_PARAM_CHECKPOINT },
         .collm_init_query = mca_coll_crux_init_query,
@@ -43,14 +43,14 @@ static const mca_base_var_enum_value_t net_kinds[] = {
     { CRUX_NET_PML, "pml" },   { CRUX_NET_UCX, "ucx" },   { 0, NULL },
 };
 
-/* An enumeration of one axis's names (at most CRUX_AXIS_NAMES): MCA
+/* An enumeration of one axis's names (at most COLL_CRUX_AXIS_NAMES): MCA
  * reports a name it does not hold and keeps the default. */
-#define CRUX_AXIS_NAMES 10
+#define COLL_CRUX_AXIS_NAMES 10
 static void reg_axis(int axis, const char *help, int level)
 {
-    static mca_base_var_enum_value_t values[CRUX_AXES][CRUX_AXIS_NAMES + 1];
+    static mca_base_var_enum_value_t values[COLL_CRUX_AXES][COLL_CRUX_AXIS_NAMES + 1];
     const char *const *names = crux_request_values(coll_crux_axis_name(axis));
-    for (int i = 0; names[i] != NULL && i < CRUX_AXIS_NAMES; i++) {
+    for (int i = 0; names[i] != NULL && i < COLL_CRUX_AXIS_NAMES; i++) {
         values[axis][i] = (mca_base_var_enum_value_t){ i, names[i] };
     }
     char name[40], enum_name[56];
@@ -86,10 +86,11 @@ static void reg_string(const char *name, const char *help, int level, char **sto
                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static int crux_register(void)
+static int coll_crux_register(void)
 {
     mca_coll_crux_component_t *c = &mca_coll_crux_component;
     const crux_coll_config_t defaults = CRUX_COLL_CONFIG_DEFAULT;
+    const crux_select_sizes_t sizes = CRUX_SELECT_SIZES_DEFAULT;
 
     c->priority = 40;
     reg_int("priority", "Priority of the crux coll component (above coll/tuned's 30)",
@@ -132,7 +133,7 @@ static int crux_register(void)
              "hier-sequential, fallback (every host call to the previously selected module)",
              OPAL_INFO_LVL_5);
 
-    c->allreduce_min_bytes = 0;
+    c->allreduce_min_bytes = sizes.min_bytes;
     reg_size("allreduce_min_bytes",
              "Allreduce messages smaller than this many bytes go to "
              "the previously selected module (auto only)",
@@ -145,7 +146,7 @@ static int crux_register(void)
              "reduction); four slots of this size per process and group; 0: none",
              OPAL_INFO_LVL_5, &c->small_max_bytes);
 
-    c->hier_small_max_bytes = 65536;
+    c->hier_small_max_bytes = sizes.hier_small_max_bytes;
     reg_size("hier_small_max_bytes",
              "Across nodes, Allreduce messages of at most this many bytes take the small "
              "Allreduce within each rank group, member 0 of each stepping between them; "
@@ -228,9 +229,7 @@ static int crux_register(void)
             "by node and package (0: discover)",
             OPAL_INFO_LVL_5, &c->group_size);
 
-    /* right above the small Allreduce: on 2x2 fake nodes the pipeline was
-     * 2-3.6x coll/tuned at 64-256 KiB (docs/results/allreduce.md) */
-    c->hier_min_bytes = 65536;
+    c->hier_min_bytes = sizes.hier_min_bytes;
     reg_size("hier_min_bytes",
              "Across nodes, Allreduce messages of at least this many bytes use the "
              "hierarchical pipeline; smaller ones the previous module, or up to "
@@ -285,7 +284,7 @@ static int crux_register(void)
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments", OPAL_INFO_LVL_6,
                &c->shm_mds);
 
-    c->fill_components = CRUX_FILL_DEFAULT;
+    c->fill_components = COLL_CRUX_FILL_DEFAULT;
     reg_string("fill_components",
                "Stock coll components crux takes the collectives it does not implement from "
                "when no other component provides them (crux alone): per communicator, those "
@@ -300,7 +299,7 @@ static int crux_register(void)
  * there, else beside mca_coll_crux.so. */
 static void add_help_dirs(void)
 {
-    opal_show_help_add_dir(CRUX_HELP_DIR);
+    opal_show_help_add_dir(COLL_CRUX_HELP_DIR);
     Dl_info info;
     if (dladdr((void *)&mca_coll_crux_component, &info) != 0 && info.dli_fname != NULL) {
         char *path = strdup(info.dli_fname);
@@ -311,7 +310,7 @@ static void add_help_dirs(void)
     }
 }
 
-static int crux_open(void)
+static int coll_crux_open(void)
 {
     mca_coll_crux_component_t *c = &mca_coll_crux_component;
     c->output = opal_output_open(NULL);
@@ -335,7 +334,7 @@ static int crux_open(void)
     return coll_crux_fill_open(c->fill_components);
 }
 
-static int crux_close(void)
+static int coll_crux_close(void)
 {
     coll_crux_profile_finalize(); /* before the job's id goes */
     free(mca_coll_crux_component.profile_out);

@@ -60,7 +60,7 @@ void coll_crux_device_topo(crux_engine_group_t *group)
 {
     const struct crux_topo *topo = coll_crux_topo();
     if (topo != NULL && crux_engine_group_use_topo(group, topo) != CRUX_OK) {
-        CRUX_VERBOSE(1, "the topology's GPU paths were refused: direct copies only");
+        COLL_CRUX_VERBOSE(1, "the topology's GPU paths were refused: direct copies only");
     }
 }
 

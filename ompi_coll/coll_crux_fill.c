@@ -28,8 +28,8 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define CRUX_MAX_FILL 16
-#define CRUX_MAX_NAME 32 /* longer than any coll component's name */
+#define COLL_CRUX_MAX_FILL 16
+#define COLL_CRUX_MAX_NAME 32 /* longer than any coll component's name */
 
 typedef struct {
     char *name;
@@ -39,12 +39,12 @@ typedef struct {
     bool spare; /* from the default list, not named: fills what the named leave */
 } fill_t;
 
-static fill_t fills[CRUX_MAX_FILL];
+static fill_t fills[COLL_CRUX_MAX_FILL];
 static int num_fills;
 
 /* Every collective slot of a communicator (coll.h, API 2.0.0). */
 /* clang-format off */
-#define CRUX_FOR_EACH_SLOT(X)                                                                  \
+#define COLL_CRUX_FOR_EACH_SLOT(X)                                                                  \
     X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) X(barrier)   \
     X(bcast) X(exscan) X(gather) X(gatherv) X(reduce) X(reduce_scatter)                        \
     X(reduce_scatter_block) X(scan) X(scatter) X(scatterv)                                     \
@@ -83,7 +83,7 @@ static int load(fill_t *fill)
     snprintf(symbol, sizeof(symbol), "mca_coll_%s_component", fill->name);
     fill->dl = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (fill->dl == NULL) {
-        CRUX_VERBOSE(1, "cannot load %s: %s", path, dlerror());
+        COLL_CRUX_VERBOSE(1, "cannot load %s: %s", path, dlerror());
         return -1;
     }
     mca_coll_base_component_2_0_0_t *component = dlsym(fill->dl, symbol);
@@ -92,7 +92,8 @@ static int load(fill_t *fill)
         (base->mca_register_component_params != NULL &&
          base->mca_register_component_params() != OMPI_SUCCESS) ||
         (base->mca_open_component != NULL && base->mca_open_component() != OMPI_SUCCESS)) {
-        CRUX_VERBOSE(1, "cannot use %s (%s)", path, base == NULL ? "no component" : "open failed");
+        COLL_CRUX_VERBOSE(1, "cannot use %s (%s)", path,
+                          base == NULL ? "no component" : "open failed");
         dlclose(fill->dl);
         fill->dl = NULL;
         return -1;
@@ -104,7 +105,7 @@ static int load(fill_t *fill)
 static bool valid_name(const char *name)
 {
     size_t len = strlen(name);
-    if (len == 0 || len >= CRUX_MAX_NAME) {
+    if (len == 0 || len >= COLL_CRUX_MAX_NAME) {
         return false;
     }
     for (const char *p = name; *p != '\0'; p++) {
@@ -126,7 +127,7 @@ static bool add(const char *name, bool spare)
             return true; /* named twice */
         }
     }
-    if (!valid_name(name) || num_fills == CRUX_MAX_FILL) {
+    if (!valid_name(name) || num_fills == COLL_CRUX_MAX_FILL) {
         return false;
     }
     fill_t *fill = &fills[num_fills];
@@ -153,7 +154,7 @@ int coll_crux_fill_open(const char *names)
         if (!add(list[i], false) || strcmp(list[i], "crux") == 0) {
             size_t at = strlen(refused);
             snprintf(refused + at, sizeof(refused) - at, "%s\"%.*s\"", at > 0 ? ", " : "",
-                     CRUX_MAX_NAME, list[i]);
+                     COLL_CRUX_MAX_NAME, list[i]);
         }
     }
     opal_argv_free(list);
@@ -163,12 +164,13 @@ int coll_crux_fill_open(const char *names)
                  num_fills == 0 ? "it names no coll component crux can use"
                                 : "not coll components of this Open MPI crux can use: ",
                  num_fills == 0 ? "" : refused);
-        coll_crux_say(true, "invalid-fill", names != NULL ? names : "", why, CRUX_FILL_DEFAULT);
+        coll_crux_say(true, "invalid-fill", names != NULL ? names : "", why,
+                      COLL_CRUX_FILL_DEFAULT);
     }
-    list = opal_argv_split(CRUX_FILL_DEFAULT, ',');
+    list = opal_argv_split(COLL_CRUX_FILL_DEFAULT, ',');
     for (int i = 0; list != NULL && list[i] != NULL; i++) {
         if (!add(list[i], true)) {
-            CRUX_VERBOSE(1, "the stock component %s cannot fill collectives", list[i]);
+            COLL_CRUX_VERBOSE(1, "the stock component %s cannot fill collectives", list[i]);
         }
     }
     opal_argv_free(list);
@@ -196,20 +198,20 @@ static const mca_coll_base_component_2_0_0_t *usable(const fill_t *fill)
 }
 
 /* Slot numbers, to remember which slots the fill may write. */
-#define CRUX_SLOT_NUMBER(slot) CRUX_SLOT_##slot,
-enum { CRUX_FOR_EACH_SLOT(CRUX_SLOT_NUMBER) CRUX_NUM_SLOTS };
+#define COLL_CRUX_SLOT_NUMBER(slot) COLL_CRUX_SLOT_##slot,
+enum { COLL_CRUX_FOR_EACH_SLOT(COLL_CRUX_SLOT_NUMBER) COLL_CRUX_NUM_SLOTS };
 
-#define CRUX_SLOT_EMPTY(slot) own[CRUX_SLOT_##slot] = comm->c_coll->coll_##slot == NULL;
+#define COLL_CRUX_SLOT_EMPTY(slot) own[COLL_CRUX_SLOT_##slot] = comm->c_coll->coll_##slot == NULL;
 
 /* As the framework's own COPY: a later module replaces an earlier one. */
-#define CRUX_FILL_SLOT(slot)                                    \
-    if (own[CRUX_SLOT_##slot] && module->coll_##slot != NULL) { \
-        if (comm->c_coll->coll_##slot##_module != NULL) {       \
-            OBJ_RELEASE(comm->c_coll->coll_##slot##_module);    \
-        }                                                       \
-        comm->c_coll->coll_##slot = module->coll_##slot;        \
-        comm->c_coll->coll_##slot##_module = module;            \
-        OBJ_RETAIN(module);                                     \
+#define COLL_CRUX_FILL_SLOT(slot)                                    \
+    if (own[COLL_CRUX_SLOT_##slot] && module->coll_##slot != NULL) { \
+        if (comm->c_coll->coll_##slot##_module != NULL) {            \
+            OBJ_RELEASE(comm->c_coll->coll_##slot##_module);         \
+        }                                                            \
+        comm->c_coll->coll_##slot = module->coll_##slot;             \
+        comm->c_coll->coll_##slot##_module = module;                 \
+        OBJ_RETAIN(module);                                          \
     }
 
 typedef struct {
@@ -218,8 +220,8 @@ typedef struct {
     const char *name;
 } offer_t;
 
-#define CRUX_SLOT_FROM(slot) \
-    slots += own[CRUX_SLOT_##slot] && comm->c_coll->coll_##slot##_module == module;
+#define COLL_CRUX_SLOT_FROM(slot) \
+    slots += own[COLL_CRUX_SLOT_##slot] && comm->c_coll->coll_##slot##_module == module;
 
 /* Which component each filled slot came from, as "inter 9 (priority 40)". */
 static void log_fill(ompi_communicator_t *comm, const offer_t *offers, int n, const bool *own)
@@ -229,7 +231,7 @@ static void log_fill(ompi_communicator_t *comm, const offer_t *offers, int n, co
     for (int i = 0; i < n && used < sizeof(text); i++) {
         const mca_coll_base_module_t *module = offers[i].module;
         int slots = 0;
-        CRUX_FOR_EACH_SLOT(CRUX_SLOT_FROM)
+        COLL_CRUX_FOR_EACH_SLOT(COLL_CRUX_SLOT_FROM)
         if (slots > 0) {
             int w = snprintf(text + used, sizeof(text) - used, "%s%s %d (priority %d)",
                              used > 0 ? ", " : "", offers[i].name, slots, offers[i].priority);
@@ -238,12 +240,12 @@ static void log_fill(ompi_communicator_t *comm, const offer_t *offers, int n, co
     }
     const char *name = comm->c_name[0] != '\0' ? comm->c_name : "(unnamed)";
     if (OMPI_COMM_IS_INTER(comm)) {
-        CRUX_VERBOSE(2, "intercommunicator %s of %d+%d processes: slots filled from %s", name,
-                     ompi_comm_size(comm), ompi_comm_remote_size(comm),
-                     used > 0 ? text : "nothing");
+        COLL_CRUX_VERBOSE(2, "intercommunicator %s of %d+%d processes: slots filled from %s", name,
+                          ompi_comm_size(comm), ompi_comm_remote_size(comm),
+                          used > 0 ? text : "nothing");
     } else {
-        CRUX_VERBOSE(2, "communicator %s of %d processes: slots filled from %s", name,
-                     ompi_comm_size(comm), used > 0 ? text : "nothing");
+        COLL_CRUX_VERBOSE(2, "communicator %s of %d processes: slots filled from %s", name,
+                          ompi_comm_size(comm), used > 0 ? text : "nothing");
     }
 }
 
@@ -285,33 +287,33 @@ static int fill_round(ompi_communicator_t *comm, const bool *own, bool spare, of
         mca_coll_base_module_t *module = offers[i].module;
         if (module->coll_module_enable == NULL ||
             module->coll_module_enable(module, comm) == OMPI_SUCCESS) {
-            CRUX_FOR_EACH_SLOT(CRUX_FILL_SLOT)
+            COLL_CRUX_FOR_EACH_SLOT(COLL_CRUX_FILL_SLOT)
         }
     }
     return n;
 }
 
-#define CRUX_SLOT_LEFT(slot) \
-    left[CRUX_SLOT_##slot] = own[CRUX_SLOT_##slot] && comm->c_coll->coll_##slot == NULL;
+#define COLL_CRUX_SLOT_LEFT(slot) \
+    left[COLL_CRUX_SLOT_##slot] = own[COLL_CRUX_SLOT_##slot] && comm->c_coll->coll_##slot == NULL;
 
 int coll_crux_fill_comm(ompi_communicator_t *comm)
 {
     /* Only the slots empty now: the ones other components already filled
      * are theirs (crux runs with them, not alone). */
-    bool own[CRUX_NUM_SLOTS];
-    CRUX_FOR_EACH_SLOT(CRUX_SLOT_EMPTY)
+    bool own[COLL_CRUX_NUM_SLOTS];
+    COLL_CRUX_FOR_EACH_SLOT(COLL_CRUX_SLOT_EMPTY)
     bool any = false;
-    for (int s = 0; s < CRUX_NUM_SLOTS; s++) {
+    for (int s = 0; s < COLL_CRUX_NUM_SLOTS; s++) {
         any = any || own[s];
     }
     if (!any) {
         return OMPI_SUCCESS;
     }
-    offer_t offers[CRUX_MAX_FILL];
+    offer_t offers[COLL_CRUX_MAX_FILL];
     int n = fill_round(comm, own, false, offers);
     /* the spares, for the slots the named components left empty */
-    bool left[CRUX_NUM_SLOTS];
-    CRUX_FOR_EACH_SLOT(CRUX_SLOT_LEFT)
+    bool left[COLL_CRUX_NUM_SLOTS];
+    COLL_CRUX_FOR_EACH_SLOT(COLL_CRUX_SLOT_LEFT)
     n += fill_round(comm, left, true, offers + n);
     if (mca_coll_crux_component.verbose >= 2) {
         log_fill(comm, offers, n, own);

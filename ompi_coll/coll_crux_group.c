@@ -58,8 +58,9 @@ crux_coll_config_t coll_crux_config(void)
     config.shared_cores = opal_progress_yield_when_idle;
     static int said;
     if (config.shared_cores && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
-        CRUX_VERBOSE(2, "waits never spin: Open MPI yields when idle (mpi_yield_when_idle, or an "
-                        "oversubscribed node)");
+        COLL_CRUX_VERBOSE(2,
+                          "waits never spin: Open MPI yields when idle (mpi_yield_when_idle, or an "
+                          "oversubscribed node)");
     }
     config.tl.shm_mds = c->shm_mds;
     config.tl.use_cma = c->use_cma;
@@ -92,7 +93,7 @@ static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
     return oob;
 }
 
-crux_status_t coll_crux_host_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
+crux_status_t coll_crux_shm_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
     crux_coll_config_t config = coll_crux_config();
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
@@ -108,23 +109,23 @@ crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 
-void coll_crux_host_group_destroy(void *group)
+void coll_crux_shm_group_destroy(void *group)
 {
     crux_coll_group_destroy(group);
 }
 
 void *coll_crux_module_group(mca_coll_crux_module_t *m, const coll_crux_share_request_t *how,
-                             crux_group_state_t *state, coll_crux_shared_t **share,
+                             mca_coll_crux_group_state_t *state, crux_share_t **share,
                              crux_status_t *status)
 {
     *status = CRUX_OK;
     void *group = NULL;
-    if (*state == CRUX_GROUP_READY && (group = coll_crux_share_use(*share)) == NULL) {
-        coll_crux_share_release(*share, false);
+    if (*state == COLL_CRUX_GROUP_READY && (group = crux_share_use(*share)) == NULL) {
+        crux_share_release(*share, 0);
         *share = NULL;
-        *state = CRUX_GROUP_UNTRIED;
+        *state = COLL_CRUX_GROUP_UNTRIED;
     }
-    if (*state != CRUX_GROUP_UNTRIED) {
+    if (*state != COLL_CRUX_GROUP_UNTRIED) {
         return group;
     }
     crux_coll_oob_t oob = module_oob(m);
@@ -133,25 +134,25 @@ void *coll_crux_module_group(mca_coll_crux_module_t *m, const coll_crux_share_re
     request.oob = &oob;
     request.arg = m;
     *status = coll_crux_share_acquire(&request, share);
-    *state = *status == CRUX_OK ? CRUX_GROUP_READY : CRUX_GROUP_FAILED;
-    return *status == CRUX_OK ? coll_crux_share_use(*share) : NULL;
+    *state = *status == CRUX_OK ? COLL_CRUX_GROUP_READY : COLL_CRUX_GROUP_FAILED;
+    return *status == CRUX_OK ? crux_share_use(*share) : NULL;
 }
 
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
     const coll_crux_share_request_t how = {
-        .kind = COLL_CRUX_HOST,
-        .build = coll_crux_host_group_build,
-        .destroy = coll_crux_host_group_destroy,
+        .kind = COLL_CRUX_SHM,
+        .build = coll_crux_shm_group_build,
+        .destroy = coll_crux_shm_group_destroy,
     };
     m->group = coll_crux_module_group(m, &how, &m->group_state, &m->group_share, &status);
     if (status != CRUX_OK) {
-        CRUX_VERBOSE(1,
-                     "no shared memory for communicator %s (%s; /dev/shm full, no "
-                     "shared-memory transport, or crux's limit of groups per process?): "
-                     "falling back to the previous module",
-                     m->comm->c_name, crux_status_string(status));
+        COLL_CRUX_VERBOSE(1,
+                          "no shared memory for communicator %s (%s; /dev/shm full, no "
+                          "shared-memory transport, or crux's limit of groups per process?): "
+                          "falling back to the previous module",
+                          m->comm->c_name, crux_status_string(status));
     }
     return m->group;
 }
@@ -192,11 +193,11 @@ crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
     };
     m->engine_group = coll_crux_module_group(m, &how, &m->engine_state, &m->engine_share, &status);
     if (status != CRUX_OK) {
-        CRUX_VERBOSE(1,
-                     "communicator %s: no multipath engine (%s): host buffers take "
-                     "the staged algorithm, device buffers are staged through host "
-                     "memory",
-                     m->comm->c_name, crux_status_string(status));
+        COLL_CRUX_VERBOSE(1,
+                          "communicator %s: no multipath engine (%s): host buffers take "
+                          "the staged algorithm, device buffers are staged through host "
+                          "memory",
+                          m->comm->c_name, crux_status_string(status));
     }
     return m->engine_group;
 }
@@ -206,10 +207,10 @@ crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
 void coll_crux_set_caller(mca_coll_crux_module_t *m)
 {
     uint64_t cid = ompi_comm_get_cid(m->comm);
-    crux_coll_group_t *group = m->group_share != NULL ? coll_crux_share_use(m->group_share) : NULL;
-    crux_engine_group_t *dev =
-        m->engine_share != NULL ? coll_crux_share_use(m->engine_share) : NULL;
-    const crux_layout_t *l = m->layout_share != NULL ? coll_crux_share_use(m->layout_share) : NULL;
+    crux_coll_group_t *group = m->group_share != NULL ? crux_share_use(m->group_share) : NULL;
+    crux_engine_group_t *dev = m->engine_share != NULL ? crux_share_use(m->engine_share) : NULL;
+    const mca_coll_crux_layout_t *l =
+        m->layout_share != NULL ? crux_share_use(m->layout_share) : NULL;
     if (group != NULL) {
         crux_coll_group_set_caller(group, cid);
     }
@@ -230,9 +231,9 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
 
 void coll_crux_module_release(mca_coll_crux_module_t *m)
 {
-    coll_crux_share_release(m->group_share, false);
-    coll_crux_share_release(m->layout_share, false);
-    coll_crux_share_release(m->engine_share, false);
+    crux_share_release(m->group_share, 0);
+    crux_share_release(m->layout_share, 0);
+    crux_share_release(m->engine_share, 0);
     m->group_share = m->layout_share = m->engine_share = NULL;
     m->group = NULL;
     m->layout = NULL;

@@ -1,19 +1,24 @@
 /* The groups of a communicator for the hierarchical Allreduce, and its
  * inter-group step.
  *
- * Groups: with coll_crux_group_size N > 0, ranks r with the same r / N;
- * otherwise the ranks of one node (MPI_COMM_TYPE_SHARED) bound inside the
- * same CPU package (libcrux_topo's host groups; ranks not bound inside one
- * package count as one group per node).  Built on first use, with the
- * previous module's collectives ("building" makes crux's own Allreduce on
- * this communicator fall back meanwhile, so the splits never recurse into
- * it).  The layout (subcommunicators, the groups within them, the channel
- * between nodes) is shared by the communicators over the same processes in
- * the same order, counted, and released with the last of them or to make
- * room (coll_crux_share.c); the groups within it are shared and counted
- * too, pinned while a layout holds them.  The hierarchical algorithm needs
- * at least two groups, of the same size, of more than one rank; otherwise
- * the layout is unusable and crux falls back for such calls.
+ * Groups: libcrux_coll plans them (crux_layout_plan: with
+ * coll_crux_group_size N > 0, ranks r with the same r / N; otherwise the
+ * ranks of one node bound inside the same CPU package, ranks not bound
+ * inside one package counting as one group per node) from where each rank
+ * runs: its node (MPI_COMM_TYPE_SHARED, named by its lowest rank) and its
+ * package (libcrux_topo's host groups).  This file makes the plan's
+ * subcommunicators, with the previous module's collectives ("building"
+ * makes crux's own Allreduce on this communicator fall back meanwhile, so
+ * the splits never recurse into it), and the groups within them that
+ * crux_layout_handoff asks for (the engine's lanes where every rank group
+ * has them, else a shared-memory group).  The layout (subcommunicators, the
+ * groups within them, the channel between nodes) is shared by the
+ * communicators over the same processes in the same order, counted, and
+ * released with the last of them or to make room (coll_crux_share.c); the
+ * groups within it are shared and counted too, pinned while a layout holds
+ * them.  The hierarchical algorithm needs at least two groups, of the same
+ * size, of more than one rank; otherwise the layout is unusable and crux
+ * falls back for such calls.
  *
  * The inter-group step runs on the cross communicator (local rank i of every
  * group): as a blocking Allreduce when its ranks share this node (crux's
@@ -67,12 +72,6 @@ static int package_of_process(void)
     return group < 0 ? 0 : group;
 }
 
-static int parent_allreduce_max(mca_coll_crux_module_t *m, int *values, int n)
-{
-    return m->previous_allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MAX, m->comm,
-                                 m->previous_allreduce_module);
-}
-
 static int local_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
 {
     ompi_communicator_t *comm = arg;
@@ -82,65 +81,50 @@ static int local_allgather(const void *sbuf, void *rbuf, size_t length, void *ar
                : -1;
 }
 
-/* Split the communicator into groups and cross communicators. */
-static int build(mca_coll_crux_module_t *m, crux_layout_t *l)
+/* Where this rank runs, for the plan: its node, named by the node's
+ * lowest rank in the communicator, and its package.  A rank whose node
+ * cannot be had stands alone (its own "node"). */
+static crux_layout_place_t place_of(ompi_communicator_t *comm)
 {
-    ompi_communicator_t *comm = m->comm, *node = NULL;
-    int rank = ompi_comm_rank(comm), rc;
-    const int k = mca_coll_crux_component.group_size;
-    if (k > 0) {
-        rc = ompi_comm_split(comm, rank / k, rank, &l->local_comm, false);
-    } else {
-        rc = ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, NULL, &node);
-        if (rc == OMPI_SUCCESS) {
-            rc = ompi_comm_split(node, package_of_process(), rank, &l->local_comm, false);
-            ompi_comm_free(&node);
+    ompi_communicator_t *node = NULL;
+    int rank = ompi_comm_rank(comm), zero = 0, first = -1;
+    crux_layout_place_t place = { -1 - rank, 0 };
+    if (ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, NULL, &node) == OMPI_SUCCESS) {
+        if (ompi_group_translate_ranks(node->c_local_group, 1, &zero, comm->c_local_group,
+                                       &first) == OMPI_SUCCESS &&
+            first >= 0) {
+            place.node = first;
         }
+        ompi_comm_free(&node);
     }
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    /* groups are ordered by their first rank: every member learns it */
-    int local_rank = ompi_comm_rank(l->local_comm);
-    int first = rank;
-    rc = l->local_comm->c_coll->coll_bcast(&first, 1, MPI_INT, 0, l->local_comm,
-                                           l->local_comm->c_coll->coll_bcast_module);
-    if (rc == OMPI_SUCCESS) {
-        rc = ompi_comm_split(comm, local_rank, first, &l->cross_comm, false);
-    }
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    l->per_group = ompi_comm_size(l->local_comm);
-    l->groups = ompi_comm_size(l->cross_comm);
-    l->cross_local = !ompi_group_have_remote_peers(l->cross_comm->c_local_group);
-    return OMPI_SUCCESS;
+    place.package = package_of_process();
+    return place;
 }
 
-/* Whether every group has the same size, with more than one rank, and there
- * are at least two; decided alike on every rank. */
-static bool usable(mca_coll_crux_module_t *m, const crux_layout_t *l, int built)
+/* The plan's subcommunicators: the rank group, and the cross communicator
+ * (local rank i of every group, ordered by group). */
+static int split(ompi_communicator_t *comm, const crux_layout_plan_t *plan,
+                 mca_coll_crux_layout_t *l)
 {
-    int v[3] = { l->per_group, -l->per_group, built == OMPI_SUCCESS ? 0 : 1 };
-    if (parent_allreduce_max(m, v, 3) != OMPI_SUCCESS || v[2] != 0) {
-        return false;
+    int rc = ompi_comm_split(comm, plan->group, ompi_comm_rank(comm), &l->local_comm, false);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_comm_split(comm, plan->group_rank, plan->group, &l->cross_comm, false);
     }
-    if (v[0] != -v[1]) {
-        CRUX_VERBOSE(1,
-                     "communicator %s: groups of %d to %d ranks; the hierarchical Allreduce "
-                     "needs equal groups and falls back",
-                     m->comm->c_name, -v[1], v[0]);
-        return false;
+    if (rc != OMPI_SUCCESS) {
+        return rc;
     }
-    return l->groups > 1 && l->per_group > 1;
+    l->per_group = plan->per_group;
+    l->groups = plan->groups;
+    l->cross_local = !ompi_group_have_remote_peers(l->cross_comm->c_local_group);
+    return OMPI_SUCCESS;
 }
 
 /* A group within this rank's group of ranks, of 'kind', pinned (released
  * early, it would be gone from one group and not the others), its
  * reference in *share; 'small_only': a shared-memory group for the small
  * Allreduce alone, no stage (beside the lanes). */
-static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
-                                 coll_crux_kind_t kind, bool small_only, coll_crux_shared_t **share,
+static crux_status_t local_group(mca_coll_crux_layout_t *l, const crux_coll_oob_t *oob,
+                                 coll_crux_kind_t kind, bool small_only, crux_share_t **share,
                                  void **group)
 {
     static const int no_stage;
@@ -149,25 +133,25 @@ static crux_status_t local_group(crux_layout_t *l, const crux_coll_oob_t *oob,
         .oob = oob,
         .kind = kind,
         /* coll_crux_layout_group_build's slots, and whether it has a stage */
-        .variant = kind == COLL_CRUX_HOST ? 1 + small_only : 0,
+        .variant = kind == COLL_CRUX_SHM ? 1 + small_only : 0,
         .arg = small_only ? (void *)&no_stage : NULL,
         .pin = true,
         .build =
-            kind == COLL_CRUX_HOST ? coll_crux_layout_group_build : coll_crux_engine_group_build,
+            kind == COLL_CRUX_SHM ? coll_crux_layout_group_build : coll_crux_engine_group_build,
         .destroy =
-            kind == COLL_CRUX_HOST ? coll_crux_host_group_destroy : coll_crux_engine_group_destroy,
+            kind == COLL_CRUX_SHM ? coll_crux_shm_group_destroy : coll_crux_engine_group_destroy,
     };
     crux_status_t status = coll_crux_share_acquire(&request, share);
-    *group = status == CRUX_OK ? coll_crux_share_use(*share) : NULL;
+    *group = status == CRUX_OK ? crux_share_use(*share) : NULL;
     return *group != NULL ? CRUX_OK : status;
 }
 
 /* What a layout holds, released; the layout itself is the caller's. */
-static void layout_free(crux_layout_t *l)
+static void layout_free(mca_coll_crux_layout_t *l)
 {
     crux_net_destroy(l->net);
-    coll_crux_share_release(l->share, true);
-    coll_crux_share_release(l->small_share, true);
+    crux_share_release(l->share, 1);
+    crux_share_release(l->small_share, 1);
     if (l->cross_comm != NULL) {
         ompi_comm_free(&l->cross_comm);
     }
@@ -177,77 +161,103 @@ static void layout_free(crux_layout_t *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* The layout of the module's communicator (collective over it): its
- * subcommunicators, within the groups the engine's lanes or a shared-memory
- * group (shared with communicators over the same processes in the same
- * order, counted), the channel between nodes. */
-static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob_unused, void **out)
+/* The groups within a layout's rank group that crux_layout_handoff asks
+ * for, each over the rank group's communicator. */
+typedef struct {
+    mca_coll_crux_layout_t *l;
+    crux_coll_oob_t oob; /* over the rank group */
+    void *lanes;
+    void *shared;
+} handoff_arg_t;
+
+static int build_lanes(void *argp)
+{
+    handoff_arg_t *a = argp;
+    crux_status_t st = local_group(a->l, &a->oob, COLL_CRUX_ENGINE, false, &a->l->share, &a->lanes);
+    return st == CRUX_OK && crux_engine_group_lanes(a->lanes);
+}
+
+static void drop_lanes(void *argp)
+{
+    handoff_arg_t *a = argp;
+    crux_share_release(a->l->share, 1);
+    a->l->share = NULL;
+    a->lanes = NULL;
+}
+
+static int build_shared(void *argp, int small_only)
+{
+    handoff_arg_t *a = argp;
+    crux_share_t **share = small_only ? &a->l->small_share : &a->l->share;
+    return local_group(a->l, &a->oob, COLL_CRUX_SHM, small_only, share, &a->shared) == CRUX_OK;
+}
+
+/* The layout of the module's communicator (collective over it, 'oob' its
+ * exchange): the plan's subcommunicators, within the rank groups the
+ * engine's lanes or a shared-memory group (shared with communicators over
+ * the same processes in the same order, counted), the channel between
+ * nodes. */
+static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob, void **out)
 {
     mca_coll_crux_module_t *m = module;
-    crux_layout_t *l = calloc(1, sizeof(*l)), spare = { 0 };
-    crux_layout_t *use = l != NULL ? l : &spare; /* the splits take part all the same */
+    mca_coll_crux_layout_t *l = calloc(1, sizeof(*l));
+    const int k = mca_coll_crux_component.group_size;
     m->building = true;
-    int built = build(m, use);
-    bool ok = usable(m, use, l != NULL ? built : OMPI_ERR_OUT_OF_RESOURCE);
-    crux_coll_oob_t oob = {
-        .allgather = local_allgather,
-        .arg = use->local_comm,
-        .rank = ok ? ompi_comm_rank(use->local_comm) : 0,
-        .size = use->per_group,
+    crux_layout_place_t place = k > 0 ? (crux_layout_place_t){ 0, 0 } : place_of(m->comm);
+    crux_layout_plan_t plan;
+    crux_status_t status = crux_layout_plan(oob, k, place, &plan);
+    if (status == CRUX_OK && plan.smallest != plan.largest) {
+        COLL_CRUX_VERBOSE(1,
+                          "communicator %s: groups of %d to %d ranks; the hierarchical Allreduce "
+                          "needs equal groups and falls back",
+                          m->comm->c_name, plan.smallest, plan.largest);
+    }
+    if (status != CRUX_OK || !plan.usable) {
+        m->building = false;
+        free(l);
+        return CRUX_ERR_UNSUPPORTED; /* alike on every rank: nothing split */
+    }
+    mca_coll_crux_layout_t spare = { 0 };
+    mca_coll_crux_layout_t *use = l != NULL ? l : &spare; /* the splits take part all the same */
+    bool ready = split(m->comm, &plan, use) == OMPI_SUCCESS && l != NULL;
+    handoff_arg_t arg = {
+        .l = use,
+        .oob = { .allgather = local_allgather,
+                 .arg = use->local_comm,
+                 .rank = ready ? ompi_comm_rank(use->local_comm) : 0,
+                 .size = use->per_group },
     };
-    if (ok && m->request.handoff != CRUX_HANDOFF_FLAGS) {
-        /* the engine's lanes within the groups when every group has them:
-         * the groups' inter-group steps must cut shards alike */
-        void *lanes = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_ENGINE, false, &use->share, &lanes);
-        int no_lanes[1] = { status != CRUX_OK || !crux_engine_group_lanes(lanes) };
-        ok = parent_allreduce_max(m, no_lanes, 1) == OMPI_SUCCESS;
-        if (no_lanes[0]) {
-            coll_crux_share_release(use->share, true);
-            use->share = NULL;
-        } else {
-            use->lanes = lanes;
-        }
+    const crux_layout_build_t build = { build_lanes, drop_lanes, build_shared, &arg };
+    int lanes, small;
+    status = crux_layout_handoff(oob, ready, m->request.handoff, &build, &lanes, &small);
+    if (status == CRUX_OK && lanes) {
+        use->lanes = arg.lanes;
+        use->small = small ? arg.shared : NULL;
+    } else if (status == CRUX_OK) {
+        use->group = use->small = arg.shared;
+    } else if (status == CRUX_ERR_NO_RESOURCE) {
+        COLL_CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups: falling back",
+                          m->comm->c_name);
     }
-    if (ok && use->lanes == NULL) {
-        void *group = NULL;
-        crux_status_t status = local_group(use, &oob, COLL_CRUX_HOST, false, &use->share, &group);
-        use->group = use->small = group;
-        int failed[1] = { status != CRUX_OK };
-        ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS && !failed[0];
-        if (!ok) {
-            CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups (%s): falling back",
-                         m->comm->c_name, crux_status_string(status));
-        }
-    } else if (ok) {
-        /* the small Allreduce's flags within the groups, beside the lanes,
-         * where every group has them */
-        void *group = NULL;
-        crux_status_t status =
-            local_group(use, &oob, COLL_CRUX_HOST, true, &use->small_share, &group);
-        int failed[1] = { status != CRUX_OK };
-        ok = parent_allreduce_max(m, failed, 1) == OMPI_SUCCESS;
-        use->small = ok && !failed[0] ? group : NULL;
-    }
-    if (ok) {
+    if (status == CRUX_OK) {
         coll_crux_net_open(use, m->comm);
     }
     m->building = false;
-    if (!ok) {
+    if (status != CRUX_OK) {
         layout_free(use);
         free(l);
         return CRUX_ERR_UNSUPPORTED;
     }
-    CRUX_VERBOSE(2,
-                 "communicator %s: %d groups of %d ranks, %s within them, inter-group "
-                 "step %s",
-                 m->comm->c_name, use->groups, use->per_group,
-                 use->lanes != NULL ? "the engine's lanes" : "staging",
-                 use->cross_local ? "through shared memory"
-                 : use->net == NULL
-                     ? "over the PML"
-                     : (crux_net_kind(use->net) == CRUX_NET_UCX ? "over crux's ucx channel"
-                                                                : "over crux's tcp channel"));
+    COLL_CRUX_VERBOSE(2,
+                      "communicator %s: %d groups of %d ranks, %s within them, inter-group "
+                      "step %s",
+                      m->comm->c_name, use->groups, use->per_group,
+                      use->lanes != NULL ? "the engine's lanes" : "staging",
+                      use->cross_local ? "through shared memory"
+                      : use->net == NULL
+                          ? "over the PML"
+                          : (crux_net_kind(use->net) == CRUX_NET_UCX ? "over crux's ucx channel"
+                                                                     : "over crux's tcp channel"));
     *out = l;
     return CRUX_OK;
 }
@@ -258,7 +268,7 @@ static void layout_destroy(void *layout)
     free(layout);
 }
 
-const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
+const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 {
     crux_status_t status;
     const coll_crux_share_request_t how = {
@@ -274,7 +284,7 @@ const crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 /* ---- the inter-group step ------------------------------------------------ */
 
 typedef struct {
-    const crux_layout_t *layout;
+    const mca_coll_crux_layout_t *layout;
     ompi_datatype_t *dtype;
     struct ompi_op_t *op;
     crux_dtype_t cdtype;
@@ -343,8 +353,8 @@ static crux_status_t small_inter_test(void *argp, void *request, int *done)
     return CRUX_OK;
 }
 
-crux_status_t coll_crux_allreduce_small_hier(const crux_layout_t *l, const void *sbuf, void *rbuf,
-                                             int count, ompi_datatype_t *dtype,
+crux_status_t coll_crux_allreduce_small_hier(const mca_coll_crux_layout_t *l, const void *sbuf,
+                                             void *rbuf, int count, ompi_datatype_t *dtype,
                                              struct ompi_op_t *op, crux_dtype_t cdtype,
                                              crux_op_t cop)
 {
@@ -361,8 +371,8 @@ static void inter_wait(void *argp, int timeout_ms)
     crux_net_wait(a->layout->net, timeout_ms);
 }
 
-crux_status_t coll_crux_allreduce_hier(crux_layout_t *l, const void *sbuf, void *rbuf, int count,
-                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
+crux_status_t coll_crux_allreduce_hier(mca_coll_crux_layout_t *l, const void *sbuf, void *rbuf,
+                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
 {
     inter_arg_t arg = { l, dtype, op, cdtype, cop };

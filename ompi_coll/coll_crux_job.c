@@ -42,7 +42,7 @@ static void ensure_set_up(void);
 
 static void log_line(void *arg, const char *message)
 {
-    CRUX_VERBOSE(1, "%s", message);
+    COLL_CRUX_VERBOSE(1, "%s", message);
 }
 
 static int key_int(const char *key, int fallback)
@@ -63,11 +63,12 @@ static void take_level(void)
     char text[16];
     snprintf(text, sizeof(text), "%d", job.level);
     setenv("CRUX_PRIORITY_LEVEL", text, 1);
-    CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d, dscp %d",
-                 job.job, job.level, crux_prio_reader_levels(job.reader),
-                 crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED ? "from the priority file"
-                                                                        : "default",
-                 net->service_level, net->traffic_class, net->dscp);
+    COLL_CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d, dscp %d",
+                      job.job, job.level, crux_prio_reader_levels(job.reader),
+                      crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED
+                          ? "from the priority file"
+                          : "default",
+                      net->service_level, net->traffic_class, net->dscp);
 }
 
 crux_net_level_t coll_crux_job_net_level(void)
@@ -111,17 +112,17 @@ static void set_up(void)
         return;
     }
     if (job.job == NULL) {
-        CRUX_VERBOSE(1, "priority file %s but no usable job id (%s): ignored", file,
-                     skipped[0] ? skipped
-                                : "none of coll_crux_job_id, CRUX_JOB_ID, SLURM_JOB_ID, ... set");
+        COLL_CRUX_VERBOSE(
+            1, "priority file %s but no usable job id (%s): ignored", file,
+            skipped[0] ? skipped : "none of coll_crux_job_id, CRUX_JOB_ID, SLURM_JOB_ID, ... set");
         return;
     }
     if (skipped[0]) {
-        CRUX_VERBOSE(1, "%s: skipped; the job id is %s's", skipped, source);
+        COLL_CRUX_VERBOSE(1, "%s: skipped; the job id is %s's", skipped, source);
     }
     if (crux_prio_reader_open(file, job.job, 0, (unsigned)c->priority_poll_ms, &job.reader) !=
         CRUX_OK) {
-        CRUX_VERBOSE(1, "cannot read the priority file %s: ignored", file);
+        COLL_CRUX_VERBOSE(1, "cannot read the priority file %s: ignored", file);
         return;
     }
     crux_prio_reader_set_log(job.reader, log_line, NULL);
@@ -137,8 +138,9 @@ static void set_up(void)
     if (st == CRUX_ERR_TIMEOUT) {
         job.resource = -1;
     } else if (st != CRUX_OK) {
-        CRUX_VERBOSE(1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
-                     err[0] ? ": " : "", err);
+        COLL_CRUX_VERBOSE(
+            1, "no intra-host arbitration table%s%s: levels are not enforced on this host",
+            err[0] ? ": " : "", err);
         crux_arb_close(job.arb);
         job.arb = NULL;
     }
@@ -204,12 +206,12 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
                __atomic_fetch_add(&job.unarbitrated, 1, __ATOMIC_RELAXED) == 0) {
         int stopped;
         pid_t holder = crux_arb_holder(job.arb, &stopped);
-        CRUX_VERBOSE(1,
-                     "job %s: the arbitration table's lock was held past "
-                     "coll_crux_arb_max_wait_us (%d us) by pid %d%s: transfers go on without "
-                     "arbitration while it is",
-                     job.job, mca_coll_crux_component.arb_max_wait_us, (int)holder,
-                     stopped ? ", a stopped process" : "");
+        COLL_CRUX_VERBOSE(1,
+                          "job %s: the arbitration table's lock was held past "
+                          "coll_crux_arb_max_wait_us (%d us) by pid %d%s: transfers go on without "
+                          "arbitration while it is",
+                          job.job, mca_coll_crux_component.arb_max_wait_us, (int)holder,
+                          stopped ? ", a stopped process" : "");
     }
 }
 
@@ -224,12 +226,12 @@ void coll_crux_job_exit(coll_crux_ticket_t *ticket)
 void coll_crux_job_finalize(void)
 {
     if (job.arb != NULL) {
-        CRUX_VERBOSE(1,
-                     "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
-                     "higher level (%.1f ms), %" PRIu64 " gave up waiting, %" PRIu64
-                     " without arbitration",
-                     job.job, job.level, job.transfers, job.waits, (double)job.wait_ns / 1e6,
-                     job.timeouts, job.unarbitrated);
+        COLL_CRUX_VERBOSE(1,
+                          "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
+                          "higher level (%.1f ms), %" PRIu64 " gave up waiting, %" PRIu64
+                          " without arbitration",
+                          job.job, job.level, job.transfers, job.waits, (double)job.wait_ns / 1e6,
+                          job.timeouts, job.unarbitrated);
     }
     crux_arb_close(job.arb);
     crux_prio_reader_close(job.reader);

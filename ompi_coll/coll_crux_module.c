@@ -8,7 +8,7 @@
 #include "ompi_coll/coll_crux.h"
 #include "coll/crux_dev.h"
 
-static void crux_module_construct(mca_coll_crux_module_t *m)
+static void coll_crux_module_construct(mca_coll_crux_module_t *m)
 {
     m->previous_allreduce = NULL;
     m->previous_allreduce_module = NULL;
@@ -18,19 +18,19 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->request = (crux_request_t)CRUX_REQUEST_AUTO;
     m->all_local = false;
     m->building = false;
-    m->group_state = CRUX_GROUP_UNTRIED;
+    m->group_state = COLL_CRUX_GROUP_UNTRIED;
     m->group = NULL;
     m->group_share = NULL;
-    m->layout_state = CRUX_GROUP_UNTRIED;
+    m->layout_state = COLL_CRUX_GROUP_UNTRIED;
     m->layout = NULL;
     m->layout_share = NULL;
-    m->engine_state = CRUX_GROUP_UNTRIED;
+    m->engine_state = COLL_CRUX_GROUP_UNTRIED;
     m->engine_group = NULL;
     m->engine_share = NULL;
     m->dev_pinned = NULL;
     m->logged = 0;
-    m->small_max = 0;
-    m->hier_from = 0;
+    m->sizes = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;
+    m->bounds = (crux_select_bounds_t){ 0, 0, 0 };
     m->small_alg = CRUX_ALG_COUNT;
     m->small_dtype = NULL;
     m->small_op = NULL;
@@ -38,7 +38,7 @@ static void crux_module_construct(mca_coll_crux_module_t *m)
     m->small_cop = CRUX_OP_COUNT;
 }
 
-static void crux_module_destruct(mca_coll_crux_module_t *m)
+static void coll_crux_module_destruct(mca_coll_crux_module_t *m)
 {
     coll_crux_module_release(m);
     crux_dev_pinned_destroy(m->dev_pinned);
@@ -50,8 +50,8 @@ static void crux_module_destruct(mca_coll_crux_module_t *m)
     }
 }
 
-OBJ_CLASS_INSTANCE(mca_coll_crux_module_t, mca_coll_base_module_t, crux_module_construct,
-                   crux_module_destruct);
+OBJ_CLASS_INSTANCE(mca_coll_crux_module_t, mca_coll_base_module_t, coll_crux_module_construct,
+                   coll_crux_module_destruct);
 
 int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
@@ -63,41 +63,24 @@ int mca_coll_crux_init_query(bool enable_progress_threads, bool enable_mpi_threa
 
 /* Whether crux's own algorithms may apply: an intracommunicator of two or
  * more processes (flat on one node, hierarchical across nodes). */
-static bool crux_handles(ompi_communicator_t *comm)
+static bool coll_crux_handles(ompi_communicator_t *comm)
 {
     return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
-/* Below this many bytes every host Allreduce goes to the previous module:
- * auto's size threshold, every size for fallback, none when a topology or
- * hand-off is forced.  Decided here once, so handing a call on costs one
- * comparison. */
-static size_t fallback_below(const mca_coll_crux_module_t *m)
+/* The component's size parameters, as the selection takes them. */
+static crux_select_sizes_t select_sizes(void)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    if (m->request.fallback) {
-        return SIZE_MAX;
-    }
-    if (crux_request_forced(&m->request)) {
-        return 0;
-    }
-    return c->allreduce_min_bytes;
+    return (crux_select_sizes_t){
+        .min_bytes = c->allreduce_min_bytes,
+        .small_max_bytes = c->small_max_bytes,
+        .hier_small_max_bytes = c->hier_small_max_bytes,
+        .hier_min_bytes = c->hier_min_bytes,
+    };
 }
 
-/* The sizes the small Allreduce may take (none where a topology or a
- * hand-off is forced: that pipeline runs at every size): on one node up to
- * coll_crux_small_max_bytes, across nodes up to
- * coll_crux_hier_small_max_bytes (then the previous module up to the
- * hierarchical pipeline's coll_crux_hier_min_bytes). */
-static void small_range(mca_coll_crux_module_t *m)
-{
-    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    bool none = m->request.fallback || crux_request_forced(&m->request);
-    m->small_max = none ? 0 : m->all_local ? c->small_max_bytes : c->hier_small_max_bytes;
-    m->hier_from = m->all_local || crux_request_forced(&m->request) ? 0 : c->hier_min_bytes;
-}
-
-static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+static int coll_crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
 
@@ -110,17 +93,18 @@ static int crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_
     m->comm = comm;
     m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
-    m->fallback_below = fallback_below(m);
-    small_range(m);
+    /* kept, so that handing a call on by its size costs a comparison */
+    m->sizes = select_sizes();
+    m->bounds = crux_select_bounds(&m->request, m->all_local, &m->sizes);
     coll_crux_device_probe();
-    if (!crux_handles(comm)) {
+    if (!coll_crux_handles(comm)) {
         return OMPI_SUCCESS;
     }
     if (comm->c_coll->coll_allreduce == NULL || comm->c_coll->coll_allgather == NULL) {
-        CRUX_VERBOSE(1,
-                     "communicator %s has no allreduce/allgather to fall back to; "
-                     "crux stays out of it",
-                     comm->c_name);
+        COLL_CRUX_VERBOSE(1,
+                          "communicator %s has no allreduce/allgather to fall back to; "
+                          "crux stays out of it",
+                          comm->c_name);
         m->super.coll_allreduce = NULL;
         return OMPI_SUCCESS;
     }
@@ -143,8 +127,8 @@ mca_coll_base_module_t *mca_coll_crux_comm_query(ompi_communicator_t *comm, int 
         return NULL;
     }
     *priority = mca_coll_crux_component.priority;
-    m->super.coll_module_enable = crux_module_enable;
-    if (crux_handles(comm) && !mca_coll_crux_component.algorithms_off) {
+    m->super.coll_module_enable = coll_crux_module_enable;
+    if (coll_crux_handles(comm) && !mca_coll_crux_component.algorithms_off) {
         m->super.coll_allreduce = mca_coll_crux_allreduce;
     }
     return &m->super;

@@ -42,18 +42,18 @@ bool coll_crux_opted_in(void)
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     const char *selection = ompi_coll_base_framework.framework_selection;
     if (names_crux(selection)) {
-        CRUX_VERBOSE(1, "taking part: the coll selection \"%s\" names crux", selection);
+        COLL_CRUX_VERBOSE(1, "taking part: the coll selection \"%s\" names crux", selection);
         return true;
     }
     if (c->enable) {
-        CRUX_VERBOSE(1, "taking part: coll_crux_enable is 1");
+        COLL_CRUX_VERBOSE(1, "taking part: coll_crux_enable is 1");
         return true;
     }
-    CRUX_VERBOSE(1,
-                 "not taking part: the coll selection %s%s%s does not name crux and "
-                 "coll_crux_enable is 0 (see docs/usage/install.md)",
-                 selection != NULL ? "\"" : "(none)", selection != NULL ? selection : "",
-                 selection != NULL ? "\"" : "");
+    COLL_CRUX_VERBOSE(1,
+                      "not taking part: the coll selection %s%s%s does not name crux and "
+                      "coll_crux_enable is 0 (see docs/usage/install.md)",
+                      selection != NULL ? "\"" : "(none)", selection != NULL ? selection : "",
+                      selection != NULL ? "\"" : "");
     return false;
 }
 
@@ -64,5 +64,5 @@ void coll_crux_say_loaded(void)
         dladdr((void *)&mca_coll_crux_component, &info) != 0 && info.dli_fname != NULL
             ? info.dli_fname
             : "(path unknown)";
-    CRUX_VERBOSE(1, "loaded %s, crux %s", path, crux_version());
+    COLL_CRUX_VERBOSE(1, "loaded %s, crux %s", path, crux_version());
 }

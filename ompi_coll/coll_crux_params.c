@@ -17,11 +17,11 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define CRUX_MIN_STAGE      (64u << 10)
-#define CRUX_MAX_STAGE      ((size_t)1 << 40) /* far below where sizes overflow */
-#define CRUX_MIN_CHUNK      64u
-#define CRUX_MAX_HIER_DEPTH 64
-#define CRUX_SHM_DIR        "/dev/shm"
+#define COLL_CRUX_MIN_STAGE      (64u << 10)
+#define COLL_CRUX_MAX_STAGE      ((size_t)1 << 40) /* far below where sizes overflow */
+#define COLL_CRUX_MIN_CHUNK      64u
+#define COLL_CRUX_MAX_HIER_DEPTH 64
+#define COLL_CRUX_SHM_DIR        "/dev/shm"
 
 static void refuse(const char *name, const char *value, const char *why)
 {
@@ -56,7 +56,7 @@ static bool int_ok(const char *name, int value, int min, int max, const char *wh
 static bool stage_fits(size_t stage)
 {
     struct statvfs fs;
-    if (statvfs(CRUX_SHM_DIR, &fs) != 0) {
+    if (statvfs(COLL_CRUX_SHM_DIR, &fs) != 0) {
         return true;
     }
     uint64_t free_bytes = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
@@ -69,7 +69,7 @@ static bool stage_fits(size_t stage)
     snprintf(why, sizeof(why),
              "%" PRIu64 " processes on this node need that much each, and %s has %" PRIu64
              " bytes free",
-             procs, CRUX_SHM_DIR, free_bytes);
+             procs, COLL_CRUX_SHM_DIR, free_bytes);
     refuse("stage_size", text, why);
     return false;
 }
@@ -78,13 +78,13 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
 {
     bool ok = true;
     /* every check runs, so one run names every refused value */
-    bool stage_ok = size_ok("stage_size", c->stage_size, CRUX_MIN_STAGE, CRUX_MAX_STAGE,
+    bool stage_ok = size_ok("stage_size", c->stage_size, COLL_CRUX_MIN_STAGE, COLL_CRUX_MAX_STAGE,
                             "must be between 65536 and 2^40");
     ok &= stage_ok;
     /* against a refused stage size, the chunk size is judged on its own:
      * the fault is the stage's, said once */
-    ok &= size_ok("chunk_size", c->chunk_size, CRUX_MIN_CHUNK,
-                  stage_ok ? c->stage_size : CRUX_MAX_STAGE,
+    ok &= size_ok("chunk_size", c->chunk_size, COLL_CRUX_MIN_CHUNK,
+                  stage_ok ? c->stage_size : COLL_CRUX_MAX_STAGE,
                   "must be at least 64 and at most coll_crux_stage_size");
     ok &= size_ok("small_max_bytes", c->small_max_bytes, 0, CRUX_SMALL_MAX_BYTES,
                   "must be between 0 and 1048576");
@@ -94,7 +94,8 @@ bool coll_crux_params_valid(const mca_coll_crux_component_t *c)
                   "must be between 0 and 1048576");
     ok &= int_ok("group_size", c->group_size, 0, INT_MAX, "must not be negative");
     ok &= int_ok("far_latency_ns", c->far_latency_ns, 0, INT_MAX, "must not be negative");
-    ok &= int_ok("hier_depth", c->hier_depth, 0, CRUX_MAX_HIER_DEPTH, "must be between 0 and 64");
+    ok &= int_ok("hier_depth", c->hier_depth, 0, COLL_CRUX_MAX_HIER_DEPTH,
+                 "must be between 0 and 64");
     ok &= int_ok("priority_poll_ms", c->priority_poll_ms, 0, INT_MAX, "must not be negative");
     ok &= int_ok("arb_max_wait_us", c->arb_max_wait_us, 0, INT_MAX, "must not be negative");
     ok &= int_ok("profile_interval_s", c->profile_interval_s, 1, INT_MAX, "must be at least 1");

@@ -7,10 +7,9 @@
  * MPI_Finalize) is written then, so a job shorter than the interval leaves
  * a profile too.
  *
- * The period: training repeats the same sequence of Allreduce sizes every
- * iteration (a framework's fused gradient buffers), so it is the shortest
- * lag L at which the recent sizes repeat, and the time L calls take; a job
- * without such a pattern counts each call as an iteration. */
+ * The windows and the iteration period are libcrux_prio's recorder
+ * (crux_recorder_t, sched/crux_profile.h); this file keeps it under a
+ * lock, knows the leader and the job's hosts, and writes. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,18 +25,11 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define HISTORY 512 /* calls remembered for the period */
-
 static struct {
     pthread_mutex_t lock;
     int leader; /* -1: not known yet */
-    double window_start, last_exit, last_write;
-    uint64_t calls;
-    double bytes, inside, between;
-    size_t sizes[HISTORY];
-    double starts[HISTORY];
-    uint64_t recorded; /* calls ever recorded, the ring's head */
-    bool warned;       /* a failed write was said */
+    crux_recorder_t rec;
+    bool warned; /* a failed write was said */
     /* MPI_COMM_WORLD's size and hosts, taken at the first call: world is
      * gone when crux closes and writes the last window */
     int ranks, nhosts;
@@ -64,24 +56,6 @@ bool coll_crux_profiling(void)
         __atomic_store_n(&prof.leader, leader, __ATOMIC_RELAXED);
     }
     return leader == 1;
-}
-
-/* The smallest lag at which the last calls' sizes repeat (at least three
- * times over), or 0. */
-static unsigned period_calls(void)
-{
-    unsigned n = prof.recorded < HISTORY ? (unsigned)prof.recorded : HISTORY;
-    for (unsigned lag = 1; 3 * lag <= n; lag++) {
-        bool repeats = true;
-        for (unsigned i = 0; i + lag < n && repeats; i++) {
-            uint64_t a = prof.recorded - 1 - i, b = a - lag;
-            repeats = prof.sizes[a % HISTORY] == prof.sizes[b % HISTORY];
-        }
-        if (repeats) {
-            return lag;
-        }
-    }
-    return 0;
 }
 
 /* The name of the leader's node: the one the launcher gives its other
@@ -142,35 +116,21 @@ static void take_world(void)
     prof.host_ranks = ranks;
 }
 
+/* The open window, as of 'now', written; the next call opens another. */
 static void write_profile(double now)
 {
     const char *job = coll_crux_job_id();
     char path[4096], err[256];
     snprintf(path, sizeof(path), "%s/%s.profile", coll_crux_profile_dir(),
              job != NULL ? job : "unknown-job");
-    /* the time the last k whole periods of L calls took, over k */
-    unsigned lag = period_calls();
-    uint64_t remembered = prof.recorded < HISTORY ? prof.recorded : HISTORY;
-    uint64_t k = lag > 0 ? (remembered - 1) / lag : 0, last = prof.recorded - 1;
-    double period =
-        k > 0 ? (prof.starts[last % HISTORY] - prof.starts[(last - k * lag) % HISTORY]) / (double)k
-              : 0;
-    if (period <= 0) {
-        period = (now - prof.window_start) / (double)(prof.calls > 0 ? prof.calls : 1);
-    }
     crux_profile_t p = {
         .job = (char *)(job != NULL ? job : "unknown-job"),
         .ranks = prof.ranks,
-        .window_s = now - prof.window_start,
-        .bytes = prof.bytes,
-        .coll_s = prof.inside,
-        .gap_s = prof.between,
-        .period_s = period,
-        .collectives = prof.calls,
         .hosts = prof.hosts,
         .host_ranks = prof.host_ranks,
         .nhosts = prof.nhosts,
     };
+    crux_recorder_close(&prof.rec, now, &p);
     if (crux_profile_write(path, &p, err, sizeof(err)) != CRUX_OK) {
         /* a directory that cannot be written fails every time: said once,
          * visibly, then only at verbosity 1 */
@@ -178,7 +138,7 @@ static void write_profile(double now)
             prof.warned = true;
             coll_crux_say(false, "profile-failed", coll_crux_profile_dir(), err);
         } else {
-            CRUX_VERBOSE(1, "profile not written: %s", err);
+            COLL_CRUX_VERBOSE(1, "profile not written: %s", err);
         }
     }
 }
@@ -186,34 +146,12 @@ static void write_profile(double now)
 void coll_crux_profile_record(size_t bytes, double start, double end)
 {
     pthread_mutex_lock(&prof.lock);
-    if (prof.recorded == 0) {
+    if (prof.rec.recorded == 0) {
         take_world();
     }
-    if (prof.calls == 0 && prof.recorded == 0) {
-        prof.window_start = start; /* the first window starts with the first call */
-        prof.last_write = start;
-    } else {
-        if (prof.calls == 0) {
-            /* a later window starts where the last one ended, so it holds
-             * the gap before its first call: as many gaps as calls, and
-             * window / period counts its iterations without a missing gap */
-            prof.window_start = prof.last_exit;
-            prof.last_write = start;
-        }
-        prof.between += start > prof.last_exit ? start - prof.last_exit : 0;
-    }
-    prof.last_exit = end;
-    prof.calls++;
-    prof.bytes += (double)bytes;
-    prof.inside += end - start;
-    prof.sizes[prof.recorded % HISTORY] = bytes;
-    prof.starts[prof.recorded % HISTORY] = start;
-    prof.recorded++;
-    if (end - prof.last_write >= mca_coll_crux_component.profile_interval_s) {
+    if (crux_recorder_add(&prof.rec, bytes, start, end,
+                          mca_coll_crux_component.profile_interval_s)) {
         write_profile(end);
-        prof.last_write = end;
-        prof.calls = 0; /* a fresh window */
-        prof.bytes = prof.inside = prof.between = 0;
     }
     pthread_mutex_unlock(&prof.lock);
 }
@@ -221,9 +159,8 @@ void coll_crux_profile_record(size_t bytes, double start, double end)
 void coll_crux_profile_finalize(void)
 {
     pthread_mutex_lock(&prof.lock);
-    if (prof.calls > 0) {
-        write_profile(prof.last_exit); /* the window ends with its last call, as every window */
-        prof.calls = 0;
+    if (prof.rec.calls > 0) {
+        write_profile(prof.rec.last_exit); /* the window ends with its last call, as every window */
     }
     for (int h = 0; h < prof.nhosts; h++) {
         free(prof.hosts[h]);

@@ -14,7 +14,8 @@
 
 #include "ompi_coll/coll_crux.h"
 
-static const char *const axes[CRUX_AXES] = { "algorithm", "topology", "handoff", "memory_path" };
+static const char *const axes[COLL_CRUX_AXES] = { "algorithm", "topology", "handoff",
+                                                  "memory_path" };
 
 const char *coll_crux_axis_name(int axis)
 {
@@ -24,8 +25,8 @@ const char *coll_crux_axis_name(int axis)
 int *coll_crux_axis_storage(int axis)
 {
     mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    int *storage[CRUX_AXES] = { &c->allreduce_algorithm, &c->allreduce_topology,
-                                &c->allreduce_handoff, &c->allreduce_memory_path };
+    int *storage[COLL_CRUX_AXES] = { &c->allreduce_algorithm, &c->allreduce_topology,
+                                     &c->allreduce_handoff, &c->allreduce_memory_path };
     return storage[axis];
 }
 
@@ -40,7 +41,7 @@ static void request_set(crux_request_t *r, int axis, const char *value, int from
 static crux_request_t mca_request(void)
 {
     crux_request_t r = CRUX_REQUEST_AUTO;
-    for (int a = 0; a < CRUX_AXES; a++) {
+    for (int a = 0; a < COLL_CRUX_AXES; a++) {
         const char *const *names = crux_request_values(axes[a]);
         int v = *coll_crux_axis_storage(a), n = 0;
         while (names[n] != NULL) {
@@ -55,7 +56,7 @@ static crux_request_t mca_request(void)
 crux_request_t coll_crux_comm_request(ompi_communicator_t *comm)
 {
     crux_request_t r = mca_request();
-    for (int a = 0; comm->super.s_info != NULL && a < CRUX_AXES; a++) {
+    for (int a = 0; comm->super.s_info != NULL && a < COLL_CRUX_AXES; a++) {
         char key[40], value[32];
         int flag = 0;
         snprintf(key, sizeof(key), "crux_allreduce_%s", axes[a]);
@@ -65,7 +66,8 @@ crux_request_t coll_crux_comm_request(ompi_communicator_t *comm)
             continue;
         }
         if (crux_request_set(&r, axes[a], value) != CRUX_OK) {
-            CRUX_VERBOSE(1, "communicator %s: unknown %s \"%s\" ignored", comm->c_name, key, value);
+            COLL_CRUX_VERBOSE(1, "communicator %s: unknown %s \"%s\" ignored", comm->c_name, key,
+                              value);
         }
     }
     return r;

@@ -1,14 +1,7 @@
-/* The planned paths of a cross communicator's TCP connections, from the
- * job's "route" in the priority file: "SRC>DST:INDEX/COUNT,..." (host
- * names as crux-sched's cluster file has them, which are the hosts' names
- * here), one entry per flow between two hosts with more than one candidate
- * path.  The connection from this rank to a rank of host DST takes the
- * path of this host's entry to DST; crux_net_tcp_create_pinned pins it.
- * Several entries of one pair are its rails, NIC 0's first: local rank i
- * of a node, which listens on rail i (coll_crux_net_if), takes the i-th. */
-#include <stdio.h>
+/* The planned paths of a cross communicator's TCP connections: the
+ * members' host names, for libcrux_coll's reading of the job's "route"
+ * (crux_net_route_paths). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "ompi_config.h"
 
@@ -17,67 +10,26 @@
 
 #include "ompi_coll/coll_crux.h"
 
-#define CRUX_ROUTE_RAILS 64 /* entries of one pair told apart */
-
-uint64_t coll_crux_route_hash(const char *route)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (const char *p = route; *p; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    }
-    return h;
-}
-
 static const char *host_of(ompi_communicator_t *comm, int rank)
 {
     const char *name = opal_get_proc_hostname(&ompi_comm_peer_lookup(comm, rank)->super);
     return name != NULL ? name : "";
 }
 
-/* The path of the rail-th entry "from>to:i/n" of route (modulo their
- * number: a flow per rail, NIC 0's first), or none. */
-static crux_net_path_t route_entry(const char *route, const char *from, const char *to, int rail)
-{
-    crux_net_path_t found[CRUX_ROUTE_RAILS];
-    int n = 0;
-    size_t lf = strlen(from), lt = strlen(to);
-    for (const char *e = route; e != NULL && *e && n < CRUX_ROUTE_RAILS;
-         e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL) {
-        if (strncmp(e, from, lf) != 0 || e[lf] != '>' || strncmp(e + lf + 1, to, lt) != 0 ||
-            e[lf + 1 + lt] != ':') {
-            continue;
-        }
-        int index, count, used = 0;
-        const char *v = e + lf + lt + 2;
-        if (sscanf(v, "%d/%d%n", &index, &count, &used) == 2 &&
-            (v[used] == ',' || v[used] == '\0') && count >= 2 && index >= 0 && index < count) {
-            found[n++] = (crux_net_path_t){ index, count };
-        } else {
-            found[n++] = (crux_net_path_t){ -1, 0 };
-        }
-    }
-    return n > 0 ? found[rail % n] : (crux_net_path_t){ -1, 0 };
-}
-
 crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail)
 {
-    int size = ompi_comm_size(cross), me = ompi_comm_rank(cross), any = 0;
+    int size = ompi_comm_size(cross);
     if (route[0] == '\0') {
         return NULL;
     }
-    crux_net_path_t *paths = calloc((size_t)size, sizeof(*paths));
-    if (paths == NULL) {
+    const char **hosts = malloc((size_t)size * sizeof(*hosts));
+    if (hosts == NULL) {
         return NULL;
     }
-    const char *mine = host_of(cross, me);
     for (int p = 0; p < size; p++) {
-        paths[p] = p == me ? (crux_net_path_t){ -1, 0 }
-                           : route_entry(route, mine, host_of(cross, p), rail);
-        any |= paths[p].count >= 2;
+        hosts[p] = host_of(cross, p);
     }
-    if (!any) {
-        free(paths);
-        return NULL;
-    }
+    crux_net_path_t *paths = crux_net_route_paths(route, hosts, size, ompi_comm_rank(cross), rail);
+    free(hosts);
     return paths;
 }

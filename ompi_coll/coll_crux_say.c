@@ -21,7 +21,7 @@
 void coll_crux_say(bool node_once, const char *topic, ...)
 {
     if (node_once && orte_process_info.my_local_rank != 0) {
-        CRUX_VERBOSE(1, "%s: said by this node's first process", topic);
+        COLL_CRUX_VERBOSE(1, "%s: said by this node's first process", topic);
         return;
     }
     va_list ap;

@@ -17,7 +17,7 @@ static bool topo_tried;
 
 static void ignore_warning(void *arg, const char *message)
 {
-    CRUX_VERBOSE(1, "topology: %s", message);
+    COLL_CRUX_VERBOSE(1, "topology: %s", message);
 }
 
 /* This machine's topology, loaded on first use (NULL when it cannot be). */
@@ -30,7 +30,7 @@ const crux_topo_t *coll_crux_topo(void)
         options.warn = ignore_warning;
         char error[256];
         if (crux_topo_load(&options, &topo, error, sizeof(error)) != CRUX_OK) {
-            CRUX_VERBOSE(1, "no topology (%s): one group per node", error);
+            COLL_CRUX_VERBOSE(1, "no topology (%s): one group per node", error);
             topo = NULL;
         }
         topo_tried = true;

@@ -53,4 +53,40 @@ typedef struct {
 } crux_profile_iter_t;
 crux_status_t crux_profile_per_iteration(const crux_profile_t *p, crux_profile_iter_t *out);
 
+/* --- recording: what a job's leader measures ------------------------------
+ *
+ * Windows: the first starts with the first call; each later one where the
+ * last ended (at the last call's exit), so it holds the gap before its
+ * first call: as many gaps as calls, and window / period counts its
+ * iterations without a missing gap.  A window ends at the first call that
+ * ends interval_s or more after the window's last write.
+ *
+ * The period: training repeats the same sequence of collective sizes every
+ * iteration (a framework's fused gradient buffers), so it is the shortest
+ * lag L at which the recent sizes repeat (at least three times over), and
+ * the time L calls take; a job without such a pattern counts each call as
+ * an iteration.  Not locked: one caller at a time. */
+#define CRUX_RECORDER_HISTORY 512 /* calls remembered for the period */
+typedef struct {
+    double window_start, last_exit, last_write;
+    uint64_t calls; /* in the open window */
+    double bytes, inside, between;
+    size_t sizes[CRUX_RECORDER_HISTORY];
+    double starts[CRUX_RECORDER_HISTORY];
+    uint64_t recorded; /* calls ever recorded, the ring's head */
+} crux_recorder_t;
+
+void crux_recorder_init(crux_recorder_t *r);
+/* Record one call of 'bytes' from 'start' to 'end' (seconds, one clock);
+ * 1 when its window is now over: close it (crux_recorder_close) and write
+ * the profile. */
+int crux_recorder_add(crux_recorder_t *r, size_t bytes, double start, double end,
+                      double interval_s);
+/* The open window's figures, as of 'now', into *p (window_s, bytes,
+ * coll_s, gap_s, period_s, collectives; the rest untouched); the next call
+ * opens a fresh window. */
+void crux_recorder_close(crux_recorder_t *r, double now, crux_profile_t *p);
+/* The smallest lag at which the last calls' sizes repeat, or 0. */
+unsigned crux_recorder_period_calls(const crux_recorder_t *r);
+
 #endif

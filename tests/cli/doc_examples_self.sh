@@ -4,7 +4,7 @@
 # file and line; the blocks of a page share one shell (directory, exports)
 # that starts clean; prompts and output are told apart; a "# needs" block is
 # parsed, not run; a fence without a language and a broken link fail.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 DOC="$(dirname "$0")/doc_examples.sh"
 cat >"$WORK/page.md" <<'EOT'
 # a page [on the web](https://example.org/x), [missing](no-such-page.md#part) and `[code](not-a-link)`

@@ -5,7 +5,7 @@
 # each kind of fault planted in a copy of a folder: a circle of two files,
 # a circle of headers, an area that uses one above it, a file outside the
 # library that includes an internal header, a circle in the component.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 GRAPH="$SRC/scripts/include-graph"
 

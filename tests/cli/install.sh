@@ -6,7 +6,7 @@
 # --with-ompi-component-dir=system; a relative directory is refused.  And a
 # staged install of the build (DESTDIR) is what a job loads once the
 # component path names it, as install.md says.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${CRUX_BUILDDIR:-$SRC/build}
 chmod 755 "$WORK"

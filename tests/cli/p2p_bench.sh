@@ -4,7 +4,7 @@
 # shm-direct (channel 3) in one stripe; bad options exit 2 with one line
 # naming them; --help, --version.  Timings are
 # only checked to be positive (this machine is shared).
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 P2P=${CRUX_P2P:-../bench/crux-bench-p2p}
 
 check "--help: exit 0" exits 0 "$P2P" --help

@@ -3,7 +3,7 @@
 # exactly the table scripts/packages makes of it, the scripts' groups hold
 # the packages a plain build and lstopo need, and a malformed list or an
 # unknown group is refused with the line named.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 PKG=$SRC/scripts/packages
 DOC=$SRC/docs/usage/install.md

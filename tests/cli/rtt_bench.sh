@@ -2,7 +2,7 @@
 # crux-bench-rtt: a positive round trip between CPUs 0 and 1; bad arguments
 # exit 2 with one line naming them, a CPU the machine lacks exits 1 (it must
 # not wait forever for a thread that never ran); --help and --version.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 RTT=${CRUX_RTT:-../bench/crux-bench-rtt}
 
 check "CPUs 0 and 1: a positive round trip" sh -c "'$RTT' | awk '\$1 == \"rtt_ns\" && \$2 > 0 { ok = 1 } END { exit !ok }'"

@@ -3,7 +3,7 @@
 # deregistrations; a batch system's registrations (node names, no figures,
 # the profile from the job's own directory); and the daemon running,
 # replanning on a new file.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 cat >"$WORK/c.json" <<'JSON'
 {"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 4}

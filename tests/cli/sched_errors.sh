@@ -1,6 +1,6 @@
 #!/bin/sh
 # crux-sched's error handling: exit 2 and one stderr line naming file and line.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 cat >"$WORK/c.json" <<'JSON'
 {"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 2}

@@ -5,7 +5,7 @@
 # nor cause replans; a registered job's own profile is still planned from;
 # a symbolic link planted there under a job's name is refused, never
 # followed.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/other_user.sh"
 pids=()
 cleanup() {

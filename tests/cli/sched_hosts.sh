@@ -2,7 +2,7 @@
 # Host names as jobs report them (short names, names with a domain, the
 # batch system's node names) mapped onto the cluster file's hosts: a
 # host_pattern, per-host aliases, node_names; and the errors for each.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 # clos2 hosts h0..h7 are also node001..node008
 cat >"$WORK/pat.json" <<'JSON'

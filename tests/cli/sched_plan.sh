@@ -1,6 +1,6 @@
 #!/bin/sh
 # crux-sched gen-jobs and plan end to end on the Lingjun cluster.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 lingjun_cluster "$WORK/lj.json"
 check "gen-jobs writes 400 jobs" exits 0 "$CRUX_SCHED" gen-jobs --cluster "$WORK/lj.json" \

@@ -5,7 +5,7 @@
 # of transfer).  P = k I ranks the ring lowest: each two-job comparison
 # says it loses little.  Below all four it is free only when none of them
 # transfers; the network model puts it on top.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 printf '%s\n' '{"type": "clos2", "tors": 4, "aggs": 1, "hosts_per_tor": 4, "gpus_per_host": 8,' \
   ' "gpus_per_nic": 8, "uplink_gbps": 8, "nic_gbps": 80}' >"$WORK/cluster.json"

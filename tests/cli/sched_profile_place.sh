@@ -3,7 +3,7 @@
 # registration's approximate one (a batch system registers whole nodes,
 # the profile counts the ranks on each), and two names of one machine in a
 # profile (its host name and the batch system's node name) are one host.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 cat >"$WORK/c.json" <<'JSON'
 {"type": "clos2", "tors": 2, "aggs": 2, "hosts_per_tor": 4, "node_names": {"slurm-n1": "h1"}}

@@ -3,7 +3,7 @@
 # jobs than links overflowed the contention DAG), and the bounds on what a
 # job list may say: numbers that would make intensities infinite, ids too
 # long for the priority file, integers json-c saturates.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 
 printf '{"type": "clos2", "tors": 2, "hosts_per_tor": 8}\n' >"$WORK/small.json"
 printf '{"type": "clos2", "tors": 16, "aggs": 8, "hosts_per_tor": 32}\n' >"$WORK/large.json"

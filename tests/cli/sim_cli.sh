@@ -2,7 +2,7 @@
 # crux-sim end to end on a small cluster: gen, run under every policy,
 # output files, reproducibility, and errors (exit 2, one line naming the
 # file and line; exit 1 for an unwritable output).
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 SIM=${CRUX_SIM:-../sim/crux-sim}
 
 cat >"$WORK/c.json" <<'JSON'

@@ -5,7 +5,7 @@
 # independent processes); policies whose crux-sim fails make the script
 # fail and are each named; several topologies and placements share one
 # queue; a bad PARALLEL is refused.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 COMPARE=$(cd "$(dirname "$0")/../../bench" && pwd)/sim_compare.sh
 BUILD=$(cd .. && pwd)
 

@@ -6,7 +6,7 @@
 # meant to move results replaces the hashes below with the ones printed on
 # failure ("# new:" lines) and says why in its commit.  x86-64 only: other
 # targets may round differently (fused multiply-adds).
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 SIM=${CRUX_SIM:-../sim/crux-sim}
 
 if [ "$(uname -m)" != x86_64 ]; then

@@ -9,7 +9,7 @@
 # newline and CRLF endings; the task prolog's exports, printed exactly; the
 # prolog's time linear in the node count.  tests/cli/slurm.sh runs them
 # under a real Slurm.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 hooks=${CRUX_BUILDDIR:-..}/slurm
 printf 'ClusterName=x\nSlurmctldHost=localhost\n' >"$WORK/slurm.conf"
 mkdir "$WORK/spool"

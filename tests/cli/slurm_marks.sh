@@ -6,7 +6,7 @@
 # its job's level; a user without a job to the default; root's traffic is
 # left alone; a priority line bound to another uid is not the job's; a
 # level change reaches the rules at the next sync; the epilog removes them.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/other_user.sh"
 hooks=${CRUX_BUILDDIR:-..}/slurm
 probe=$(cd "$(dirname "$0")" && pwd)/tos_probe.py

@@ -2,7 +2,7 @@
 # scripts/tsan-reports, the filter scripts/hardening fails its thread step
 # on: made-up TSan logs of two processes; only a data race whose earlier
 # stack was lost is left out.
-. "$(dirname "$0")/sched_tap.sh"
+. "$(dirname "$0")/tap.sh"
 FILTER="$(dirname "$0")/../../scripts/tsan-reports"
 report() {   # report KIND PREVIOUS-STACK-LINE [no-summary]
   printf '==================\nWARNING: ThreadSanitizer: %s (pid=1)\n' "$1"

@@ -32,9 +32,9 @@ for ask in "coll_crux_allreduce_handoff flags" "coll_crux_allreduce_algorithm st
   "coll_crux_allreduce_algorithm cma"; do
   for np in 3 4; do
     run_mpi $np "$ask" --mca $ask "${verbose[@]}" -- $prog counts bits comms
-    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=$np $ask] the staged algorithm ran"
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: flags" "[np=$np $ask] the flags algorithm ran"
     # forced, crux takes even the sizes it would hand on (one float: 4 bytes)
-    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged from 4 bytes" \
+    expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: flags from 4 bytes" \
       "[np=$np $ask] small messages too"
   done
 done
@@ -47,7 +47,7 @@ done
 # an axis set wins over the older knob; topology flat alone takes the lanes
 run_mpi 3 "engine, flags" --mca coll_crux_allreduce_algorithm engine --mca coll_crux_allreduce_handoff flags \
   "${verbose[@]}" -- $prog counts
-expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged from 4 bytes" "[np=3 engine, flags] the axis won"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: flags from 4 bytes" "[np=3 engine, flags] the axis won"
 expect_no_stderr ": lanes from" "[np=3 engine, flags] the lanes did not run"
 run_mpi 3 "topology flat" --mca coll_crux_allreduce_topology flat "${verbose[@]}" -- $prog counts
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes from 4 bytes" "[np=3 topology flat] lanes, every size"
@@ -79,10 +79,10 @@ expect_stderr "unknown crux_allreduce_algorithm \"no-such-algorithm\" ignored" \
   "[np=3 info keys] an unknown algorithm name is reported"
 expect_stderr "unknown crux_allreduce_handoff \"staged\" ignored" \
   "[np=3 info keys] an unknown hand-off name is reported"
-expect_stderr "on info algorithm=cma: staged from" "[np=3 info keys] cma is the staged algorithm"
-expect_stderr "on info handoff=flags: staged from" "[np=3 info keys] the hand-off key selected flags"
+expect_stderr "on info algorithm=cma: flags from" "[np=3 info keys] cma is the flags algorithm"
+expect_stderr "on info handoff=flags: flags from" "[np=3 info keys] the hand-off key selected flags"
 expect_stderr "on info algorithm=engine: lanes from" "[np=3 info keys] engine is the lanes"
-expect_stderr "on info algorithm=engine,handoff=flags: staged from" "[np=3 info keys] the axis key won"
+expect_stderr "on info algorithm=engine,handoff=flags: flags from" "[np=3 info keys] the axis key won"
 expect_no_stderr "on info algorithm=fallback" "[np=3 info keys] fallback: crux's own did not run"
 
 # Ranks passing different counts or datatype sizes to one Allreduce: an

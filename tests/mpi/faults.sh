@@ -78,7 +78,7 @@ fi
 kill_case 3 "kill posix" lanes
 kill_case 3 "kill sysv" lanes --mca coll_crux_shm_mds sysv
 kill_case 4 "kill hier" hier --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier
-kill_case 3 "kill staged" staged --mca coll_crux_allreduce_algorithm staged
+kill_case 3 "kill flags" flags --mca coll_crux_allreduce_algorithm staged
 mib=0 kill_case 3 "kill small" small
 
 # 2. a communicator freed while another thread uses a different one

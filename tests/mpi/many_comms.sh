@@ -4,7 +4,7 @@
 # /dev/shm of 256 MiB (tests/mpi/with-private-shm) so nothing can fill the
 # machine's: exact results, files still open, and the job's shared memory
 # under the bound of docs/design/resources.md.  Over the engine's lanes
-# (crux's default on one node) and the staged algorithm (flags).
+# (crux's default on one node) and the flags algorithm.
 . "$(dirname "$0")/mpi-common.sh"
 prog=$builddir/tests/mpi/test_many_comms
 private_shm=$(cd "$(dirname "$0")" && pwd)/with-private-shm
@@ -22,12 +22,12 @@ if ! "$private_shm" 1m true; then
 fi
 # the hand-off asked for, and the algorithm the component then names
 handoff() { [ "$1" = lanes ] && echo lanes || echo flags; }
-for alg in lanes staged; do
+for alg in lanes flags; do
   for np in 2 4; do
-    [ $alg = staged ] && [ $np = 4 ] && continue # the same groups as np=2 (time)
+    [ $alg = flags ] && [ $np = 4 ] && continue # the same groups as np=2 (time)
     # resources.md: each process holds two groups here (the duplicates'
     # order of ranks and the splits' reversed one); an engine group costs
-    # 5 MiB per process of the group and 1 more, a staged one 5 (4 and its
+    # 5 MiB per process of the group and 1 more, a flags one 5 (4 and its
     # control block, rounded up); plus 16 MiB for Open MPI's own
     per_group=$([ $alg = lanes ] && echo $((5 * np + 1)) || echo 5)
     bound=$((np * 2 * per_group + 16))
@@ -38,17 +38,17 @@ for alg in lanes staged; do
   done
 done
 # MPI_THREAD_MULTIPLE: no sharing, so 16 shared-memory groups per process
-# at most (resources.md; the staged algorithm's, as 16 engine groups of two
+# at most (resources.md; the flags algorithm's, as 16 engine groups of two
 # processes would not fit in 256 MiB), the communicators past them on the
 # previous module's Allreduce, all exact
 MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "thread multiple" "${crux[@]}" \
   --mca coll_crux_allreduce_algorithm staged -- $prog multiple 40 $((2 * 16 * 5 + 16))
 expect_stderr "holds 16 shared-memory groups already (crux's limit" "[np=2 thread multiple] the limit said"
-expect_stderr "allreduce on .*: staged from 1048576 bytes" "[np=2 thread multiple] crux's staged algorithm ran below it"
+expect_stderr "allreduce on .*: flags from 1048576 bytes" "[np=2 thread multiple] crux's flags algorithm ran below it"
 
 # crossed calls on two communicators that share a group (erroneous in MPI):
 # errors, never mixed data (a hang would be the test's timeout)
-for alg in lanes staged; do
+for alg in lanes flags; do
   MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "crossed $alg" \
     --mca coll crux --mca coll_crux_allreduce_handoff "$(handoff $alg)" -- $prog cross
 done

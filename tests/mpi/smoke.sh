@@ -15,7 +15,7 @@ run_mpi 3 "crux alone" --mca coll crux "${verbose[@]}" -- $prog counts comms non
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes" "[np=3 crux alone] crux's Allreduce over the lanes ran"
 run_mpi 2 "types" --mca coll crux -- $prog types
 run_mpi 3 "flags" --mca coll_crux_allreduce_handoff flags "${verbose[@]}" -- $prog counts bits
-expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: staged" "[np=3 flags] the staged algorithm ran"
+expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: flags" "[np=3 flags] the flags algorithm ran"
 run_mpi 4 "k=2 hier" --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier \
   "${verbose[@]}" -- $prog counts comms bits
 expect_stderr "allreduce on MPI_COMM_WORLD: hier" "[np=4 k=2 hier] the hierarchical Allreduce ran"

@@ -12,7 +12,7 @@ rounds=${CRUX_THREADS_ROUNDS:-12}
 
 run_mpi 2 "crux alone" --mca coll crux "${verbose[@]}" -- $prog "$rounds"
 for t in 1 2; do
-  alg=$([ $t = 1 ] && echo staged || echo lanes)
+  alg=$([ $t = 1 ] && echo flags || echo lanes)
   expect_stderr "allreduce on thread-$t: $alg from" "[np=2 crux alone] thread $t ran crux's $alg algorithm"
 done
 run_mpi 3 "default mix" "${verbose[@]}" -- $prog "$rounds"

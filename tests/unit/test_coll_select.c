@@ -1,8 +1,12 @@
 /* crux_allreduce_select: every point of the three axes against every set
  * of capabilities, the refusals and their reasons, and that a capability
  * is asked for only when the choice needs it (asking may build a group,
- * which is collective and costly); crux_request_set: every name of every
- * axis, the older single knob's points, and names that are refused. */
+ * which is collective and costly); the sizes that give calls to the
+ * caller's own (crux_select_bounds) against what the selection answers at
+ * and around each of them; what runs after an algorithm refused a call
+ * (crux_allreduce_next); crux_request_set: every name of every axis, the
+ * older single knob's points, and names that are refused. */
+#include <stdint.h>
 #include <string.h>
 
 #include "check_main.h"
@@ -25,11 +29,17 @@ static int has(void *arg, crux_select_cap_t cap)
 /* every capability of a call too large for the small Allreduce */
 #define ALL (((1u << CRUX_CAP_COUNT) - 1) & ~SMALL_CAPS)
 
+/* The size of the calls pick() asks about: by default one too large for
+ * the small Allreduce, past every threshold of the default sizes. */
+static size_t call_bytes = 1u << 20;
+
 static crux_alg_t pick(int device, int all_local, crux_request_t r, caps_t *c, const char **why)
 {
     crux_select_query_t q = {
         .device = device,
         .all_local = all_local,
+        .bytes = call_bytes,
+        .sizes = CRUX_SELECT_SIZES_DEFAULT,
         .request = r,
         .has = has,
         .arg = c,
@@ -56,10 +66,10 @@ START_TEST(every_point)
         crux_alg_t alg;
     } rows[] = {
         { A, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
-        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_FLAGS },
         { A, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
         { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
-        { F, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { F, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_FLAGS },
         { F, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
         { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER },
         { H, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_HIER },
@@ -119,7 +129,7 @@ START_TEST(small_calls)
         crux_alg_t alg;
     } rows[] = {
         { A, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_SMALL },
-        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_STAGED },
+        { A, CRUX_HANDOFF_FLAGS, 1, CRUX_ALG_FLAGS },
         { A, CRUX_HANDOFF_LANES, 1, CRUX_ALG_LANES },
         { F, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_LANES },
         { H, CRUX_HANDOFF_AUTO, 1, CRUX_ALG_HIER },
@@ -131,6 +141,7 @@ START_TEST(small_calls)
         { S, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_HIER_SEQUENTIAL },
         { F, CRUX_HANDOFF_AUTO, 0, CRUX_ALG_FALLBACK },
     };
+    call_bytes = 64;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *why;
         caps_t c = { ALL | SMALL_CAPS, 0 };
@@ -151,6 +162,150 @@ START_TEST(small_calls)
                      CRUX_ALG_HIER);
     ck_assert_str_eq(crux_alg_name(CRUX_ALG_SMALL), "small");
     ck_assert_str_eq(crux_alg_name(CRUX_ALG_HIER_SMALL), "hier-small");
+    call_bytes = 1u << 20;
+}
+END_TEST
+
+/* The bounds of each request and shape, from the sizes. */
+START_TEST(bounds)
+{
+    const crux_select_sizes_t sizes = { .min_bytes = 100,
+                                        .small_max_bytes = 4096,
+                                        .hier_small_max_bytes = 65536,
+                                        .hier_min_bytes = 262144 };
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    crux_select_bounds_t b = crux_select_bounds(&r, 1, &sizes);
+    ck_assert_uint_eq(b.fallback_below, 100);
+    ck_assert_uint_eq(b.small_max, 4096);
+    ck_assert_uint_eq(b.hier_from, 0); /* one node: no gap */
+    b = crux_select_bounds(&r, 0, &sizes);
+    ck_assert_uint_eq(b.fallback_below, 100);
+    ck_assert_uint_eq(b.small_max, 65536);
+    ck_assert_uint_eq(b.hier_from, 262144);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 99), 1);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 100), 0);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 65536), 0);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 65537), 1);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 262143), 1);
+    ck_assert_int_eq(crux_select_size_falls_back(&b, 262144), 0);
+    /* a forced topology or hand-off: every size, no small Allreduce; the
+     * memory path alone forces nothing */
+    for (int local = 0; local <= 1; local++) {
+        crux_request_t f = CRUX_REQUEST_AUTO;
+        f.handoff = CRUX_HANDOFF_FLAGS;
+        b = crux_select_bounds(&f, local, &sizes);
+        ck_assert(b.fallback_below == 0 && b.small_max == 0 && b.hier_from == 0);
+        ck_assert_int_eq(crux_select_size_falls_back(&b, 0), 0);
+        f = (crux_request_t)CRUX_REQUEST_AUTO;
+        f.topology = CRUX_TOPOLOGY_HIER;
+        b = crux_select_bounds(&f, local, &sizes);
+        ck_assert(b.fallback_below == 0 && b.small_max == 0 && b.hier_from == 0);
+        f = (crux_request_t)CRUX_REQUEST_AUTO;
+        f.memory_path = CRUX_MEMORY_PATH_HOST_STAGED;
+        b = crux_select_bounds(&f, local, &sizes);
+        ck_assert_uint_eq(b.fallback_below, 100);
+        /* fallback: every size to the caller's own */
+        f = (crux_request_t)CRUX_REQUEST_AUTO;
+        f.fallback = 1;
+        b = crux_select_bounds(&f, local, &sizes);
+        ck_assert_uint_eq(b.fallback_below, SIZE_MAX);
+        ck_assert_int_eq(crux_select_size_falls_back(&b, SIZE_MAX - 1), 1);
+    }
+}
+END_TEST
+
+/* The selection at and around every bound agrees with
+ * crux_select_size_falls_back, says why it hands a call on, and asks for
+ * nothing then (no group built for a call that does not use it). */
+START_TEST(sizes_select)
+{
+    const crux_select_sizes_t sizes = { .min_bytes = 100,
+                                        .small_max_bytes = 4096,
+                                        .hier_small_max_bytes = 65536,
+                                        .hier_min_bytes = 262144 };
+    static const size_t at[] = { 1,     99,    100,   101,    4095,   4096,   4097,
+                                 65535, 65536, 65537, 262143, 262144, 262145, (size_t)1 << 30 };
+    static const crux_request_t requests[] = {
+        CRUX_REQUEST_AUTO,
+        { 0, CRUX_TOPOLOGY_FLAT, CRUX_HANDOFF_AUTO, 0 },
+        { 0, CRUX_TOPOLOGY_HIER, CRUX_HANDOFF_AUTO, 0 },
+        { 0, CRUX_TOPOLOGY_AUTO, CRUX_HANDOFF_FLAGS, 0 },
+    };
+    for (size_t ri = 0; ri < sizeof(requests) / sizeof(requests[0]); ri++) {
+        for (int local = 0; local <= 1; local++) {
+            crux_select_bounds_t b = crux_select_bounds(&requests[ri], local, &sizes);
+            for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+                caps_t c = { ALL | SMALL_CAPS, 0 };
+                crux_select_query_t q = { .all_local = local,
+                                          .bytes = at[i],
+                                          .sizes = sizes,
+                                          .request = requests[ri],
+                                          .has = has,
+                                          .arg = &c };
+                const char *why;
+                crux_alg_t alg = crux_allreduce_select(&q, &why);
+                if (crux_select_size_falls_back(&b, at[i])) {
+                    ck_assert_msg(alg == CRUX_ALG_FALLBACK, "request %zu local %d at %zu", ri,
+                                  local, at[i]);
+                    ck_assert_uint_eq(c.asked, 0);
+                    ck_assert_int_gt((int)strlen(why), 0);
+                    continue;
+                }
+                int small = alg == CRUX_ALG_SMALL || alg == CRUX_ALG_HIER_SMALL;
+                /* the small Allreduce exactly up to its bound, by shape */
+                ck_assert_int_eq(small, at[i] <= b.small_max && b.small_max != 0 &&
+                                            (local || requests[ri].topology == 0));
+                ck_assert(alg != CRUX_ALG_SMALL || local);
+                ck_assert(alg != CRUX_ALG_HIER_SMALL || !local);
+            }
+        }
+    }
+    /* auto across nodes, defaults: the gap is the caller's, with the reason */
+    caps_t c = { ALL | SMALL_CAPS, 0 };
+    crux_select_query_t q = { .bytes = 100000,
+                              .sizes = CRUX_SELECT_SIZES_DEFAULT,
+                              .request = CRUX_REQUEST_AUTO,
+                              .has = has,
+                              .arg = &c };
+    const char *why;
+    ck_assert_int_eq(crux_allreduce_select(&q, &why), CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "between the small Allreduce's sizes and the hierarchical pipeline's");
+    q.sizes.min_bytes = 1u << 20;
+    ck_assert_int_eq(crux_allreduce_select(&q, &why), CRUX_ALG_FALLBACK);
+    ck_assert_str_eq(why, "smaller than crux's smallest size");
+    /* sizes do not apply to device buffers: staged, then asked again */
+    q.device = 1;
+    ck_assert_int_ne(crux_allreduce_select(&q, &why), CRUX_ALG_FALLBACK);
+}
+END_TEST
+
+/* After an algorithm: over when done or failed; a refused call (nothing
+ * moved) goes on through host memory (device) or to the caller's own. */
+START_TEST(after_refusal)
+{
+    const char *why;
+    for (int a = 0; a < CRUX_ALG_COUNT; a++) {
+        static const crux_status_t over[] = { CRUX_OK, CRUX_ERR_PEER, CRUX_ERR_INVALID, CRUX_ERR_IO,
+                                              CRUX_ERR_NO_RESOURCE };
+        for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+            ck_assert_int_eq(crux_allreduce_next((crux_alg_t)a, over[i], &why), CRUX_ALG_COUNT);
+            ck_assert_str_eq(why, "");
+        }
+        crux_alg_t next = crux_allreduce_next((crux_alg_t)a, CRUX_ERR_UNSUPPORTED, &why);
+        switch (a) {
+        case CRUX_ALG_DEVICE:
+            ck_assert_int_eq(next, CRUX_ALG_HOST_STAGED);
+            ck_assert_str_eq(why, "the engine cannot move these buffers");
+            break;
+        case CRUX_ALG_FALLBACK:
+        case CRUX_ALG_HOST_STAGED: /* its host call decided for itself */
+            ck_assert_int_eq(next, CRUX_ALG_COUNT);
+            break;
+        default: ck_assert_int_eq(next, CRUX_ALG_FALLBACK); ck_assert_int_gt((int)strlen(why), 0);
+        }
+    }
+    ck_assert_int_eq(crux_allreduce_next(CRUX_ALG_COUNT, CRUX_ERR_UNSUPPORTED, &why),
+                     CRUX_ALG_COUNT);
 }
 END_TEST
 
@@ -160,7 +315,7 @@ START_TEST(refusals)
     const char *why;
     caps_t c = { ALL & ~BIT(CRUX_CAP_LANES), 0 };
     /* auto without lanes: flags, never the engine's transfers */
-    ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_AUTO), &c, &why), CRUX_ALG_STAGED);
+    ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_AUTO), &c, &why), CRUX_ALG_FLAGS);
     ck_assert_str_eq(why, "");
     c = (caps_t){ ALL & ~BIT(CRUX_CAP_LANES), 0 };
     ck_assert_int_eq(pick(0, 1, req(0, CRUX_HANDOFF_LANES), &c, &why), CRUX_ALG_FALLBACK);
@@ -253,10 +408,10 @@ START_TEST(every_request)
                         ck_assert(alg == CRUX_ALG_FALLBACK || !fb);
                         ck_assert(alg != CRUX_ALG_LANES || (have & BIT(CRUX_CAP_LANES)));
                         ck_assert(alg != CRUX_ALG_LANES || h != CRUX_HANDOFF_FLAGS);
-                        ck_assert(alg != CRUX_ALG_STAGED || (have & BIT(CRUX_CAP_GROUP)));
-                        ck_assert(alg != CRUX_ALG_STAGED || h != CRUX_HANDOFF_LANES);
+                        ck_assert(alg != CRUX_ALG_FLAGS || (have & BIT(CRUX_CAP_GROUP)));
+                        ck_assert(alg != CRUX_ALG_FLAGS || h != CRUX_HANDOFF_LANES);
                         ck_assert(alg != CRUX_ALG_HIER || (have & BIT(CRUX_CAP_LAYOUT)));
-                        ck_assert((alg != CRUX_ALG_LANES && alg != CRUX_ALG_STAGED) || local);
+                        ck_assert((alg != CRUX_ALG_LANES && alg != CRUX_ALG_FLAGS) || local);
                         ck_assert(alg != CRUX_ALG_HIER_SEQUENTIAL ||
                                   t == CRUX_TOPOLOGY_HIER_SEQUENTIAL);
                         ck_assert_str_ne(crux_alg_name(alg), "?");
@@ -360,6 +515,9 @@ static Suite *suite(void)
     TCase *tc = tcase_create("select");
     tcase_add_test(tc, every_point);
     tcase_add_test(tc, small_calls);
+    tcase_add_test(tc, bounds);
+    tcase_add_test(tc, sizes_select);
+    tcase_add_test(tc, after_refusal);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, device);
     tcase_add_test(tc, every_request);

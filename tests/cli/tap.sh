@@ -1,4 +1,5 @@
-# TAP helpers for the crux-sched CLI tests (sourced).  Each check prints
+# TAP helpers for the command-line tests (sourced): crux-sched's, crux-sim's, the
+# benches', the docs' and the others.  Each check prints
 # "ok N - desc" or "not ok N - desc"; tap_done prints the plan.  The tests
 # run from the build's tests/ directory.
 CRUX_SCHED=${CRUX_SCHED:-../sched/crux-sched}
