@@ -260,7 +260,8 @@ START_TEST(sizes_select)
             }
         }
     }
-    /* auto across nodes, defaults: the gap is the caller's, with the reason */
+    /* auto across nodes, defaults: no gap, the hierarchical pipeline right
+     * above the small Allreduce */
     caps_t c = { ALL | SMALL_CAPS, 0 };
     crux_select_query_t q = { .bytes = 100000,
                               .sizes = CRUX_SELECT_SIZES_DEFAULT,
@@ -268,6 +269,9 @@ START_TEST(sizes_select)
                               .has = has,
                               .arg = &c };
     const char *why;
+    ck_assert_int_ne(crux_allreduce_select(&q, &why), CRUX_ALG_FALLBACK);
+    /* a gap left by the sizes is the caller's, with the reason */
+    q.sizes.hier_min_bytes = 256u << 10;
     ck_assert_int_eq(crux_allreduce_select(&q, &why), CRUX_ALG_FALLBACK);
     ck_assert_str_eq(why, "between the small Allreduce's sizes and the hierarchical pipeline's");
     q.sizes.min_bytes = 1u << 20;
