@@ -465,7 +465,7 @@ crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_ha
 
 /* A group of any kind (a shared-memory group, an engine group, a caller's
  * layout) shared by the callers over the same processes in the same order
- * and counted (crux_share.c, docs/design/resources.md).  At most
+ * and counted (crux_layout_share.c, docs/design/resources.md).  At most
  * CRUX_SHARE_MAX groups of each of CRUX_SHARE_KINDS kinds live in a
  * process; past it, the least recently used group over the same set of
  * processes is released when every member proposes the same one. */
