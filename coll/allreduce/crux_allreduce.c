@@ -26,7 +26,7 @@ crux_status_t crux_coll_allreduce(crux_coll_group_t *g, const void *sbuf, void *
     if (sbuf == rbuf) {
         sbuf = NULL;
     }
-    return crux_allreduce_staged(g, NULL, 0, sbuf, rbuf, count, esize, reduce);
+    return crux_allreduce_flags(g, NULL, 0, sbuf, rbuf, count, esize, reduce);
 }
 
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_inter_t *inter,
@@ -43,6 +43,5 @@ crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *g, const crux_coll_int
     if (sbuf == rbuf) {
         sbuf = NULL;
     }
-    return crux_allreduce_staged(g, inter, depth, sbuf, rbuf, count, crux_dtype_size(dtype),
-                                 reduce);
+    return crux_allreduce_flags(g, inter, depth, sbuf, rbuf, count, crux_dtype_size(dtype), reduce);
 }

@@ -28,7 +28,7 @@ typedef struct {
     alignas(64) uint64_t arrive; /* seq of the call entered; args below are valid */
     uint64_t sbuf;               /* that call's buffers, for single-copy peers */
     uint64_t rbuf;
-    alignas(64) uint64_t staged;   /* PROGRESS(seq, steps of input copied into the stage) */
+    alignas(64) uint64_t copied;   /* PROGRESS(seq, steps of input copied into the stage) */
     alignas(64) uint64_t reduced;  /* PROGRESS(seq, chunks of own shard reduced) */
     alignas(64) uint64_t done;     /* seq of the last call finished with all peers' data */
     alignas(64) uint64_t failed;   /* CRUX_ABANDONED once this member gave a call up */
@@ -36,7 +36,7 @@ typedef struct {
     /* [seq % CRUX_SHAPE_SLOTS]: the shape (crux_shape) of the call that
      * round seq belongs to, written before the round's first progress word
      * (or its 'arrive'); a peer is never more than two rounds ahead (the
-     * staged algorithm's two banks), so a slot holds until it is read */
+     * flags algorithm's two banks), so a slot holds until it is read */
     alignas(64) uint64_t shape[4];
 } crux_ctrl_t;
 

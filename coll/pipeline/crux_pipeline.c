@@ -54,7 +54,7 @@ static void fail(crux_pipe_t *p, crux_status_t st)
 void crux_pipe_start(crux_pipe_t *p)
 {
     p->kmax = chunks(p, 0); /* shard 0 is the longest */
-    p->staged = p->reduced = p->inter_done = p->final = 0;
+    p->copied = p->reduced = p->inter_done = p->final = 0;
     memset(p->gathered, 0, (size_t)p->size * sizeof(*p->gathered));
     p->status = CRUX_OK;
 }
@@ -63,7 +63,7 @@ void crux_pipe_start(crux_pipe_t *p)
  * over (a whole call's: our own input, once, for every peer). */
 static int copy_in(crux_pipe_t *p)
 {
-    unsigned k = p->staged;
+    unsigned k = p->copied;
     if (!p->do_rs || k >= p->kmax || !p->ops->stage_free(p, k)) {
         return 0;
     }
@@ -80,7 +80,7 @@ static int copy_in(crux_pipe_t *p)
     }
     fence(p);
     p->ops->post_pieces(p, k);
-    p->staged++;
+    p->copied++;
     return 1;
 }
 
@@ -138,7 +138,7 @@ static int reduce(crux_pipe_t *p)
      * checked it, but our result from its last use may have gone out after
      * that (copy-in runs ahead of reductions); hierarchically the result
      * goes to our buffer first, while the inter-group step has room */
-    if (k >= chunks(p, p->rank) || k >= p->staged ||
+    if (k >= chunks(p, p->rank) || k >= p->copied ||
         (inter && p->depth > 0 && k - p->inter_done >= p->depth) ||
         (p->do_ag && !inter && !p->ops->result_free(p, k))) {
         return 0;
@@ -217,7 +217,7 @@ static int copy_out(crux_pipe_t *p, int q)
 
 static int complete(const crux_pipe_t *p)
 {
-    if (p->final < chunks(p, p->rank) || (p->do_rs && p->staged < p->kmax)) {
+    if (p->final < chunks(p, p->rank) || (p->do_rs && p->copied < p->kmax)) {
         return 0;
     }
     for (int q = 0; p->do_ag && q < p->size; q++) {

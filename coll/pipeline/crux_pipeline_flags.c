@@ -1,4 +1,4 @@
-/* The pipeline's flags backend (crux_pipeline_internal.h), and the staged Allreduce
+/* The pipeline's flags backend (crux_pipeline_internal.h), and the flags Allreduce
  * over it: no system calls inside the group, only loads and stores to
  * shared memory and progress words; flat (two stages) or hierarchical
  * (three).
@@ -7,7 +7,7 @@
  * buffer being reduced (a "round": the whole buffer when it fits, else
  * successive slices), and successive rounds and calls alternate banks.  A
  * member's pieces for every other member's shard go to the matching place
- * of its own bank, announced by its 'staged' word (chunks copied in); the
+ * of its own bank, announced by its 'copied' word (chunks copied in); the
  * owner's reduced chunks go to the place of its shard in its own bank,
  * announced by its 'reduced' word.  A member only waits, before writing a
  * bank again, for the peers to have finished reading it two rounds ago
@@ -49,7 +49,7 @@ static uint8_t *piece(crux_pipe_t *p, int q, unsigned k)
 static void post_pieces(crux_pipe_t *p, unsigned k)
 {
     crux_coll_group_t *g = ((flags_t *)p->handoff)->g;
-    CRUX_PUBLISH(g, staged, CRUX_PROGRESS(g->seq, k + 1));
+    CRUX_PUBLISH(g, copied, CRUX_PROGRESS(g->seq, k + 1));
 }
 
 static int pieces(crux_pipe_t *p, unsigned k, const void **inputs)
@@ -57,7 +57,7 @@ static int pieces(crux_pipe_t *p, unsigned k, const void **inputs)
     const flags_t *f = p->handoff;
     crux_coll_group_t *g = f->g;
     for (int q = 0; q < g->size; q++) {
-        if (q != g->rank && !CRUX_REACHED(g, q, staged, CRUX_PROGRESS(g->seq, k + 1))) {
+        if (q != g->rank && !CRUX_REACHED(g, q, copied, CRUX_PROGRESS(g->seq, k + 1))) {
             return 0;
         }
     }
@@ -114,8 +114,8 @@ static void doze(crux_pipe_t *p)
     if (p->reduced < crux_shard_chunks(&p->cut, g->rank)) {
         for (int q = 0; q < g->size && !f->sleeping; q++) {
             if (q != g->rank &&
-                crux_load(&g->ctrl[q]->staged) < CRUX_PROGRESS(g->seq, p->reduced + 1)) {
-                crux_sleep_begin(g, q, offsetof(crux_ctrl_t, staged), &f->sleep);
+                crux_load(&g->ctrl[q]->copied) < CRUX_PROGRESS(g->seq, p->reduced + 1)) {
+                crux_sleep_begin(g, q, offsetof(crux_ctrl_t, copied), &f->sleep);
                 f->sleeping = 1;
             }
         }
@@ -147,7 +147,7 @@ static crux_status_t check_shapes(const flags_t *f)
 {
     const crux_coll_group_t *g = f->g;
     for (int q = 0; q < g->size; q++) {
-        if (q != g->rank && crux_load(&g->ctrl[q]->staged) >= CRUX_PROGRESS(g->seq, 1) &&
+        if (q != g->rank && crux_load(&g->ctrl[q]->copied) >= CRUX_PROGRESS(g->seq, 1) &&
             crux_peer_shape(g, q) != f->shape) {
             return CRUX_ERR_INVALID;
         }
@@ -209,9 +209,9 @@ static crux_status_t flags_round(flags_t *f, crux_pipe_t *p)
     return st;
 }
 
-crux_status_t crux_allreduce_staged(crux_coll_group_t *g, const crux_coll_inter_t *inter,
-                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
-                                    size_t esize, crux_reduce_fn_t reduce)
+crux_status_t crux_allreduce_flags(crux_coll_group_t *g, const crux_coll_inter_t *inter,
+                                   unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                   size_t esize, crux_reduce_fn_t reduce)
 {
     uint8_t *bank[g->size], far[g->size];
     unsigned out[g->size];

@@ -12,7 +12,7 @@
  * backend's:
  *
  *   flags  staging banks in the group's shared segment and progress words
- *          (crux_pipeline_flags.c: the staged Allreduce of crux_coll.h)
+ *          (crux_pipeline_flags.c: the flags Allreduce of crux_coll.h)
  *   lanes  the multipath engine's shared stage and its lanes' posts
  *          (crux_engine_lanes.c: the engine group's host calls)
  */
@@ -34,7 +34,7 @@ typedef struct {
     /* the staging places of chunk k are free to be written (their readers
      * from an earlier use are done) */
     int (*stage_free)(crux_pipe_t *p, unsigned k);
-    /* where our piece of member q's chunk k is staged (a whole call: our
+    /* where our piece of member q's chunk k is copied in (a whole call: our
      * own input's chunk k, at q == our rank) */
     uint8_t *(*piece)(crux_pipe_t *p, int q, unsigned k);
     /* hand our pieces of chunk k over (they are written and fenced) */
@@ -44,9 +44,9 @@ typedef struct {
     int (*pieces)(crux_pipe_t *p, unsigned k, const void **inputs);
     /* the peers' pieces of our chunk k are read */
     void (*consume_pieces)(crux_pipe_t *p, unsigned k);
-    /* our reduced chunk k may be staged: its place is free */
+    /* our reduced chunk k may be copied in: its place is free */
     int (*result_free)(crux_pipe_t *p, unsigned k);
-    /* where our reduced chunk k is staged */
+    /* where our reduced chunk k is copied in */
     uint8_t *(*result)(crux_pipe_t *p, unsigned k);
     /* hand our reduced chunk k over (written and fenced) */
     void (*post_result)(crux_pipe_t *p, unsigned k);
@@ -84,7 +84,7 @@ struct crux_pipe {
     unsigned depth;
     /* progress */
     unsigned kmax;                       /* chunks of the largest shard */
-    unsigned staged;                     /* chunks whose pieces are copied in and handed over */
+    unsigned copied;                     /* chunks whose pieces are copied in and handed over */
     unsigned reduced;                    /* chunks of our shard reduced */
     unsigned inter_done;                 /* ... through the inter-group step */
     unsigned final;                      /* ... and handed over */
@@ -106,8 +106,8 @@ crux_status_t crux_pipe_run(crux_pipe_t *p);
  * hierarchical with the caller's inter-group step, 'depth' chunks in flight
  * (0: the three steps in sequence).  'sbuf' is NULL in place; count > 0,
  * size > 1. */
-crux_status_t crux_allreduce_staged(crux_coll_group_t *group, const crux_coll_inter_t *inter,
-                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
-                                    size_t esize, crux_reduce_fn_t reduce);
+crux_status_t crux_allreduce_flags(crux_coll_group_t *group, const crux_coll_inter_t *inter,
+                                   unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                   size_t esize, crux_reduce_fn_t reduce);
 
 #endif

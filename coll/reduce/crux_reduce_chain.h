@@ -1,6 +1,6 @@
 /* Internal to libcrux_coll: a chunk's reduction over every
  * member's input, in rank order, shared by the algorithms that have all the
- * inputs in place at once (the staged Allreduce, the lanes of host calls
+ * inputs in place at once (the flags Allreduce, the lanes of host calls
  * over the engine). */
 #ifndef CRUX_REDUCE_CHAIN_H
 #define CRUX_REDUCE_CHAIN_H

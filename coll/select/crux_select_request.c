@@ -14,8 +14,9 @@ static const char *const memory_paths[] = { "auto", "device", "host-staged", NUL
  * the axes: the one table of the names it still takes, retired ones
  * included (docs/usage/component.md, "The older single knob").  "flat",
  * "staged" and "cma" all name the flat algorithm with the flags hand-off
- * (CRUX_ALG_FLAGS): "staged" was its name, "cma" single copy, removed as
- * slower than it (docs/results/allreduce.md).  "engine" is the flat
+ * (CRUX_ALG_FLAGS): "staged" was its name, retired since the word means
+ * device buffers through host memory only (docs/design/glossary.md), "cma"
+ * single copy, removed as slower than it (docs/results/allreduce.md).  "engine" is the flat
  * algorithm over the lanes. */
 static const char *const algorithms[] = {
     "auto", "staged", "cma", "fallback", "flat", "hier", "hier-sequential", "engine", NULL,
