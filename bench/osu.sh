@@ -9,7 +9,7 @@
 #       there too, the suite's own validation is at fault and the run is
 #       reported as SKIP.  Prints one line per run and "N passed, N failed";
 #       exits 1 on a failure.
-#   bench/osu.sh compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] OSU_DIR [NP...]
+#   bench/osu.sh compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] [-o CSV] OSU_DIR [NP...]
 #       osu_allreduce (float) under each selection (default crux,tuned) in
 #       turn, the first to run rotating, in LAUNCHES separate rounds (default
 #       1); per message size the median over the rounds of OSU's average
@@ -20,6 +20,8 @@
 #       (that component's priority raised to 100, without crux; it then takes
 #       every slot it has, the barrier OSU times around included for sm).
 #       2 ranks are bound to a core each; more run unbound, oversubscribed.
+#       -o CSV also writes every launch's times there
+#       (ranks,launch,selection,bytes,us).
 #
 # OSU_DIR is the suite's prefix, its libexec/osu-micro-benchmarks/mpi
 # directory, or its build tree (7.x: c/mpi/collective/blocking and
@@ -29,20 +31,21 @@ set -u -o pipefail
 
 usage() {
   echo "usage: $0 validate OSU_DIR [NP...]" >&2
-  echo "       $0 compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] OSU_DIR [NP...]" >&2
+  echo "       $0 compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] [-o CSV] OSU_DIR [NP...]" >&2
   exit 2
 }
 bad() { echo "$0: $*" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 mode=$1
 shift
-launches=1 selections=crux,tuned sizes=8:67108864
+launches=1 selections=crux,tuned sizes=8:67108864 csv=
 if [ "$mode" = compare ]; then
-  while getopts k:s:m: opt; do
+  while getopts k:s:m:o: opt; do
     case $opt in
       k) launches=$OPTARG ;;
       s) selections=$OPTARG ;;
       m) sizes=$OPTARG ;;
+      o) csv=$OPTARG ;;
       *) usage ;;
     esac
   done
@@ -149,6 +152,7 @@ compare() {
   out=$(mktemp -d "${TMPDIR:-/tmp}/crux-osu-XXXXXX") || exit 1
   trap 'rm -rf "$out"' EXIT
   n=${#sels[@]}
+  [ -z "$csv" ] || echo "ranks,launch,selection,bytes,us" >"$csv" || exit 1
   for np in $nps; do
     bind=(--bind-to core)
     [ "$np" -gt 2 ] && bind=(--bind-to none --oversubscribe)
@@ -169,6 +173,7 @@ compare() {
           { echo "$0: launch $i, $sel, $np ranks: no latency rows" >&2; tail -5 "$out/run" >&2; exit 1; }
       done
     done
+    [ -z "$csv" ] || awk -v np="$np" -v OFS=, '{ print np, $1, $2, $3, $4 }' "$out/all" >>"$csv"
     echo "# osu_allreduce -T mpi_float, $np ranks$([ "$np" -gt 2 ] && echo " unbound, oversubscribed" ||
       echo " bound to a core each"), $launches launches: median over launches of OSU's average latency (us)"
     echo "# per size; ratio = other / ${sels[0]} (above 1: ${sels[0]} is faster), [min - max] over launches"
