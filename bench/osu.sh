@@ -21,7 +21,10 @@
 #       every slot it has, the barrier OSU times around included for sm).
 #       2 ranks are bound to a core each; more run unbound, oversubscribed.
 #       -o CSV also writes every launch's times there
-#       (ranks,launch,selection,bytes,us).
+#       (ranks,launch,selection,bytes,us,rtt_ns).  With CRUX_RTT naming
+#       crux-bench-rtt, each job is preceded by it and rtt_ns is the cache-line
+#       round trip between CPUs 0 and 1 it measured ("-" without): a VM's vCPUs
+#       move between near and far states that change the times.
 #
 # OSU_DIR is the suite's prefix, its libexec/osu-micro-benchmarks/mpi
 # directory, or its build tree (7.x: c/mpi/collective/blocking and
@@ -148,11 +151,11 @@ sel_args() {
 }
 
 compare() {
-  local np i j n sel bind
+  local np i j n sel bind rtt
   out=$(mktemp -d "${TMPDIR:-/tmp}/crux-osu-XXXXXX") || exit 1
   trap 'rm -rf "$out"' EXIT
   n=${#sels[@]}
-  [ -z "$csv" ] || echo "ranks,launch,selection,bytes,us" >"$csv" || exit 1
+  [ -z "$csv" ] || echo "ranks,launch,selection,bytes,us,rtt_ns" >"$csv" || exit 1
   for np in $nps; do
     bind=(--bind-to core)
     [ "$np" -gt 2 ] && bind=(--bind-to none --oversubscribe)
@@ -161,6 +164,8 @@ compare() {
       # the selection that runs first rotates from launch to launch
       for j in $(seq 0 $((n - 1))); do
         sel=${sels[$(((i - 1 + j) % n))]}
+        rtt=-
+        [ -z "${CRUX_RTT:-}" ] || rtt=$("$CRUX_RTT" | awk '$1 == "rtt_ns" { print $2 }')
         # shellcheck disable=SC2046
         if ! timeout 1200 mpirun -np "$np" "${bind[@]}" $(sel_args "$sel") "$coll/osu_allreduce" \
           -T mpi_float -m "$sizes" >"$out/run" 2>&1 </dev/null; then
@@ -168,12 +173,12 @@ compare() {
           tail -5 "$out/run" >&2
           exit 1
         fi
-        awk -v l="$i" -v s="$sel" '/^[0-9]/ && NF >= 2 { print l, s, $1, $2; rows++ }
+        awk -v l="$i" -v s="$sel" -v r="${rtt:--}" '/^[0-9]/ && NF >= 2 { print l, s, $1, $2, r; rows++ }
           END { exit rows == 0 }' "$out/run" >>"$out/all" ||
           { echo "$0: launch $i, $sel, $np ranks: no latency rows" >&2; tail -5 "$out/run" >&2; exit 1; }
       done
     done
-    [ -z "$csv" ] || awk -v np="$np" -v OFS=, '{ print np, $1, $2, $3, $4 }' "$out/all" >>"$csv"
+    [ -z "$csv" ] || awk -v np="$np" -v OFS=, '{ print np, $1, $2, $3, $4, $5 }' "$out/all" >>"$csv"
     echo "# osu_allreduce -T mpi_float, $np ranks$([ "$np" -gt 2 ] && echo " unbound, oversubscribed" ||
       echo " bound to a core each"), $launches launches: median over launches of OSU's average latency (us)"
     echo "# per size; ratio = other / ${sels[0]} (above 1: ${sels[0]} is faster), [min - max] over launches"

@@ -3,7 +3,7 @@
 # osu_allreduce's output with times set per selection and launch, so the
 # medians, the ratios and their ranges over launches are known exactly; the
 # options each selection and rank count launch with; the selection that runs
-# first rotates; -o keeps every launch's times; a failing launch exits 1 naming it; bad options exit 2
+# first rotates; -o keeps every launch's times (and the cache-line round trip before it); a failing launch exits 1 naming it; bad options exit 2
 # with one line.
 . "$(dirname "$0")/tap.sh"
 OSU_SH=$(cd "$(dirname "$0")/../../bench" && pwd)/osu.sh
@@ -58,11 +58,17 @@ check "12 launches: 2 ranks bound to cores, 4 unbound and oversubscribed, float,
   test \$(grep -c '^-np 2 --bind-to core --mca coll .*/osu_allreduce -T mpi_float -m 8:32$' '$WORK/calls') -eq 6 &&
   test \$(grep -c '^-np 4 --bind-to none --oversubscribe --mca coll .*/osu_allreduce -T mpi_float -m 8:32$' '$WORK/calls') -eq 6"
 check "-o: every launch's time, a row each" sh -c "
-  test \$(wc -l <'$WORK/raw.csv') -eq 37 && head -1 '$WORK/raw.csv' | grep -qx 'ranks,launch,selection,bytes,us' &&
-  grep -qx '2,1,crux,8,2.00' '$WORK/raw.csv' && grep -qx '4,3,tuned,32,1.00' '$WORK/raw.csv'"
+  test \$(wc -l <'$WORK/raw.csv') -eq 37 && head -1 '$WORK/raw.csv' | grep -qx 'ranks,launch,selection,bytes,us,rtt_ns' &&
+  grep -qx '2,1,crux,8,2.00,-' '$WORK/raw.csv' && grep -qx '4,3,tuned,32,1.00,-' '$WORK/raw.csv'"
 check "the first to run rotates: crux, tuned, crux" sh -c "
   head -6 '$WORK/calls' | awk '{ print \$7 }' | tr '\n' ' ' | grep -qx 'crux ^crux ^crux crux crux ^crux '"
 
+printf '#!/bin/sh\necho rtt_ns 77\n' >"$WORK/bin/rtt"
+chmod +x "$WORK/bin/rtt"
+fresh
+check "CRUX_RTT: each launch's round trip in the CSV" sh -c "
+  CRUX_RTT='$WORK/bin/rtt' FAKE_TUNED='4.00' '$OSU_SH' compare -m 8:32 -o '$WORK/raw.csv' '$WORK/osu' 2 >/dev/null &&
+  test \$(grep -c ',77\$' '$WORK/raw.csv') -eq 6"
 fresh
 check "han: coll/han's priority raised, without crux; its column and ratio" sh -c "
   FAKE_TUNED='4.00' '$OSU_SH' compare -s crux,tuned,han -m 8:32 '$WORK/osu' 2 >'$WORK/out' &&
