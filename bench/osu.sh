@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run an installed OSU micro-benchmarks suite with crux.
+# Run the OSU micro-benchmarks (an installed suite or its build tree) with crux.
 #
 #   bench/osu.sh validate OSU_DIR [NP...]   every blocking and nonblocking
 #       collective benchmark with -c (validation, where the benchmark has it)
@@ -11,8 +11,8 @@
 #       exits 1 on a failure.
 #   bench/osu.sh compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] [-o CSV] OSU_DIR [NP...]
 #       osu_allreduce (float) under each selection (default crux,tuned) in
-#       turn, the first to run rotating, in LAUNCHES separate rounds (default
-#       1); per message size the median over the rounds of OSU's average
+#       turn, each a job of its own, the first to run rotating, in LAUNCHES
+#       rounds (default 1); per message size the median over the rounds of OSU's average
 #       latency under each, and of each ratio other / first with its range
 #       [min - max] over the rounds (above 1: the first is faster).  Sizes
 #       MIN to MAX bytes (default 8:67108864).  Selections: crux (--mca coll
@@ -123,6 +123,9 @@ validate() {
   for np in $nps; do
     for bench in $(for d in "${colls[@]}"; do ls -d "$d"/osu_*; done); do
       name=$(basename "$bench")
+      # a build tree holds the sources and objects beside the programs
+      case $name in *.*) continue ;; esac
+      [ -f "$bench" ] && [ -x "$bench" ] || continue
       case $name in *neighbor*) continue ;; esac   # need a process topology
       while read -r args; do
         [ "$args" = "-" ] && args=""
