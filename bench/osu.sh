@@ -12,10 +12,10 @@
 #   bench/osu.sh compare [-k LAUNCHES] [-s SELECTIONS] [-m MIN:MAX] [-o CSV] OSU_DIR [NP...]
 #       osu_allreduce (float) under each selection (default crux,tuned) in
 #       turn, each a job of its own, the first to run rotating, in LAUNCHES
-#       rounds (default 1); per message size the median over the rounds of OSU's average
-#       latency under each, and of each ratio other / first with its range
-#       [min - max] over the rounds (above 1: the first is faster).  Sizes
-#       MIN to MAX bytes (default 8:67108864).  Selections: crux (--mca coll
+#       rounds (default 1); per message size the median over the rounds of
+#       OSU's average latency under each, and of each ratio other / first with
+#       its range [min - max] over the rounds (above 1: the first is
+#       faster).  Sizes MIN to MAX bytes (default 8:67108864).  Selections: crux (--mca coll
 #       crux), tuned (--mca coll ^crux: Open MPI's default), han, adapt, sm
 #       (that component's priority raised to 100, without crux; it then takes
 #       every slot it has, the barrier OSU times around included for sm).
