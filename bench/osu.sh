@@ -15,8 +15,9 @@
 #       rounds (default 1); per message size the median over the rounds of
 #       OSU's average latency under each, and of each ratio other / first with
 #       its range [min - max] over the rounds (above 1: the first is
-#       faster).  Sizes MIN to MAX bytes (default 8:67108864).  Selections: crux (--mca coll
-#       crux), tuned (--mca coll ^crux: Open MPI's default), han, adapt, sm
+#       faster).  Sizes MIN to MAX bytes (default 8:67108864).  Selections:
+#       crux (--mca coll crux), tuned (--mca coll ^crux: Open MPI's default),
+#       han, adapt, sm
 #       (that component's priority raised to 100, without crux; it then takes
 #       every slot it has, the barrier OSU times around included for sm).
 #       2 ranks are bound to a core each; more run unbound, oversubscribed.
