@@ -19,13 +19,13 @@ const bench_variant_t bench_variants[] = {
     { "sm", "ompi_comm_coll_preference", "sm,^crux", "sm", "coll/sm first, without crux" },
     { "fallback", "crux_allreduce_algorithm", "fallback", "crux",
       "crux hands every call to the module it falls back to" },
-    { "staged", "crux_allreduce_handoff", "flags", "crux",
-      "crux's hand-off by flags (flat: the staged algorithm), forced" },
+    { "flags", "crux_allreduce_handoff", "flags", "crux",
+      "crux's hand-off by flags (flat: the flags algorithm), forced" },
     { "lanes", "crux_allreduce_handoff", "lanes", "crux",
       "crux's hand-off over the engine's lanes, forced" },
     { "hier", "crux_allreduce_topology", "hier", "crux", "crux's hierarchical one, forced" },
     { "hier-seq", "crux_allreduce_topology", "hier-sequential", "crux",
-      "the hierarchical one, stages in sequence" },
+      "the hierarchical one, its steps in sequence" },
 };
 const int bench_num_variants = (int)(sizeof(bench_variants) / sizeof(bench_variants[0]));
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Staged and lanes Allreduce with the far-peer streaming off and on, at 2
+# Flags and lanes Allreduce with the far-peer streaming off and on, at 2
 # ranks, K times, each launch labelled with the cache-line round trip
 # between CPUs 0 and 1 before it (crux-bench-rtt): on a machine whose CPUs
 # share one last-level cache the two agree; across chiplets or sockets
@@ -23,14 +23,14 @@ export OMPI_MCA_mca_base_component_path="$build/stage:SYS_DEFAULT"
 export OMPI_MCA_coll_crux_enable=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-echo "# launch, rtt_ns before it, streaming for far peers, then per size: bytes:staged_us/lanes_us"
+echo "# launch, rtt_ns before it, streaming for far peers, then per size: bytes:flags_us/lanes_us"
 for i in $(seq "$rounds"); do
   for far in off on; do
     ns=0
     [ "$far" = off ] && ns=1000000000   # no peer is that slow
     before=$("$rtt" | awk '{ print $2 }')
     row=$(mpirun -np 2 --bind-to core -x OMPI_MCA_coll_crux_far_latency_ns="$ns" "$bench" --csv \
-            --compare staged,lanes "$@" | awk -F, 'NR > 1 { printf " %s:%s/%s", $2, $3, $4 }') ||
+            --compare flags,lanes "$@" | awk -F, 'NR > 1 { printf " %s:%s/%s", $2, $3, $4 }') ||
       { echo "$0: launch $i failed" >&2; exit 1; }
     echo "$i rtt_ns=$before far=$far$row"
   done

@@ -40,7 +40,7 @@ typedef struct {
 typedef struct {
     size_t stage_size;       /* bytes of staging segment per member (0: none: the group
                               * runs only the small Allreduce) */
-    size_t chunk_size;       /* pipeline segment of the staged algorithm */
+    size_t chunk_size;       /* pipeline segment of the flags algorithm */
     size_t stream_min_bytes; /* results of messages this large bypass the cache; 0: never */
     int local_procs;         /* processes on this node (0: the group size) */
     int shared_cores;        /* processes share cores whatever their count: waits never spin */
@@ -293,8 +293,9 @@ typedef struct {
 /* The axes' names, and the values each takes, in enum order: "topology"
  * (auto, flat, hier, hier-sequential), "handoff" (auto, flags, lanes),
  * "memory_path" (auto, device, host-staged); and "algorithm", the older
- * single knob, whose values name points on the axes: auto, staged, cma,
- * fallback, flat, hier, hier-sequential, engine (crux_request_set).
+ * single knob, whose values name points on the axes: auto, flat, staged
+ * and cma (retired names of flat), fallback, hier, hier-sequential, engine
+ * (crux_request_set).
  * NULL-terminated; NULL for an unknown axis. */
 const char *const *crux_request_values(const char *axis);
 /* Set 'axis' of *request to the value named 'value' (for "algorithm",
@@ -465,7 +466,7 @@ crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_ha
 
 /* A group of any kind (a shared-memory group, an engine group, a caller's
  * layout) shared by the callers over the same processes in the same order
- * and counted (crux_share.c, docs/design/resources.md).  At most
+ * and counted (crux_layout_share.c, docs/design/resources.md).  At most
  * CRUX_SHARE_MAX groups of each of CRUX_SHARE_KINDS kinds live in a
  * process; past it, the least recently used group over the same set of
  * processes is released when every member proposes the same one. */

@@ -129,7 +129,7 @@ static int coll_crux_register(void)
     reg_axis(0,
              "The older single knob, each value a point on the axes (coll_crux_allreduce_"
              "topology, _handoff, _memory_path; an axis set to other than auto wins): auto, "
-             "flat, staged and cma (flat with flags), engine (flat with lanes), hier, "
+             "flat (with flags; staged and cma its retired names), engine (flat with lanes), hier, "
              "hier-sequential, fallback (every host call to the previously selected module)",
              OPAL_INFO_LVL_5);
 
@@ -173,7 +173,7 @@ static int coll_crux_register(void)
              OPAL_INFO_LVL_6, &c->stage_size);
 
     c->chunk_size = defaults.chunk_size;
-    reg_size("chunk_size", "Pipeline chunk of the staged Allreduce, in bytes", OPAL_INFO_LVL_6,
+    reg_size("chunk_size", "Pipeline chunk of the flags Allreduce, in bytes", OPAL_INFO_LVL_6,
              &c->chunk_size);
 
     c->stream_min_bytes = defaults.stream_min_bytes;

@@ -254,7 +254,7 @@ crux_status_t crux_sched_plan_levels(crux_sched_plan_t *plan, const crux_sched_o
 /* Priorities that see the network, after crux_sched_plan_assign_priorities:
  * replaces each P_j by the job's place in an order built from the bottom,
  * each time the job that loses the least computation when every job left
- * may hold its ring on any hop they could overfill together (netprio.c
+ * may hold its ring on any hop they could overfill together (crux_sched_netprio.c
  * gives the model); P = k I breaks ties.  Compression then keeps that
  * order. */
 crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
@@ -262,10 +262,10 @@ crux_status_t crux_sched_plan_network_priorities(crux_sched_plan_t *plan);
  * any order): the levels are a maximum, not a target.  Inside each group of
  * jobs that share links, merges a run of neighbouring levels into its top
  * one while the network model predicts that their jobs lose less
- * computation sharing their links than in strict order (netprio.c), the
+ * computation sharing their links than in strict order (crux_sched_netprio.c), the
  * merge that gains most first.  Levels keep following the priorities. */
 crux_status_t crux_sched_plan_merge_levels(crux_sched_plan_t *plan);
-/* What the links carry on average (carry.c gives the model): a link is
+/* What the links carry on average (crux_sched_carry.c gives the model): a link is
  * overfilled when its users' bytes per period alone, summed, exceed its
  * bandwidth; the jobs on overfilled links, by GPU intensity on them, are
  * carried while their traffic fits with that of the jobs carried before.
@@ -414,7 +414,7 @@ crux_status_t crux_sched_compress_dag(int n, const crux_sched_edge_t *edges, int
 /* ------------------------------------------------------------------ */
 
 /* The model mix that crux-sched gen-jobs and crux-sim gen draw jobs from
- * (plan/models.c documents each figure). */
+ * (plan/crux_sched_models.c documents each figure). */
 typedef struct {
     const char *name;
     double share;       /* of the jobs; the shares sum to 1 */

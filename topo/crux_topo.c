@@ -286,16 +286,6 @@ int crux_topo_island_of(const crux_topo_t *t, int gpu)
     return gpu >= 0 && gpu < t->ntype[CRUX_TOPO_DEV_GPU] ? t->island_of[gpu] : -1;
 }
 
-int crux_topo_num_host_groups(const crux_topo_t *t)
-{
-    return t->ngroups;
-}
-
-const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *t, int i)
-{
-    return i >= 0 && i < t->ngroups ? &t->groups[i] : NULL;
-}
-
 const char *crux_topo_dev_type_name(crux_topo_dev_type_t type)
 {
     switch (type) {

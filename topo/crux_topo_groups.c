@@ -109,6 +109,16 @@ static crux_status_t build_host_groups(struct crux_topo *t)
     return CRUX_OK;
 }
 
+int crux_topo_num_host_groups(const crux_topo_t *t)
+{
+    return t->ngroups;
+}
+
+const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *t, int i)
+{
+    return i >= 0 && i < t->ngroups ? &t->groups[i] : NULL;
+}
+
 crux_status_t crux_topo_build_groups(struct crux_topo *t)
 {
     crux_status_t st = build_islands(t);

@@ -1,10 +1,10 @@
 /* crux-sched's cluster file (JSON: builders, an explicit list, the level
- * table), as tool_cluster_load reads it.  Lingjun clusters name a CSV file
+ * table), as crux_sched_cluster_load reads it.  Lingjun clusters name a CSV file
  * to read, which fuzz_lingjun covers; they are skipped here. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/tool/tool.h"
+#include "sched/tool/crux_sched_tool.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/tool/tool.h"
+#include "sched/tool/crux_sched_tool.h"
 #include "tests/fuzz/fuzz.h"
 
 static const char cluster_json[] =

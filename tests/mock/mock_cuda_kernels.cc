@@ -1,4 +1,4 @@
-// The device reduction kernels' own source (coll/crux_dev_kernels.cu),
+// The device reduction kernels' own source (coll/dev/crux_dev_kernels.cu),
 // compiled for the host and run by the stand-in driver in place of the GPU:
 // a launch calls the kernel once as a single thread of a single block, which
 // the grid-stride loop turns into a pass over every element.  So tests
@@ -14,4 +14,4 @@ struct mock_dim {
 static const mock_dim gridDim = { 1, 1, 1 }, blockDim = { 1, 1, 1 }, blockIdx = { 0, 0, 0 },
                       threadIdx = { 0, 0, 0 };
 
-#include "coll/crux_dev_kernels.cu"
+#include "coll/dev/crux_dev_kernels.cu"

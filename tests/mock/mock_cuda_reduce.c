@@ -1,3 +1,3 @@
 /* The CPU reduction kernels, built into the mock CUDA driver, which runs
  * them in place of the GPU's. */
-#include "coll/crux_reduce.c"
+#include "coll/reduce/crux_reduce.c"

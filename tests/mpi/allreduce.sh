@@ -26,10 +26,10 @@ done
 # told that processes share cores, as Open MPI is on an oversubscribed node
 run_mpi 2 "yield when idle" --mca mpi_yield_when_idle 1 "${verbose[@]}" -- $prog counts
 expect_stderr "waits never spin: Open MPI yields when idle" "[np=2 yield when idle] crux's waits never spin"
-# the flags hand-off, asked for on its axis and by the older knob (cma was
-# single copy, now the staged algorithm too)
-for ask in "coll_crux_allreduce_handoff flags" "coll_crux_allreduce_algorithm staged" \
-  "coll_crux_allreduce_algorithm cma"; do
+# the flags hand-off, asked for on its axis and by the older knob (staged
+# was its name, cma single copy, both retired to the flags algorithm)
+for ask in "coll_crux_allreduce_handoff flags" "coll_crux_allreduce_algorithm flat" \
+  "coll_crux_allreduce_algorithm staged" "coll_crux_allreduce_algorithm cma"; do
   for np in 3 4; do
     run_mpi $np "$ask" --mca $ask "${verbose[@]}" -- $prog counts bits comms
     expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: flags" "[np=$np $ask] the flags algorithm ran"
@@ -64,11 +64,11 @@ else
 fi
 run_mpi 2 "bad handoff" --mca coll_crux_allreduce_handoff staged "${verbose[@]}" -- $prog counts
 expect_stderr "coll:crux: allreduce on MPI_COMM_WORLD: lanes from" "[np=2 bad handoff] auto ran"
-run_mpi 3 "small stage" --mca coll_crux_allreduce_algorithm staged --mca coll_crux_stage_size 65536 \
+run_mpi 3 "small stage" --mca coll_crux_allreduce_algorithm flat --mca coll_crux_stage_size 65536 \
   --mca coll_crux_chunk_size 4096 -- $prog counts bits
 run_mpi 2 "no cma" --mca coll_crux_use_cma 0 -- $prog counts bits
 # every peer far once measured: stages written with streaming stores, same bits
-for alg in staged engine; do # flags and lanes
+for alg in flat engine; do # flags and lanes
   run_mpi 3 "far peers $alg" --mca coll_crux_far_latency_ns 1 --mca coll_crux_allreduce_algorithm $alg -- \
     $prog counts bits
 done
@@ -91,7 +91,7 @@ expect_no_stderr "on info algorithm=fallback" "[np=3 info keys] fallback: crux's
 MPI_TIMEOUT=120
 for np in 2 3 4; do
   run_mpi $np "mismatch" --mca coll crux -- $prog mismatch
-  run_mpi $np "mismatch staged" --mca coll_crux_allreduce_algorithm staged -- $prog mismatch
+  run_mpi $np "mismatch flags" --mca coll_crux_allreduce_algorithm flat -- $prog mismatch
 done
 run_mpi 3 "mismatch lanes" --mca coll_crux_allreduce_handoff lanes -- $prog mismatch
 MPI_TIMEOUT=${CRUX_MPI_TIMEOUT:-600}

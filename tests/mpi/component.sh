@@ -54,7 +54,7 @@ expect_no_stderr "allreduce on" "[verbose 1] no algorithm choices at verbosity 1
 
 # 3. Verbosity 2: sizes from 4 bytes to 16 MiB on MPI_COMM_WORLD, one line
 # per process and algorithm (forced: one algorithm; auto: each it chose).
-for alg in staged auto; do
+for alg in flat auto; do
   run_mpi $np "verbose 2, $alg" --mca coll crux "${v2[@]}" --mca coll_crux_allreduce_algorithm $alg -- \
     $prog counts
   algs=$(sed -n 's/.*coll:crux: allreduce on MPI_COMM_WORLD: \([a-z-]*\) from .*/\1/p' "$last_stderr" | sort -u)

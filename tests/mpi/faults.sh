@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults (tests/mpi/test_faults.c):
 #  1. a rank SIGKILLed inside a large crux Allreduce (over the engine, as
-#     auto chooses on one node, staged, hierarchical), or inside one of a
+#     auto chooses on one node, flags, hierarchical), or inside one of a
 #     stream of small ones (the small Allreduce): the job ends non-zero
 #     within 60 s, no process of it is left, and no crux shared-memory
 #     segment is left in /dev/shm (crux's segments come from UCX's posix
@@ -78,7 +78,7 @@ fi
 kill_case 3 "kill posix" lanes
 kill_case 3 "kill sysv" lanes --mca coll_crux_shm_mds sysv
 kill_case 4 "kill hier" hier --mca coll_crux_group_size 2 --mca coll_crux_allreduce_algorithm hier
-kill_case 3 "kill flags" flags --mca coll_crux_allreduce_algorithm staged
+kill_case 3 "kill flags" flags --mca coll_crux_allreduce_algorithm flat
 mib=0 kill_case 3 "kill small" small
 
 # 2. a communicator freed while another thread uses a different one

@@ -42,7 +42,7 @@ done
 # processes would not fit in 256 MiB), the communicators past them on the
 # previous module's Allreduce, all exact
 MPI_LAUNCHER="$private_shm 256m mpirun -np 2" run_mpi 2 "thread multiple" "${crux[@]}" \
-  --mca coll_crux_allreduce_algorithm staged -- $prog multiple 40 $((2 * 16 * 5 + 16))
+  --mca coll_crux_allreduce_algorithm flat -- $prog multiple 40 $((2 * 16 * 5 + 16))
 expect_stderr "holds 16 shared-memory groups already (crux's limit" "[np=2 thread multiple] the limit said"
 expect_stderr "allreduce on .*: flags from 1048576 bytes" "[np=2 thread multiple] crux's flags algorithm ran below it"
 

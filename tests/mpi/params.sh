@@ -73,7 +73,7 @@ if "$private_shm" 1m true; then
     expect_no_stderr "coll:crux: allreduce on" "[stage $stage] crux's own Allreduce is off"
   done
   MPI_LAUNCHER="$private_shm 48m mpirun -np 2" run_mpi 2 "stage 4 MiB in 48 MiB" "${crux[@]}" \
-    --mca coll_crux_stage_size 4194304 --mca coll_crux_allreduce_algorithm staged -- $prog comms
+    --mca coll_crux_stage_size 4194304 --mca coll_crux_allreduce_algorithm flat -- $prog comms
   expect_stderr "coll:crux: allreduce on .*: flags" "[stage 4 MiB] a stage that fits is used"
 else
   tap_line ok "[stage in a small /dev/shm] # SKIP no private mount namespace here (needs root and unshare)"

@@ -7,7 +7,7 @@
 #    duplicates and reversed splits) build two layouts per process, one per
 #    order of the ranks; every Allreduce exact, shared memory bounded;
 #  - more communicators than crux's limit of groups, each over the ranks in
-#    another order, used in turns (flat staged on one node, hierarchical on
+#    another order, used in turns (flat flags on one node, hierarchical on
 #    fake nodes): the least recently used group is released to make room,
 #    crux runs every call, every result exact, shared memory bounded;
 #  - members that disagree on which group to release ('skew'): the
@@ -19,7 +19,7 @@ fakenodes=$(cd "$(dirname "$0")/../.." && pwd)/scripts/fakenodes
 count=${CRUX_SHARED_COMMS:-100}
 crux=(--mca coll crux --mca coll_crux_verbose 2)
 hier=("${crux[@]}" --mca coll_crux_allreduce_algorithm hier)
-staged=("${crux[@]}" --mca coll_crux_allreduce_algorithm staged --mca coll_crux_stage_size 1048576)
+flags=("${crux[@]}" --mca coll_crux_allreduce_algorithm flat --mca coll_crux_stage_size 1048576)
 
 expect_no_stderr() {
   if grep -q -- "$1" "$last_stderr"; then tap_line "not ok" "$2"; else tap_line ok "$2"; fi
@@ -41,8 +41,8 @@ on_node="$private_shm 256m mpirun -np 4"
 # a layout's groups: two processes each, the engine's lanes, (5 x 2 + 1)
 # MiB per process; two orders of the ranks; 16 MiB for Open MPI's own
 hier_bound=$((4 * 2 * 11 + 16))
-# 16 staged groups per process of 4, a 1 MiB stage and its control block
-staged_bound=$((4 * 16 * 17 / 16 + 16))
+# 16 flags groups per process of 4, a 1 MiB stage and its control block
+flags_bound=$((4 * 16 * 17 / 16 + 16))
 
 MPI_LAUNCHER=$on_fake run_mpi 4 "hier, $count communicators" "${hier[@]}" -- \
   $prog "$count" $hier_bound
@@ -50,14 +50,14 @@ expect_stderr "allreduce on .*: hier from 1048576 bytes" "[2x2 hier] the hierarc
 expect_no_stderr "fallback from 1048576" "[2x2 hier] ... on every communicator"
 expect_count ": 2 groups of 2 ranks" 8 "[2x2 hier] two layouts per process, shared by $count communicators"
 
-MPI_LAUNCHER=$on_node run_mpi 4 "staged, 24 in turns" "${staged[@]}" -- $prog turns 24 3 $staged_bound
+MPI_LAUNCHER=$on_node run_mpi 4 "flags, 24 in turns" "${flags[@]}" -- $prog turns 24 3 $flags_bound
 expect_stderr "least recently used shared-memory group over its processes released" \
-  "[np=4 staged turns] idle groups released to make room"
-expect_no_stderr "fallback from 1048576" "[np=4 staged turns] crux ran every call"
+  "[np=4 flags turns] idle groups released to make room"
+expect_no_stderr "fallback from 1048576" "[np=4 flags turns] crux ran every call"
 
-MPI_LAUNCHER=$on_node run_mpi 4 "staged, disagreeing" "${staged[@]}" -- $prog turns 17 1 $staged_bound skew
-expect_stderr "holds 16 shared-memory groups already" "[np=4 staged skew] no agreement: the limit said"
-expect_no_stderr "released to make room" "[np=4 staged skew] ... and nothing released"
+MPI_LAUNCHER=$on_node run_mpi 4 "flags, disagreeing" "${flags[@]}" -- $prog turns 17 1 $flags_bound skew
+expect_stderr "holds 16 shared-memory groups already" "[np=4 flags skew] no agreement: the limit said"
+expect_no_stderr "released to make room" "[np=4 flags skew] ... and nothing released"
 
 MPI_LAUNCHER=$on_fake run_mpi 4 "hier, 24 in turns" "${hier[@]}" -- $prog turns 24 2 $hier_bound
 expect_stderr "least recently used hierarchical group over its processes released" \

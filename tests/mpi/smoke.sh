@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A representative, quick subset of the MPI tests for the sanitizer builds
 # (scripts/hardening), where the full sweeps of allreduce.sh and hier.sh
-# take ~9 minutes on 2 cores: every crux Allreduce algorithm once (staged,
+# take ~9 minutes on 2 cores: every crux Allreduce algorithm once (flags,
 # cma, engine, hierarchical on rank groups and on fake nodes), the other
 # collectives crux fills in, counts / communicators / nonblocking / fallback
 # / bit-exactness suites.  Not in TESTS: run as

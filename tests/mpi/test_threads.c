@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 
     /* one communicator per thread; two ask for an algorithm of crux's, the
      * others take coll_crux_allreduce_algorithm */
-    static const char *const algorithms[THREADS] = { NULL, "staged", "engine", NULL };
+    static const char *const algorithms[THREADS] = { NULL, "flat", "engine", NULL };
     worker_t w[THREADS];
     pthread_t threads[THREADS];
     for (int t = 0; t < THREADS; t++) {

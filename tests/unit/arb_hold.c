@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "sched/crux_arb.h"
-#include "sched/runtime/arb_table.h"
+#include "sched/runtime/crux_arb_table.h"
 
 int main(int argc, char **argv)
 {

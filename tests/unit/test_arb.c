@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "sched/crux_arb.h"
-#include "sched/runtime/arb_table.h"
+#include "sched/runtime/crux_arb_table.h"
 #include "tests/unit/check_main.h"
 
 static char path[64];

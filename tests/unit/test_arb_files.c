@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sched/runtime/arb_table.h"
+#include "sched/runtime/crux_arb_table.h"
 #include "sched/crux_arb.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/other_user.h"

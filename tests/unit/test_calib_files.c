@@ -16,7 +16,7 @@
 #include "common/crux_file.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/other_user.h"
-#include "ucx_tl/plan/plan_internal.h"
+#include "ucx_tl/plan/crux_tl_plan_internal.h"
 
 static char dir[64];
 

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "check_main.h"
-#include "coll/crux_group_internal.h" /* crux_far */
+#include "coll/group/crux_group_internal.h" /* crux_far */
 #include "tests/unit/fork_group.h"
 
 typedef struct {

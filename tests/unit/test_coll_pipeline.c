@@ -1,4 +1,4 @@
-/* The reduce-scatter + allgather pipeline (coll/crux_pipeline.h) over a
+/* The reduce-scatter + allgather pipeline (coll/pipeline/crux_pipeline_internal.h) over a
  * hand-off backend written here: member 0 of two, the peer's side held in
  * this process.  What the pipeline does when the backend's liveness check
  * says the peer is gone: a peer that handed everything over and then exited
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "coll/crux_pipeline.h"
+#include "coll/pipeline/crux_pipeline_internal.h"
 #include "coll/crux_reduce.h"
 
 #define COUNT 10007 /* several chunks per shard, shards of unequal length */

@@ -221,7 +221,7 @@ END_TEST
 
 /* Three groups over the same three processes (communicators that do not
  * share one), called back to back in turn with different counts and ops,
- * beside the staged Allreduce on one of them. */
+ * beside the flags Allreduce on one of them. */
 static int run_several_groups(fork_group_member_t *m, void *arg)
 {
     (void)arg;
@@ -425,7 +425,7 @@ START_TEST(test_calls_of_another_shape_fail_everywhere)
 END_TEST
 
 /* A group without a stage (the small Allreduce's alone, beside the
- * lanes): small calls run, the staged algorithms say so and do nothing. */
+ * lanes): small calls run, the flags and lanes algorithms say so and do nothing. */
 static int run_no_stage(fork_group_member_t *m, void *arg)
 {
     (void)arg;

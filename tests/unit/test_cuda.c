@@ -18,7 +18,7 @@
 
 #include "common/crux_cuda.h"
 #include "coll/crux_coll.h"
-#include "coll/crux_dev_internal.h"
+#include "coll/dev/crux_dev_internal.h"
 #include "topo/crux_topo.h"
 #include "tests/unit/fork_group.h"
 

@@ -24,7 +24,7 @@
 
 #include "check_main.h"
 #include "coll/crux_net.h"
-#include "coll/crux_net_internal.h"
+#include "coll/net/crux_net_internal.h"
 #include "tests/unit/fork_group.h"
 
 START_TEST(test_marks)

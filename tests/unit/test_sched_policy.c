@@ -1,4 +1,4 @@
-/* The policies crux-sched daemon and crux-sim share (plan/policy.c), and
+/* The policies crux-sched daemon and crux-sim share (plan/crux_sched_policy.c), and
  * symmetric paths: names, TACCL*'s levels by distance, levels by rank,
  * every level 0 for fair sharing, the reserve, bad arguments, and a job's
  * reverse flow on the reverse of its path in every selection mode. */

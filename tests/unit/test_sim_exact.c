@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "sim/crux_sim.h"
-#include "sim/sim_internal.h"
+#include "sim/crux_sim_internal.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/sched_test_util.h"
 
@@ -527,7 +527,7 @@ START_TEST(identical_links_are_one_slot)
 }
 END_TEST
 
-/* Whether slot y dominates slot x by the definition (sim_internal.h), by
+/* Whether slot y dominates slot x by the definition (crux_sim_internal.h), by
  * comparing every user of x with every user of y. */
 static int dominates(const int *off, const int *upos, const double *mb, const double *bw, int y,
                      int x)

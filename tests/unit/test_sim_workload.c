@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/sim_internal.h"
+#include "sim/crux_sim_internal.h"
 #include "tests/unit/check_main.h"
 
 static crux_sched_cluster_t *small_clos(void)

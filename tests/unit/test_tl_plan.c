@@ -11,7 +11,7 @@
 
 #include "check_main.h"
 #include "ucx_tl/crux_tl.h"
-#include "ucx_tl/plan/simplex.h"
+#include "ucx_tl/plan/crux_tl_simplex.h"
 
 static uint64_t rng_state = 88172645463325252ull;
 
