@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "check_main.h"
 #include "coll/crux_coll.h"
 #include "coll/crux_dev.h"
 #include "coll/crux_engine_group.h" /* the pairs, to see them found far */
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cuda once more, with tests/mock/mock_cuda.c standing in for the CUDA
+# test_tl_cuda once more, with tests/mock/mock_cuda.c standing in for the CUDA
 # driver (two devices), so that crux's CUDA code paths run without a GPU:
 # IPC handles between processes, staging through host memory and a relay
 # device, kernel names and launches, calibration.
@@ -8,4 +8,4 @@ if [ ! -f "$lib" ]; then
   echo "1..0 # SKIP mock driver not built (no CUDA toolkit)"
   exit 0
 fi
-CRUX_CUDA_LIBRARY="$lib" MOCK_CUDA_DEVICES=2 exec ./unit/test_cuda
+CRUX_CUDA_LIBRARY="$lib" MOCK_CUDA_DEVICES=2 exec ./unit/ucx_tl/test_tl_cuda
