@@ -1,11 +1,4 @@
 #!/bin/sh
-# test_tl_cuda once more, with tests/mock/mock_cuda.c standing in for the CUDA
-# driver (two devices), so that crux's CUDA code paths run without a GPU:
-# IPC handles between processes, staging through host memory and a relay
-# device, kernel names and launches, calibration.
-lib="$CRUX_BUILDDIR/tests/mock/.libs/libmock_cuda.so"
-if [ ! -f "$lib" ]; then
-  echo "1..0 # SKIP mock driver not built (no CUDA toolkit)"
-  exit 0
-fi
-CRUX_CUDA_LIBRARY="$lib" MOCK_CUDA_DEVICES=2 exec ./unit/ucx_tl/test_tl_cuda
+# test_tl_cuda with the stand-in driver: IPC handles between processes,
+# staging through host memory and a relay device, calibration, MIG.
+exec "$(dirname "$0")/../mock_cuda.sh" ./unit/ucx_tl/test_tl_cuda
