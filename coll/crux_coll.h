@@ -62,7 +62,7 @@ typedef struct {
 
 #define CRUX_COLL_CONFIG_DEFAULT                                                        \
     {                                                                                   \
-        .stage_size = 4u << 20, .chunk_size = 256u << 10, .stream_min_bytes = 2u << 20, \
+        .stage_size = 4u << 20, .chunk_size = 256u << 10, .stream_min_bytes = 8u << 20, \
         .local_procs = 0, .far_latency = 0, .small_max_bytes = 4u << 10,                \
         .small_whole_max_bytes = 256, .tl = CRUX_TL_CONFIG_DEFAULT,                     \
     }
@@ -180,7 +180,7 @@ typedef struct {
 #define CRUX_ENGINE_GROUP_CONFIG_DEFAULT                                                         \
     {                                                                                            \
         .chunk_size = 4u << 20, .host_chunk_size = 256u << 10, .window = 4,                      \
-        .stream_min_bytes = 2u << 20, .whole_max_bytes = 4u << 10, .tl = CRUX_TL_CONFIG_DEFAULT, \
+        .stream_min_bytes = 8u << 20, .whole_max_bytes = 4u << 10, .tl = CRUX_TL_CONFIG_DEFAULT, \
         .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT, .calibrate = 1,                                 \
     }
 

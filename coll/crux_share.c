@@ -272,10 +272,15 @@ crux_status_t crux_share_acquire(const crux_share_request_t *req, crux_share_t *
 /* Without the lock: every Allreduce asks, small ones too.  A group is
  * released early only by a caller whose threads do not call collectives
  * at once (above), by this thread's own earlier call, so 'released' and
- * 'group' change under no caller's feet; the counts of uses are atomic. */
+ * 'group' change under no caller's feet.  The count of uses is read and
+ * written atomically but not added to in one step: a locked add costs a
+ * small call several percent, and two threads' uses that tie only make
+ * the least recently used group a choice between equals. */
 void *crux_share_use(crux_share_t *s)
 {
-    __atomic_store_n(&s->used, __atomic_add_fetch(&uses, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    uint64_t used = __atomic_load_n(&uses, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&uses, used, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->used, used, __ATOMIC_RELAXED);
     return __atomic_load_n(&s->released, __ATOMIC_RELAXED) ? NULL : s->group;
 }
 

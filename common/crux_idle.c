@@ -14,7 +14,9 @@ crux_idle_phase_t crux_idle_poll(crux_idle_t *idle, int may_sleep)
 {
     idle->check |= ++idle->polls % CRUX_IDLE_CHECK_POLLS == 0;
     if (idle->polls <= idle->spins) {
-        crux_cpu_relax();
+        if (idle->polls > CRUX_IDLE_LOOKS) {
+            crux_cpu_relax();
+        }
         return CRUX_IDLE_SPIN;
     }
     if (!may_sleep || idle->polls <= idle->spins + CRUX_IDLE_YIELDS) {

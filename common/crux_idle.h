@@ -15,6 +15,7 @@
 #define CRUX_IDLE_H
 
 #define CRUX_IDLE_SPINS        4096u    /* idle polls that spin, with a core of our own */
+#define CRUX_IDLE_LOOKS        256u     /* ... of which the first only look again */
 #define CRUX_IDLE_YIELDS       8u       /* idle polls that yield before sleeping */
 #define CRUX_IDLE_SLEEP_NS     1000000L /* a sleep ends after this long at most */
 #define CRUX_IDLE_CHECK_POLLS  4096u    /* idle polls between liveness checks ... */

@@ -143,6 +143,7 @@ typedef struct {
     struct ompi_op_t *small_op;
     crux_dtype_t small_cdtype;
     crux_op_t small_cop;
+    const void *host_sbuf, *host_rbuf;       /* coll_crux_host_buffers' last pair */
     bool all_local;                          /* every rank on this node */
     bool building;                           /* making subcommunicators: fall back */
     mca_coll_crux_group_state_t group_state; /* the flat group, over all ranks */
@@ -304,6 +305,14 @@ void coll_crux_device_probe(void);
 /* coll_crux_no_devices, probed again while it is set (the application may
  * load the CUDA driver after MPI_Init). */
 bool coll_crux_devices_absent(void);
+/* 1 when sbuf and rbuf are host memory because no driver is loaded: as
+ * coll_crux_devices_absent, without asking again for the pair the
+ * communicator's last call was answered for (asking takes the loader's
+ * lock, a tenth of a small call).  A pair found in host memory stays there
+ * while mapped, and the driver takes no address the process still maps;
+ * only a buffer unmapped, then handed out again at the same address by a
+ * driver loaded since, would be taken for host memory. */
+bool coll_crux_host_buffers(mca_coll_crux_module_t *m, const void *sbuf, const void *rbuf);
 /* 1 when (cdtype, cop) has a GPU kernel */
 bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop);
 /* Device buffers staged through this communicator's pinned host buffers:

@@ -275,7 +275,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     size_t bytes = (size_t)count * dtype->super.size;
     int rc;
     if (bytes <= m->bounds.small_max && dtype == m->small_dtype && op == m->small_op && count > 0 &&
-        m->small_alg != CRUX_ALG_COUNT && coll_crux_devices_absent() &&
+        m->small_alg != CRUX_ALG_COUNT && coll_crux_host_buffers(m, sbuf, rbuf) &&
         !coll_crux_profile_configured() &&
         small_call(sbuf, rbuf, count, bytes, dtype, op, comm, m, &rc)) {
         return rc;

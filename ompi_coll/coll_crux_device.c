@@ -31,6 +31,19 @@ bool coll_crux_devices_absent(void)
     return __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED);
 }
 
+bool coll_crux_host_buffers(mca_coll_crux_module_t *m, const void *sbuf, const void *rbuf)
+{
+    if (sbuf == m->host_sbuf && rbuf == m->host_rbuf && rbuf != NULL) {
+        return true;
+    }
+    if (!coll_crux_devices_absent()) {
+        return false;
+    }
+    m->host_sbuf = sbuf;
+    m->host_rbuf = rbuf;
+    return true;
+}
+
 bool coll_crux_is_device(const void *sbuf, const void *rbuf)
 {
     if (coll_crux_devices_absent()) {

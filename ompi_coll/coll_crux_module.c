@@ -36,6 +36,8 @@ static void coll_crux_module_construct(mca_coll_crux_module_t *m)
     m->small_op = NULL;
     m->small_cdtype = CRUX_DT_COUNT;
     m->small_cop = CRUX_OP_COUNT;
+    m->host_sbuf = NULL;
+    m->host_rbuf = NULL;
 }
 
 static void coll_crux_module_destruct(mca_coll_crux_module_t *m)

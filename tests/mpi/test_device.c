@@ -263,6 +263,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* nothing in this process had loaded the driver: MPI_Init must not have */
     void *before = dlopen(driver_path(), RTLD_NOW | RTLD_NOLOAD);
+    /* small host calls before the driver is loaded: the device calls after
+     * it must not take their path for host memory */
+    float host_one = 1.0f, host_sum = 0.0f;
+    MPI_Allreduce(&host_one, &host_sum, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&host_one, &host_sum, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     CUdevice dev;
     CUcontext ctx;
     bool have = load_driver() && p_cuInit(0) == CUDA_SUCCESS &&
@@ -281,6 +286,7 @@ int main(int argc, char **argv)
         return 0;
     }
     tap_check(before == NULL, "MPI_Init left the CUDA driver unloaded");
+    tap_check(host_sum == (float)size, "a small host Allreduce before the driver is loaded");
     MPI_Op user_sum;
     MPI_Op_create(add_floats, 1, &user_sum);
     const size_t counts[] = { 1, 1000, 65537, 1000003 };
