@@ -59,7 +59,7 @@
  * does in practice, computed in the unsigned type: signed overflow is
  * undefined behaviour in C, and an int SUM of large gradients' counters
  * overflowed in the kernels (found by UndefinedBehaviorSanitizer,
- * tests/unit/test_reduce).  The conversion back is GCC's and clang's
+ * tests/unit/coll/test_coll_reduce).  The conversion back is GCC's and clang's
  * modulo one. */
 #define CRUX_SIGNED_ARITH(tag, type, utype)                    \
     CRUX_KERNEL(sum_##tag, type, (type)((utype)a + (utype)b))  \

@@ -91,7 +91,7 @@ expect_stderr "CRUX_JOB_ID has a blank at byte 3" \
 #    lock: the next job waits for it at most coll_crux_arb_max_wait_us, then
 #    goes on without arbitration and says so once (a bound far above the
 #    job's time: it hung until the stopped job was killed)
-"$builddir/tests/unit/arb_hold" "$arb" >"$dir/hold.out" 2>&1 &
+"$builddir/tests/unit/sched/arb_hold" "$arb" >"$dir/hold.out" 2>&1 &
 holder=$!
 for _ in $(seq 100); do grep -qs '^held' "$dir/hold.out" && break; sleep 0.1; done
 write_prio 7

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "check_main.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/tl_test_util.h"
 
 /* Fast, so the big sizes stay short; different, so the planner splits. */

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check_main.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/tl_test_util.h"
 
 #define BIG ((16u << 20) + 77)

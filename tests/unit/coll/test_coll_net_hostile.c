@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "coll/crux_net.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 #define OTHER_USER_PREFIX "crux41n"
 #include "tests/unit/other_user.h"

@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "coll/crux_net.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {

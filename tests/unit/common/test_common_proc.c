@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "common/crux_proc.h"
+#include "tests/unit/check_main.h"
 
 START_TEST(test_a_live_process_is_known_by_its_start_time)
 {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check_main.h"
+#include "tests/unit/check_main.h"
 #include "ucx_tl/crux_tl.h"
 #include "ucx_tl/plan/crux_tl_simplex.h"
 

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check_main.h"
 #include "coll/crux_coll.h"
+#include "tests/unit/check_main.h"
 
 typedef struct {
     unsigned have;  /* bit per crux_select_cap_t */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_main.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 /* The component's default limits (coll_crux_small_max_bytes,

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "coll/crux_coll.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_main.h"
 #include "coll/crux_reduce.h"
+#include "tests/unit/check_main.h"
 
 #define MAXLEN 1031 /* prime: not a multiple of any vector width */
 

@@ -22,9 +22,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "coll/crux_net.h"
 #include "coll/net/crux_net_internal.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 START_TEST(test_marks)

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check_main.h"
 #include "common/crux_copy.h"
 #include "common/crux_reach.h"
+#include "tests/unit/check_main.h"
 
 static unsigned char pattern(size_t i)
 {

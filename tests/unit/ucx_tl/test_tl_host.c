@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check_main.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 #include "ucx_tl/crux_tl.h"
 

@@ -7,9 +7,9 @@
  * sleeps, and only once each time.  The spin budget every group takes:
  * CRUX_IDLE_SPINS while each process of the node can have a core, none
  * past that. */
-#include "check_main.h"
 #include "common/crux_cpus.h"
 #include "common/crux_idle.h"
+#include "tests/unit/check_main.h"
 
 /* The phase idle poll number 'poll' (from 1) should be in. */
 static crux_idle_phase_t expected(unsigned spins, unsigned poll, int may_sleep)

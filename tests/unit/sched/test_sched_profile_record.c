@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "check_main.h"
 #include "sched/crux_profile.h"
+#include "tests/unit/check_main.h"
 
 static crux_recorder_t rec;
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_main.h"
 #include "coll/crux_coll.h"
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "check_main.h"
 #include "coll/crux_coll.h"
 #include "coll/crux_dev.h"
 #include "coll/engine/crux_engine_group.h" /* the pairs, to see them found far */
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 #define MAX_BYTES (6u << 20)
@@ -403,7 +403,7 @@ START_TEST(test_device_pieces_without_a_gpu)
     ck_assert_int_eq(crux_dev_is_device(host), 0);
     ck_assert_int_eq(crux_dev_is_device(NULL), 0);
     if (crux_dev_count() > 0) {
-        return; /* a GPU machine: tests/unit/test_cuda covers the rest */
+        return; /* a GPU machine: tests/unit/coll/test_coll_dev covers the rest */
     }
     ck_assert_int_eq(crux_dev_reduce(back, host, host, 4, CRUX_DT_DOUBLE, CRUX_OP_SUM),
                      CRUX_ERR_UNSUPPORTED);

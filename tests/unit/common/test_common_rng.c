@@ -4,8 +4,8 @@
  * covering every value, uniforms in [0, 1). */
 #include <stdint.h>
 
-#include "check_main.h"
 #include "common/crux_rng.h"
+#include "tests/unit/check_main.h"
 
 START_TEST(test_the_sequence_is_splitmix64)
 {

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check_main.h"
 #include "coll/pipeline/crux_pipeline_internal.h"
 #include "coll/crux_reduce.h"
+#include "tests/unit/check_main.h"
 
 #define COUNT 10007 /* several chunks per shard, shards of unequal length */
 #define CHUNK 4096  /* bytes */

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "check_main.h"
 #include "coll/group/crux_group_internal.h" /* crux_far */
+#include "tests/unit/check_main.h"
 #include "tests/unit/fork_group.h"
 
 typedef struct {
