@@ -51,8 +51,10 @@ static int key_int(const char *key, int fallback)
     return v != NULL ? atoi(v) : fallback;
 }
 
-/* The level and its network settings, after the file changed. */
-static void take_level(void)
+/* The level and its network settings, after the file changed.  Only the
+ * first level goes into the environment, at set-up: setenv while other
+ * threads of the application call getenv can free what they read. */
+static void take_level(bool first)
 {
     mca_coll_crux_component_t *net = &mca_coll_crux_component;
     job.level = crux_prio_reader_level(job.reader);
@@ -60,9 +62,11 @@ static void take_level(void)
     __atomic_store_n(&net->service_level, key_int("sl", -1), __ATOMIC_RELAXED);
     __atomic_store_n(&net->traffic_class, key_int("tc", -1), __ATOMIC_RELAXED);
     __atomic_store_n(&net->dscp, key_int("dscp", -1), __ATOMIC_RELAXED);
-    char text[16];
-    snprintf(text, sizeof(text), "%d", job.level);
-    setenv("CRUX_PRIORITY_LEVEL", text, 1);
+    if (first) {
+        char text[16];
+        snprintf(text, sizeof(text), "%d", job.level);
+        setenv("CRUX_PRIORITY_LEVEL", text, 1);
+    }
     COLL_CRUX_VERBOSE(1, "job %s: level %d of %d (%s), service level %d, traffic class %d, dscp %d",
                       job.job, job.level, crux_prio_reader_levels(job.reader),
                       crux_prio_reader_state(job.reader) == CRUX_PRIO_LISTED
@@ -126,7 +130,7 @@ static void set_up(void)
         return;
     }
     crux_prio_reader_set_log(job.reader, log_line, NULL);
-    take_level();
+    take_level(true);
     char err[512] = "";
     if (crux_arb_open(c->arb_path != NULL && c->arb_path[0] ? c->arb_path : NULL, 0, &job.arb, err,
                       sizeof(err)) == CRUX_OK) {
@@ -178,7 +182,7 @@ void coll_crux_job_enter(coll_crux_ticket_t *ticket)
     }
     pthread_mutex_lock(&job.lock);
     if (crux_prio_reader_poll(job.reader)) {
-        take_level();
+        take_level(false);
     }
     int level = job.level;
     pthread_mutex_unlock(&job.lock);
