@@ -405,6 +405,82 @@ crux_alg_t crux_allreduce_select(const crux_select_query_t *query, const char **
 crux_alg_t crux_allreduce_next(crux_alg_t alg, crux_status_t status, const char **why);
 const char *crux_alg_name(crux_alg_t alg);
 
+/* What a caller holds to run the algorithms: its groups over every member,
+ * and its layout's groups and inter-group steps (NULL where it has none).
+ * crux_alg_needs says which of them an algorithm takes. */
+typedef struct {
+    uint64_t caller;                      /* crux_coll_group_set_caller's word, set on
+                                        * the groups a call uses */
+    crux_coll_group_t *group;             /* FLAGS, SMALL */
+    crux_engine_group_t *engine;          /* LANES, DEVICE */
+    crux_coll_group_t *layout_group;      /* HIER*: the rank groups' flags hand-off, */
+    crux_engine_group_t *layout_lanes;    /* ... or their lanes (taken first) */
+    crux_coll_group_t *layout_small;      /* HIER_SMALL */
+    const crux_coll_inter_t *inter;       /* HIER*'s inter-group step */
+    const crux_coll_inter_t *small_inter; /* HIER_SMALL's: member 0 of each rank group */
+    unsigned depth;                       /* HIER's chunks in the inter-group step at once */
+} crux_allreduce_targets_t;
+
+/* What an algorithm takes from crux_allreduce_targets_t. */
+enum {
+    CRUX_NEEDS_GROUP = 1,   /* group */
+    CRUX_NEEDS_ENGINE = 2,  /* engine */
+    CRUX_NEEDS_LAYOUT = 4,  /* the layout's groups and inter-group steps */
+    CRUX_NEEDS_CHANNEL = 8, /* the inter-group step's channel between nodes,
+                             * marked with the job's level before the call */
+};
+unsigned crux_alg_needs(crux_alg_t alg);
+/* 1 for an algorithm that moves bulk data, which the job's arbitration
+ * orders: not the small ones (waiting on arbitration would cost a few
+ * cache lines' call more than it takes from anyone). */
+int crux_alg_arbitrated(crux_alg_t alg);
+
+/* Run 'alg' (one of crux's, not FALLBACK or HOST_STAGED) over the targets
+ * it needs.  CRUX_ERR_NOT_FOUND, nothing done, when they lack one: the
+ * caller selects again, acquiring what is missing (alike on every member,
+ * since a group goes only when all agree).  Otherwise the algorithm's own
+ * returns (crux_allreduce_next says what follows; a call too large for a
+ * small algorithm's slots is CRUX_ERR_UNSUPPORTED). */
+crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *targets, crux_alg_t alg,
+                                 const void *sbuf, void *rbuf, size_t count, crux_dtype_t dtype,
+                                 crux_op_t op);
+
+/* A caller's memory of its small host calls: the last one's datatype and
+ * op (the caller's handles), their translation and the algorithm it was
+ * given, so that a repeat skips the translation and the selection (a few
+ * hundred nanoseconds are a small call's whole cost). */
+typedef struct {
+    const void *dtype_key, *op_key;
+    crux_dtype_t dtype;
+    crux_op_t op;
+    crux_alg_t alg; /* CRUX_ALG_COUNT: none yet; FALLBACK for handles without a
+                     * translation */
+} crux_select_memo_t;
+
+#define CRUX_SELECT_MEMO_INIT                                    \
+    {                                                            \
+        NULL, NULL, CRUX_DT_COUNT, CRUX_OP_COUNT, CRUX_ALG_COUNT \
+    }
+
+/* The algorithm for a host call of 'bytes' (more than 0) in the datatype
+ * and op of those handles: the memo's, or CRUX_ALG_COUNT when the call
+ * must be selected. */
+static inline crux_alg_t crux_select_memo_alg(const crux_select_memo_t *memo,
+                                              const crux_select_bounds_t *bounds, size_t bytes,
+                                              const void *dtype_key, const void *op_key)
+{
+    if (bytes > bounds->small_max || dtype_key != memo->dtype_key || op_key != memo->op_key) {
+        return CRUX_ALG_COUNT;
+    }
+    return memo->alg;
+}
+/* Remember a host call that was selected ('dtype' CRUX_DT_COUNT and 'alg'
+ * FALLBACK for handles without a translation); only calls the memo
+ * serves (up to the bounds' small_max) are kept. */
+void crux_select_memo_note(crux_select_memo_t *memo, const crux_select_bounds_t *bounds,
+                           size_t bytes, const void *dtype_key, const void *op_key,
+                           crux_dtype_t dtype, crux_op_t op, crux_alg_t alg);
+
 /* --- layout: the rank groups of the hierarchical Allreduce -------------- */
 
 /* Where a member runs: 'node' the same number for the members of one node

@@ -132,17 +132,10 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_request_t request;      /* what the Allreduce selection is asked */
-    crux_select_sizes_t sizes;   /* the size parameters, as the selection takes them */
-    crux_select_bounds_t bounds; /* what they mean for this request and communicator */
-    /* the small calls' path, decided by the first one (crux_allreduce_select:
-     * CRUX_ALG_COUNT until then), and the translation of the last datatype
-     * and op seen (cdtype CRUX_DT_COUNT: crux has no kernel for them) */
-    crux_alg_t small_alg;
-    ompi_datatype_t *small_dtype;
-    struct ompi_op_t *small_op;
-    crux_dtype_t small_cdtype;
-    crux_op_t small_cop;
+    crux_request_t request;                  /* what the Allreduce selection is asked */
+    crux_select_sizes_t sizes;               /* the size parameters, as the selection takes them */
+    crux_select_bounds_t bounds;             /* what they mean for this request and communicator */
+    crux_select_memo_t memo;                 /* the last small call's datatype, op and algorithm */
     const void *host_sbuf, *host_rbuf;       /* coll_crux_host_buffers' last pair */
     bool all_local;                          /* every rank on this node */
     bool building;                           /* making subcommunicators: fall back */
@@ -230,9 +223,6 @@ typedef struct {
 } coll_crux_share_request_t;
 crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *request,
                                       crux_share_t **share);
-/* mark the module's groups' next calls as its communicator's (its
- * context id): calls of communicators sharing a group that cross fail */
-void coll_crux_set_caller(mca_coll_crux_module_t *module);
 /* the builders and destroyers of the shared-memory and engine groups, for
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
@@ -360,17 +350,20 @@ crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *r
 void coll_crux_net_open(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
 void coll_crux_net_mark(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
 
-/* the small Allreduce across nodes over the layout: member 0 of each
- * group steps between the groups with the module below crux on the cross
- * communicator */
-crux_status_t coll_crux_allreduce_small_hier(const mca_coll_crux_layout_t *layout, const void *sbuf,
-                                             void *rbuf, int count, ompi_datatype_t *dtype,
-                                             struct ompi_op_t *op, crux_dtype_t cdtype,
-                                             crux_op_t cop);
-/* the hierarchical Allreduce over the layout */
-crux_status_t coll_crux_allreduce_hier(mca_coll_crux_layout_t *layout, const void *sbuf, void *rbuf,
-                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                       crux_dtype_t cdtype, crux_op_t cop, unsigned depth);
+/* One call's inter-group steps over a layout, as MPI calls on its cross
+ * communicator (coll_crux_hier.c). */
+typedef struct {
+    mca_coll_crux_layout_t *layout;
+    ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    crux_dtype_t cdtype;
+    crux_op_t cop;
+    crux_coll_inter_t inter, small_inter;
+} coll_crux_step_t;
+/* The layout's groups and steps as libcrux_coll's targets, for an
+ * algorithm that 'needs' them (crux_alg_needs); its channel marked with
+ * the job's level when it needs the channel. */
+void coll_crux_hier_targets(coll_crux_step_t *step, unsigned needs, crux_allreduce_targets_t *t);
 
 /* What a communicator asks of the Allreduce selection: the MCA
  * parameters' request, then its info keys "crux_allreduce_algorithm" (the

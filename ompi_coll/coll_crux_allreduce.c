@@ -5,11 +5,9 @@
  * crux cannot do it (user-defined ops, derived datatypes, MINLOC/MAXLOC,
  * uneven groups, a communicator without shared memory).
  *
- * Small host calls after the first take a short path (small_call): the
- * algorithm the first one was given, the last datatype and op's
- * translation, and none of the job's arbitration, which orders bulk
- * transfers (waiting on it would cost a small call more than its few
- * cache lines take from anyone). */
+ * A small host call of the datatype and op of the last one takes a short
+ * path: libcrux_coll's memo of the algorithm and the translation
+ * (crux_select_memo_t). */
 #include "ompi_config.h"
 
 #include "opal/util/show_help.h"
@@ -90,38 +88,64 @@ static int has(void *arg, crux_select_cap_t cap)
     return 0;
 }
 
-/* crux's algorithm 'alg' on buffers of one kind, between the job's enter
- * and exit. */
+/* What the module holds, as libcrux_coll's targets for 'alg': through the
+ * references, since a group the call does not use may have been released
+ * to make room since the module last looked; 'step' holds the inter-group
+ * steps for the call. */
+static void targets_for(mca_coll_crux_module_t *m, crux_alg_t alg, ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
+                        coll_crux_step_t *step, crux_allreduce_targets_t *t)
+{
+    unsigned needs = crux_alg_needs(alg);
+    *t = (crux_allreduce_targets_t){ .caller = ompi_comm_get_cid(m->comm) };
+    if ((needs & CRUX_NEEDS_GROUP) && m->group_share != NULL) {
+        t->group = crux_share_use(m->group_share);
+    }
+    if ((needs & CRUX_NEEDS_ENGINE) && m->engine_share != NULL) {
+        t->engine = crux_share_use(m->engine_share);
+    }
+    if ((needs & CRUX_NEEDS_LAYOUT) && m->layout_share != NULL) {
+        mca_coll_crux_layout_t *l = crux_share_use(m->layout_share);
+        *step = (coll_crux_step_t){ l, dtype, op, cdtype, cop };
+        if (l != NULL) {
+            coll_crux_hier_targets(step, needs, t);
+        }
+    }
+}
+
+/* crux's algorithm 'alg' on host buffers, or device buffers over the
+ * engine; the bulk ones between the job's enter and exit. */
 static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *sbuf, void *rbuf,
                          int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                          crux_dtype_t cdtype, crux_op_t cop)
 {
-    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
+    coll_crux_step_t step;
+    crux_allreduce_targets_t t;
     coll_crux_ticket_t ticket;
-    crux_status_t status;
-    coll_crux_set_caller(m);
-    if (alg == CRUX_ALG_SMALL) {
-        return crux_coll_allreduce_small(m->group, in, rbuf, (size_t)count, cdtype, cop);
-    }
-    if (alg == CRUX_ALG_HIER_SMALL) {
-        return coll_crux_allreduce_small_hier(m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop);
+    targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
+    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
+    if (!crux_alg_arbitrated(alg)) {
+        return crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     }
     coll_crux_job_enter(&ticket);
-    switch (alg) {
-    case CRUX_ALG_HIER:
-    case CRUX_ALG_HIER_SEQUENTIAL:
-        status = coll_crux_allreduce_hier(
-            m->layout, sbuf, rbuf, count, dtype, op, cdtype, cop,
-            alg == CRUX_ALG_HIER ? (unsigned)mca_coll_crux_component.hier_depth : 0);
-        break;
-    case CRUX_ALG_LANES:
-    case CRUX_ALG_DEVICE:
-        status = crux_engine_allreduce(m->engine_group, in, rbuf, (size_t)count, cdtype, cop);
-        break;
-    default: status = crux_coll_allreduce(m->group, in, rbuf, (size_t)count, cdtype, cop);
-    }
+    crux_status_t status = crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     coll_crux_job_exit(&ticket);
     return status;
+}
+
+/* The outcome of crux's algorithm as an MPI code: the previous module's
+ * when crux's could not take the call. */
+static int outcome(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                   struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m,
+                   crux_alg_t alg, crux_status_t status)
+{
+    const char *why;
+    if (status == CRUX_OK) {
+        return OMPI_SUCCESS;
+    }
+    return crux_allreduce_next(alg, status, &why) == CRUX_ALG_FALLBACK
+               ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
+               : failed(m, status);
 }
 
 /* Host buffers: crux's algorithm where one applies, else the previous
@@ -140,15 +164,10 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     if (crux_select_size_falls_back(&m->bounds, bytes) || m->building) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
-    bool translated = coll_crux_dtype(dtype, &c.cdtype) == 0 && coll_crux_op(op, &c.cop) == 0 &&
-                      crux_reduce_lookup(c.cdtype, c.cop) != NULL;
-    if (bytes <= m->bounds.small_max) { /* for the next small call's short path */
-        m->small_dtype = dtype;
-        m->small_op = op;
-        m->small_cdtype = translated ? c.cdtype : CRUX_DT_COUNT;
-        m->small_cop = c.cop;
-    }
-    if (!translated) {
+    if (coll_crux_dtype(dtype, &c.cdtype) != 0 || coll_crux_op(op, &c.cop) != 0 ||
+        crux_reduce_lookup(c.cdtype, c.cop) == NULL) {
+        crux_select_memo_note(&m->memo, &m->bounds, bytes, dtype, op, CRUX_DT_COUNT, CRUX_OP_COUNT,
+                              CRUX_ALG_FALLBACK);
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_select_query_t q = {
@@ -162,19 +181,12 @@ static int allreduce_host(const void *sbuf, void *rbuf, int count, ompi_datatype
     const char *why;
     crux_alg_t alg = crux_allreduce_select(&q, &why);
     log_choice(m, alg, bytes, why);
-    if (bytes <= m->bounds.small_max) {
-        m->small_alg = alg;
-    }
+    crux_select_memo_note(&m->memo, &m->bounds, bytes, dtype, op, c.cdtype, c.cop, alg);
     if (alg == CRUX_ALG_FALLBACK) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }
     crux_status_t status = run(m, alg, sbuf, rbuf, count, dtype, op, c.cdtype, c.cop);
-    if (status == CRUX_OK) {
-        return OMPI_SUCCESS;
-    }
-    return crux_allreduce_next(alg, status, &why) == CRUX_ALG_FALLBACK
-               ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
-               : failed(m, status);
+    return outcome(sbuf, rbuf, count, dtype, op, comm, m, alg, status);
 }
 
 /* Device buffers: over the engine with the GPU kernels, else staged
@@ -226,47 +238,6 @@ static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *d
     return rc == OMPI_SUCCESS ? allreduce_host(sbuf, rbuf, count, dtype, op, comm, m) : rc;
 }
 
-/* A small host call of the datatype and op the last one had, on the path
- * the first small call was given: 1 with the outcome in *rc, 0 when the
- * call needs the whole path (a group released to make room is acquired
- * there again, on every member in the same call). */
-static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, ompi_datatype_t *dtype,
-                      struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m,
-                      int *rc)
-{
-    crux_status_t st;
-    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    if (m->small_alg == CRUX_ALG_FALLBACK || m->small_cdtype == CRUX_DT_COUNT) {
-        *rc = fallback(sbuf, rbuf, count, dtype, op, comm, m);
-        return 1;
-    }
-    if (m->small_alg == CRUX_ALG_SMALL) {
-        crux_coll_group_t *g = m->group_share != NULL ? crux_share_use(m->group_share) : NULL;
-        if (g == NULL || !crux_coll_small_fits(g, bytes)) {
-            return 0;
-        }
-        crux_coll_group_set_caller(g, ompi_comm_get_cid(comm));
-        st = crux_coll_allreduce_small(g, in, rbuf, (size_t)count, m->small_cdtype, m->small_cop);
-    } else if (m->small_alg == CRUX_ALG_HIER_SMALL) {
-        const mca_coll_crux_layout_t *l =
-            m->layout_share != NULL ? crux_share_use(m->layout_share) : NULL;
-        if (l == NULL || l->small == NULL || !crux_coll_small_fits(l->small, bytes)) {
-            return 0;
-        }
-        crux_coll_group_set_caller(l->small, ompi_comm_get_cid(comm));
-        st = coll_crux_allreduce_small_hier(l, sbuf, rbuf, count, dtype, op, m->small_cdtype,
-                                            m->small_cop);
-    } else {
-        return 0;
-    }
-    const char *why;
-    *rc = st == CRUX_OK ? OMPI_SUCCESS /* first: this path is a small call's whole cost */
-          : crux_allreduce_next(m->small_alg, st, &why) == CRUX_ALG_FALLBACK
-              ? fallback(sbuf, rbuf, count, dtype, op, comm, m)
-              : failed(m, st);
-    return 1;
-}
-
 int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                             struct ompi_op_t *op, ompi_communicator_t *comm,
                             mca_coll_base_module_t *module)
@@ -274,16 +245,27 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
     size_t bytes = (size_t)count * dtype->super.size;
     int rc;
-    if (bytes <= m->bounds.small_max && dtype == m->small_dtype && op == m->small_op && count > 0 &&
-        m->small_alg != CRUX_ALG_COUNT && coll_crux_host_buffers(m, sbuf, rbuf) &&
-        !coll_crux_profile_configured() &&
-        small_call(sbuf, rbuf, count, bytes, dtype, op, comm, m, &rc)) {
-        return rc;
+    /* A small host call like the last: the memo's algorithm, none of the
+     * translation and selection (unless its group was released meanwhile,
+     * CRUX_ERR_NOT_FOUND: then the whole path acquires it again). */
+    crux_alg_t alg = crux_select_memo_alg(&m->memo, &m->bounds, bytes, dtype, op);
+    if (alg != CRUX_ALG_COUNT && count > 0 && coll_crux_host_buffers(m, sbuf, rbuf) &&
+        !coll_crux_profile_configured()) {
+        if (alg == CRUX_ALG_FALLBACK) {
+            return fallback(sbuf, rbuf, count, dtype, op, comm, m);
+        }
+        crux_status_t st = run(m, alg, sbuf, rbuf, count, dtype, op, m->memo.dtype, m->memo.op);
+        if (st == CRUX_OK) { /* first: this path is a small call's whole cost */
+            return OMPI_SUCCESS;
+        }
+        if (st != CRUX_ERR_NOT_FOUND) {
+            return outcome(sbuf, rbuf, count, dtype, op, comm, m, alg, st);
+        }
     }
-    /* Host messages crux hands on go on next, past every other check: at a
-     * fraction of a microsecond a call, each check showed (10% slower than
-     * Open MPI without crux at 4-64 bytes, before). */
-    if (bytes < m->bounds.fallback_below && coll_crux_devices_absent() &&
+    /* Host messages crux hands on by their size go on next, past every
+     * other check: at a fraction of a microsecond a call, each check
+     * showed (10% slower than Open MPI without crux at 4-64 bytes, before). */
+    if (crux_select_size_falls_back(&m->bounds, bytes) && coll_crux_devices_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

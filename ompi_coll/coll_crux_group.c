@@ -202,33 +202,6 @@ crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
     return m->engine_group;
 }
 
-/* Only through the references: a group the call does not use may have
- * been released to make room since the module last looked. */
-void coll_crux_set_caller(mca_coll_crux_module_t *m)
-{
-    uint64_t cid = ompi_comm_get_cid(m->comm);
-    crux_coll_group_t *group = m->group_share != NULL ? crux_share_use(m->group_share) : NULL;
-    crux_engine_group_t *dev = m->engine_share != NULL ? crux_share_use(m->engine_share) : NULL;
-    const mca_coll_crux_layout_t *l =
-        m->layout_share != NULL ? crux_share_use(m->layout_share) : NULL;
-    if (group != NULL) {
-        crux_coll_group_set_caller(group, cid);
-    }
-    if (dev != NULL) {
-        crux_engine_group_set_caller(dev, cid);
-    }
-    /* a layout's groups may serve other communicators too */
-    if (l != NULL && l->group != NULL) {
-        crux_coll_group_set_caller(l->group, cid);
-    }
-    if (l != NULL && l->lanes != NULL) {
-        crux_engine_group_set_caller(l->lanes, cid);
-    }
-    if (l != NULL && l->small != NULL) {
-        crux_coll_group_set_caller(l->small, cid);
-    }
-}
-
 void coll_crux_module_release(mca_coll_crux_module_t *m)
 {
     crux_share_release(m->group_share, 0);

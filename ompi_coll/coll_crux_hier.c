@@ -283,17 +283,9 @@ const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 
 /* ---- the inter-group step ------------------------------------------------ */
 
-typedef struct {
-    const mca_coll_crux_layout_t *layout;
-    ompi_datatype_t *dtype;
-    struct ompi_op_t *op;
-    crux_dtype_t cdtype;
-    crux_op_t cop;
-} inter_arg_t;
-
 static crux_status_t inter_start(void *argp, void *buf, size_t count, void **request)
 {
-    inter_arg_t *a = argp;
+    coll_crux_step_t *a = argp;
     ompi_communicator_t *cross = a->layout->cross_comm;
     int rc;
     *request = NULL;
@@ -314,7 +306,7 @@ static crux_status_t inter_start(void *argp, void *buf, size_t count, void **req
 
 static crux_status_t inter_test(void *argp, void *request, int *done)
 {
-    inter_arg_t *a = argp;
+    coll_crux_step_t *a = argp;
     if (a->layout->net != NULL) {
         return crux_net_test(a->layout->net, request, done);
     }
@@ -336,7 +328,7 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
  * (its first small call found so); on one node it is crux's small one. */
 static crux_status_t small_inter_start(void *argp, void *buf, size_t count, void **request)
 {
-    inter_arg_t *a = argp;
+    coll_crux_step_t *a = argp;
     ompi_communicator_t *cross = a->layout->cross_comm;
     *request = NULL;
     return cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
@@ -353,36 +345,28 @@ static crux_status_t small_inter_test(void *argp, void *request, int *done)
     return CRUX_OK;
 }
 
-crux_status_t coll_crux_allreduce_small_hier(const mca_coll_crux_layout_t *l, const void *sbuf,
-                                             void *rbuf, int count, ompi_datatype_t *dtype,
-                                             struct ompi_op_t *op, crux_dtype_t cdtype,
-                                             crux_op_t cop)
-{
-    inter_arg_t arg = { l, dtype, op, cdtype, cop };
-    crux_coll_inter_t inter = { small_inter_start, small_inter_test, &arg };
-    return crux_coll_allreduce_small_hier(l->small, &inter, sbuf == MPI_IN_PLACE ? NULL : sbuf,
-                                          rbuf, (size_t)count, cdtype, cop);
-}
-
 /* Only with crux's TCP channel: it can tell when a step may move. */
 static void inter_wait(void *argp, int timeout_ms)
 {
-    inter_arg_t *a = argp;
+    coll_crux_step_t *a = argp;
     crux_net_wait(a->layout->net, timeout_ms);
 }
 
-crux_status_t coll_crux_allreduce_hier(mca_coll_crux_layout_t *l, const void *sbuf, void *rbuf,
-                                       int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                       crux_dtype_t cdtype, crux_op_t cop, unsigned depth)
+void coll_crux_hier_targets(coll_crux_step_t *step, unsigned needs, crux_allreduce_targets_t *t)
 {
-    inter_arg_t arg = { l, dtype, op, cdtype, cop };
-    coll_crux_net_mark(l, l->cross_comm);
-    crux_coll_inter_t inter = { inter_start, inter_test, &arg,
-                                l->net != NULL && crux_net_kind(l->net) == CRUX_NET_TCP ? inter_wait
-                                                                                        : NULL };
-    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    return l->lanes != NULL ? crux_engine_allreduce_hier(l->lanes, &inter, depth, in, rbuf,
-                                                         (size_t)count, cdtype, cop)
-                            : crux_coll_allreduce_hier(l->group, &inter, depth, in, rbuf,
-                                                       (size_t)count, cdtype, cop);
+    mca_coll_crux_layout_t *l = step->layout;
+    if (needs & CRUX_NEEDS_CHANNEL) {
+        coll_crux_net_mark(l, l->cross_comm);
+    }
+    step->inter =
+        (crux_coll_inter_t){ inter_start, inter_test, step,
+                             l->net != NULL && crux_net_kind(l->net) == CRUX_NET_TCP ? inter_wait
+                                                                                     : NULL };
+    step->small_inter = (crux_coll_inter_t){ small_inter_start, small_inter_test, step, NULL };
+    t->layout_group = l->group;
+    t->layout_lanes = l->lanes;
+    t->layout_small = l->small;
+    t->inter = &step->inter;
+    t->small_inter = &step->small_inter;
+    t->depth = (unsigned)mca_coll_crux_component.hier_depth;
 }

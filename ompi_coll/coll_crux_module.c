@@ -31,11 +31,7 @@ static void coll_crux_module_construct(mca_coll_crux_module_t *m)
     m->logged = 0;
     m->sizes = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;
     m->bounds = (crux_select_bounds_t){ 0, 0, 0 };
-    m->small_alg = CRUX_ALG_COUNT;
-    m->small_dtype = NULL;
-    m->small_op = NULL;
-    m->small_cdtype = CRUX_DT_COUNT;
-    m->small_cop = CRUX_OP_COUNT;
+    m->memo = (crux_select_memo_t)CRUX_SELECT_MEMO_INIT;
     m->host_sbuf = NULL;
     m->host_rbuf = NULL;
 }

@@ -513,6 +513,60 @@ START_TEST(bad_names)
 }
 END_TEST
 
+/* What each algorithm takes from a caller's targets, and which the job's
+ * arbitration orders. */
+START_TEST(needs)
+{
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_SMALL), CRUX_NEEDS_GROUP);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_FLAGS), CRUX_NEEDS_GROUP);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_LANES), CRUX_NEEDS_ENGINE);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_DEVICE), CRUX_NEEDS_ENGINE);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_HIER), CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_HIER_SEQUENTIAL),
+                      CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_HIER_SMALL), CRUX_NEEDS_LAYOUT);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_FALLBACK), 0);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_HOST_STAGED), 0);
+    ck_assert_uint_eq(crux_alg_needs(CRUX_ALG_COUNT), 0);
+    ck_assert_uint_eq(crux_alg_needs((crux_alg_t)-1), 0);
+    for (int a = 0; a < CRUX_ALG_COUNT; a++) {
+        int small = a == CRUX_ALG_SMALL || a == CRUX_ALG_HIER_SMALL || a == CRUX_ALG_FALLBACK;
+        ck_assert_int_eq(crux_alg_arbitrated((crux_alg_t)a), !small);
+    }
+}
+END_TEST
+
+/* The memo: a small call's algorithm kept for the next call of the same
+ * handles, none for another datatype or op, a size past the small
+ * Allreduce's, or bounds that give none; handles without a translation
+ * remembered as the caller's own. */
+START_TEST(memo)
+{
+    static const int dt1, dt2, op1, op2; /* the caller's handles */
+    crux_select_memo_t m = CRUX_SELECT_MEMO_INIT;
+    crux_select_bounds_t b = { 0, 4096, 0 }, none = { 0, 0, 0 };
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt1, &op1), CRUX_ALG_COUNT);
+    crux_select_memo_note(&m, &b, 8, &dt1, &op1, CRUX_DT_FLOAT, CRUX_OP_SUM, CRUX_ALG_SMALL);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt1, &op1), CRUX_ALG_SMALL);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 4096, &dt1, &op1), CRUX_ALG_SMALL);
+    ck_assert_int_eq(m.dtype, CRUX_DT_FLOAT);
+    ck_assert_int_eq(m.op, CRUX_OP_SUM);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 4097, &dt1, &op1), CRUX_ALG_COUNT);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt2, &op1), CRUX_ALG_COUNT);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt1, &op2), CRUX_ALG_COUNT);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &none, 8, &dt1, &op1), CRUX_ALG_COUNT);
+    /* a large call leaves the memo as it was; so does an empty one */
+    crux_select_memo_note(&m, &b, 8192, &dt2, &op2, CRUX_DT_INT32, CRUX_OP_MAX, CRUX_ALG_FLAGS);
+    crux_select_memo_note(&m, &b, 0, &dt2, &op2, CRUX_DT_INT32, CRUX_OP_MAX, CRUX_ALG_FLAGS);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt1, &op1), CRUX_ALG_SMALL);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt2, &op2), CRUX_ALG_COUNT);
+    /* the last small call's handles replace the earlier ones */
+    crux_select_memo_note(&m, &b, 64, &dt2, &op2, CRUX_DT_COUNT, CRUX_OP_COUNT, CRUX_ALG_FALLBACK);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt2, &op2), CRUX_ALG_FALLBACK);
+    ck_assert_int_eq(crux_select_memo_alg(&m, &b, 8, &dt1, &op1), CRUX_ALG_COUNT);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coll_select");
@@ -528,6 +582,8 @@ static Suite *suite(void)
     tcase_add_test(tc, axis_names);
     tcase_add_test(tc, older_knob);
     tcase_add_test(tc, bad_names);
+    tcase_add_test(tc, needs);
+    tcase_add_test(tc, memo);
     suite_add_tcase(s, tc);
     return s;
 }

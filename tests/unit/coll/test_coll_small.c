@@ -313,8 +313,13 @@ static int run_hier(fork_group_member_t *m, void *arg)
         _Alignas(64) unsigned char s[BUF_BYTES], r[BUF_BYTES], want[BUF_BYTES], scratch[BUF_BYTES];
         fill(a.dtype, m->rank, count, s, call);
         memcpy(r, s, count * esize);
-        crux_status_t st =
-            crux_coll_allreduce_small_hier(g, &inter, call % 2 ? s : NULL, r, count, a.dtype, a.op);
+        /* directly, and as a caller runs it: over its targets */
+        crux_allreduce_targets_t t = { .layout_small = g, .small_inter = &inter };
+        crux_status_t st = call % 4 < 2
+                               ? crux_coll_allreduce_small_hier(g, &inter, call % 2 ? s : NULL, r,
+                                                                count, a.dtype, a.op)
+                               : crux_allreduce_run(&t, CRUX_ALG_HIER_SMALL, call % 2 ? s : NULL, r,
+                                                    count, a.dtype, a.op);
         if (die && call >= 200) {
             /* the others fail, none hangs: the ones that waited on the dead
              * leader, and the leader that stepped with it */
@@ -454,6 +459,73 @@ START_TEST(test_a_group_without_a_stage)
 }
 END_TEST
 
+/* crux_allreduce_run over a caller's targets: the small and the flags
+ * algorithm on the group the targets name, the caller's word set on it (a
+ * member calling under another word is a call of another shape: every
+ * member fails, none hangs); targets that lack what an algorithm needs:
+ * CRUX_ERR_NOT_FOUND, nothing touched; the caller's own algorithms are not
+ * the library's to run. */
+static int run_targets(fork_group_member_t *m, void *arg)
+{
+    (void)arg;
+    crux_coll_config_t config = small_config(LIMIT, WHOLE);
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_coll_group_t *g;
+    if (crux_coll_group_create(&oob, &config, &g) != CRUX_OK) {
+        return 2;
+    }
+    crux_allreduce_targets_t t = { .caller = 7, .group = g }, none = { .caller = 7 };
+    int rc = 0;
+    for (int call = 0; call < 200 && rc == 0; call++) {
+        crux_alg_t alg = call % 2 ? CRUX_ALG_SMALL : CRUX_ALG_FLAGS;
+        size_t count = 1 + (size_t)(call * 13) % (LIMIT / 4);
+        _Alignas(64) int32_t s[LIMIT / 4], r[LIMIT / 4], want[LIMIT / 4], scratch[LIMIT / 4];
+        fill(CRUX_DT_INT32, m->rank, count, s, call);
+        memcpy(r, s, count * 4);
+        if (crux_allreduce_run(&t, alg, call % 3 ? s : NULL, r, count, CRUX_DT_INT32,
+                               CRUX_OP_SUM) != CRUX_OK) {
+            rc = 3;
+            break;
+        }
+        reference(CRUX_DT_INT32, CRUX_OP_SUM, m->size, count, want, scratch, call);
+        rc = memcmp(r, want, count * 4) != 0 ? 4 : 0;
+    }
+    static const crux_alg_t needing[] = { CRUX_ALG_SMALL,     CRUX_ALG_FLAGS,
+                                          CRUX_ALG_LANES,     CRUX_ALG_DEVICE,
+                                          CRUX_ALG_HIER,      CRUX_ALG_HIER_SEQUENTIAL,
+                                          CRUX_ALG_HIER_SMALL };
+    float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    for (size_t k = 0; k < sizeof(needing) / sizeof(needing[0]) && rc == 0; k++) {
+        if (crux_allreduce_run(&none, needing[k], NULL, x, 8, CRUX_DT_FLOAT, CRUX_OP_SUM) !=
+                CRUX_ERR_NOT_FOUND ||
+            x[7] != 8) {
+            rc = 5;
+        }
+    }
+    if (rc == 0 && (crux_allreduce_run(&t, CRUX_ALG_FALLBACK, NULL, x, 8, CRUX_DT_FLOAT,
+                                       CRUX_OP_SUM) != CRUX_ERR_INVALID ||
+                    crux_allreduce_run(&t, CRUX_ALG_HOST_STAGED, NULL, x, 8, CRUX_DT_FLOAT,
+                                       CRUX_OP_SUM) != CRUX_ERR_INVALID ||
+                    crux_allreduce_run(&t, CRUX_ALG_COUNT, NULL, x, 8, CRUX_DT_FLOAT,
+                                       CRUX_OP_SUM) != CRUX_ERR_INVALID)) {
+        rc = 6;
+    }
+    if (rc == 0) {
+        t.caller = m->rank == 1 ? 8 : 7; /* one member under another communicator's word */
+        crux_status_t st =
+            crux_allreduce_run(&t, CRUX_ALG_SMALL, NULL, x, 8, CRUX_DT_FLOAT, CRUX_OP_SUM);
+        rc = st == CRUX_ERR_INVALID || st == CRUX_ERR_PEER ? 0 : 7;
+    }
+    crux_coll_group_destroy(g);
+    return rc;
+}
+
+START_TEST(test_run_over_the_targets)
+{
+    ck_assert_int_eq(fork_group_run(3, run_targets, NULL), 0);
+}
+END_TEST
+
 static Suite *small_suite(void)
 {
     Suite *s = suite_create("coll_small");
@@ -467,6 +539,7 @@ static Suite *small_suite(void)
     tcase_add_test(tc, test_peer_death_fails_the_others);
     tcase_add_test(tc, test_calls_of_another_shape_fail_everywhere);
     tcase_add_test(tc, test_a_group_without_a_stage);
+    tcase_add_test(tc, test_run_over_the_targets);
     suite_add_tcase(s, tc);
     return s;
 }

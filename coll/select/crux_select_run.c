@@ -1,0 +1,105 @@
+/* Running the algorithm crux_allreduce_select chose, over what the caller
+ * holds (crux_coll.h): which groups each algorithm takes, which are
+ * arbitrated, and the memo that lets a repeated small call skip the
+ * selection. */
+#include "coll/crux_coll.h"
+
+static const unsigned needs[CRUX_ALG_COUNT] = {
+    [CRUX_ALG_FLAGS] = CRUX_NEEDS_GROUP,
+    [CRUX_ALG_SMALL] = CRUX_NEEDS_GROUP,
+    [CRUX_ALG_LANES] = CRUX_NEEDS_ENGINE,
+    [CRUX_ALG_DEVICE] = CRUX_NEEDS_ENGINE,
+    [CRUX_ALG_HIER] = CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL,
+    [CRUX_ALG_HIER_SEQUENTIAL] = CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL,
+    /* its step is the cross communicator's own small Allreduce */
+    [CRUX_ALG_HIER_SMALL] = CRUX_NEEDS_LAYOUT,
+};
+
+unsigned crux_alg_needs(crux_alg_t alg)
+{
+    return (int)alg >= 0 && alg < CRUX_ALG_COUNT ? needs[alg] : 0;
+}
+
+int crux_alg_arbitrated(crux_alg_t alg)
+{
+    return alg != CRUX_ALG_SMALL && alg != CRUX_ALG_HIER_SMALL && alg != CRUX_ALG_FALLBACK;
+}
+
+static crux_coll_group_t *caller_of(crux_coll_group_t *g, uint64_t caller)
+{
+    if (g != NULL) {
+        crux_coll_group_set_caller(g, caller);
+    }
+    return g;
+}
+
+static crux_engine_group_t *engine_caller_of(crux_engine_group_t *g, uint64_t caller)
+{
+    if (g != NULL) {
+        crux_engine_group_set_caller(g, caller);
+    }
+    return g;
+}
+
+static crux_status_t run_hier(const crux_allreduce_targets_t *t, unsigned depth, const void *sbuf,
+                              void *rbuf, size_t count, crux_dtype_t dtype, crux_op_t op)
+{
+    crux_engine_group_t *lanes = engine_caller_of(t->layout_lanes, t->caller);
+    crux_coll_group_t *g = caller_of(t->layout_group, t->caller);
+    if (t->inter == NULL || (lanes == NULL && g == NULL)) {
+        return CRUX_ERR_NOT_FOUND;
+    }
+    return lanes != NULL
+               ? crux_engine_allreduce_hier(lanes, t->inter, depth, sbuf, rbuf, count, dtype, op)
+               : crux_coll_allreduce_hier(g, t->inter, depth, sbuf, rbuf, count, dtype, op);
+}
+
+crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t alg,
+                                 const void *sbuf, void *rbuf, size_t count, crux_dtype_t dtype,
+                                 crux_op_t op)
+{
+    crux_coll_group_t *g;
+    crux_engine_group_t *e;
+    switch (alg) {
+    case CRUX_ALG_SMALL:
+        g = t->group;
+        if (g == NULL) {
+            return CRUX_ERR_NOT_FOUND;
+        }
+        crux_coll_group_set_caller(g, t->caller);
+        return crux_coll_allreduce_small(g, sbuf, rbuf, count, dtype, op);
+    case CRUX_ALG_HIER_SMALL:
+        g = t->layout_small;
+        if (g == NULL || t->small_inter == NULL) {
+            return CRUX_ERR_NOT_FOUND;
+        }
+        crux_coll_group_set_caller(g, t->caller);
+        return crux_coll_allreduce_small_hier(g, t->small_inter, sbuf, rbuf, count, dtype, op);
+    case CRUX_ALG_FLAGS:
+        g = caller_of(t->group, t->caller);
+        return g != NULL ? crux_coll_allreduce(g, sbuf, rbuf, count, dtype, op)
+                         : CRUX_ERR_NOT_FOUND;
+    case CRUX_ALG_LANES:
+    case CRUX_ALG_DEVICE:
+        e = engine_caller_of(t->engine, t->caller);
+        return e != NULL ? crux_engine_allreduce(e, sbuf, rbuf, count, dtype, op)
+                         : CRUX_ERR_NOT_FOUND;
+    case CRUX_ALG_HIER: return run_hier(t, t->depth, sbuf, rbuf, count, dtype, op);
+    case CRUX_ALG_HIER_SEQUENTIAL: return run_hier(t, 0, sbuf, rbuf, count, dtype, op);
+    default: return CRUX_ERR_INVALID; /* FALLBACK and HOST_STAGED are the caller's */
+    }
+}
+
+void crux_select_memo_note(crux_select_memo_t *memo, const crux_select_bounds_t *bounds,
+                           size_t bytes, const void *dtype_key, const void *op_key,
+                           crux_dtype_t dtype, crux_op_t op, crux_alg_t alg)
+{
+    if (bytes == 0 || bytes > bounds->small_max) {
+        return;
+    }
+    memo->dtype_key = dtype_key;
+    memo->op_key = op_key;
+    memo->dtype = dtype;
+    memo->op = op;
+    memo->alg = alg;
+}
