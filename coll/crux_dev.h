@@ -38,6 +38,34 @@ crux_status_t crux_dev_host_ready(const void *ptr);
 /* CUDA devices usable by this process; 0 without a driver or GPU. */
 int crux_dev_count(void);
 
+/* --- a call's buffers ------------------------------------------------------------ */
+
+/* 1 while no buffer of this process can be device memory (no CUDA build,
+ * driver or device): then no pointer needs a look.  Asked again on every
+ * call while so, since the application may load the driver after crux set
+ * up (cuInit inside MPI_Init would pick the visible devices before a
+ * script sets CUDA_VISIBLE_DEVICES, so crux never loads it); once a device
+ * is seen it stays seen. */
+int crux_dev_absent(void);
+/* 1 when either buffer of a call ('sbuf' NULL: in place) is device memory:
+ * every member must pass the same kind, since the device and host paths
+ * are different collectives. */
+int crux_dev_call_is_device(const void *sbuf, const void *rbuf);
+/* crux_dev_host_ready for a call's host buffers ('sbuf' NULL: in place). */
+crux_status_t crux_dev_call_host_ready(const void *sbuf, const void *rbuf);
+/* A caller's last pair of buffers found in host memory while no device was
+ * there: crux_dev_host_pair answers 1 for the same pair without asking
+ * again (asking looks at the dynamic loader under its lock, a tenth of a
+ * small call), else as crux_dev_absent, noting the pair when absent.  A
+ * pair found in host memory stays there while mapped, and the driver takes
+ * no address the process still maps; only a buffer unmapped, then handed
+ * out again at the same address by a driver loaded since, would be taken
+ * for host memory. */
+typedef struct {
+    const void *sbuf, *rbuf;
+} crux_dev_host_pair_t;
+int crux_dev_host_pair(crux_dev_host_pair_t *pair, const void *sbuf, const void *rbuf);
+
 /* --- reduction kernels -------------------------------------------------------- */
 
 /* 1 when (dtype, op) has a device kernel. */

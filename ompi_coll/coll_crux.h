@@ -42,6 +42,7 @@
 #include "opal/util/output.h"
 
 #include "coll/crux_coll.h"
+#include "coll/crux_dev.h"
 #include "coll/crux_net.h"
 #include "sched/crux_arb.h"
 
@@ -136,7 +137,7 @@ typedef struct {
     crux_select_sizes_t sizes;               /* the size parameters, as the selection takes them */
     crux_select_bounds_t bounds;             /* what they mean for this request and communicator */
     crux_select_memo_t memo;                 /* the last small call's datatype, op and algorithm */
-    const void *host_sbuf, *host_rbuf;       /* coll_crux_host_buffers' last pair */
+    crux_dev_host_pair_t host_pair;          /* the last call's buffers, in host memory */
     bool all_local;                          /* every rank on this node */
     bool building;                           /* making subcommunicators: fall back */
     mca_coll_crux_group_state_t group_state; /* the flat group, over all ranks */
@@ -283,26 +284,6 @@ void coll_crux_profile_record(size_t bytes, double start, double end);
 void coll_crux_profile_finalize(void);
 
 /* device buffers (coll_crux_device.c) */
-bool coll_crux_is_device(const void *sbuf, const void *rbuf);
-/* Host buffers that are managed memory: wait for the application's work on
- * the default streams before the host reads them; an MPI error code. */
-int coll_crux_host_ready(const void *sbuf, const void *rbuf);
-/* Whether no buffer of this process can be device memory (no CUDA build,
- * driver or device): then no pointer needs a look.  Set by
- * coll_crux_device_probe, at every module enable. */
-extern bool coll_crux_no_devices;
-void coll_crux_device_probe(void);
-/* coll_crux_no_devices, probed again while it is set (the application may
- * load the CUDA driver after MPI_Init). */
-bool coll_crux_devices_absent(void);
-/* 1 when sbuf and rbuf are host memory because no driver is loaded: as
- * coll_crux_devices_absent, without asking again for the pair the
- * communicator's last call was answered for (asking takes the loader's
- * lock, a tenth of a small call).  A pair found in host memory stays there
- * while mapped, and the driver takes no address the process still maps;
- * only a buffer unmapped, then handed out again at the same address by a
- * driver loaded since, would be taken for host memory. */
-bool coll_crux_host_buffers(mca_coll_crux_module_t *m, const void *sbuf, const void *rbuf);
 /* 1 when (cdtype, cop) has a GPU kernel */
 bool coll_crux_device_kernel(crux_dtype_t cdtype, crux_op_t cop);
 /* Device buffers staged through this communicator's pinned host buffers:

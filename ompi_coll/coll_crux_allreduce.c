@@ -230,12 +230,15 @@ static int allreduce_device(const void *sbuf, void *rbuf, int count, ompi_dataty
 static int allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                      struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_crux_module_t *m)
 {
-    if (count != 0 && coll_crux_is_device(sbuf, rbuf)) {
+    const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
+    if (count != 0 && crux_dev_call_is_device(in, rbuf)) {
         return allreduce_device(sbuf, rbuf, count, dtype, op, comm, m);
     }
     /* managed memory is read in place by the host path */
-    int rc = count != 0 ? coll_crux_host_ready(sbuf, rbuf) : OMPI_SUCCESS;
-    return rc == OMPI_SUCCESS ? allreduce_host(sbuf, rbuf, count, dtype, op, comm, m) : rc;
+    if (count != 0 && crux_dev_call_host_ready(in, rbuf) != CRUX_OK) {
+        return OMPI_ERROR;
+    }
+    return allreduce_host(sbuf, rbuf, count, dtype, op, comm, m);
 }
 
 int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
@@ -249,7 +252,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
      * translation and selection (unless its group was released meanwhile,
      * CRUX_ERR_NOT_FOUND: then the whole path acquires it again). */
     crux_alg_t alg = crux_select_memo_alg(&m->memo, &m->bounds, bytes, dtype, op);
-    if (alg != CRUX_ALG_COUNT && count > 0 && coll_crux_host_buffers(m, sbuf, rbuf) &&
+    if (alg != CRUX_ALG_COUNT && count > 0 && crux_dev_host_pair(&m->host_pair, sbuf, rbuf) &&
         !coll_crux_profile_configured()) {
         if (alg == CRUX_ALG_FALLBACK) {
             return fallback(sbuf, rbuf, count, dtype, op, comm, m);
@@ -265,7 +268,7 @@ int mca_coll_crux_allreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     /* Host messages crux hands on by their size go on next, past every
      * other check: at a fraction of a microsecond a call, each check
      * showed (10% slower than Open MPI without crux at 4-64 bytes, before). */
-    if (crux_select_size_falls_back(&m->bounds, bytes) && coll_crux_devices_absent() &&
+    if (crux_select_size_falls_back(&m->bounds, bytes) && crux_dev_absent() &&
         !coll_crux_profile_configured()) {
         return fallback(sbuf, rbuf, count, dtype, op, comm, m);
     }

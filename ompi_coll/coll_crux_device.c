@@ -10,59 +10,6 @@
 #include "ompi_config.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
-
-bool coll_crux_no_devices = true;
-
-/* Never loads the driver (crux_cuda): only an application that loaded it
- * can have device buffers, and cuInit inside MPI_Init would pick the
- * visible devices before a script sets CUDA_VISIBLE_DEVICES. */
-void coll_crux_device_probe(void)
-{
-    __atomic_store_n(&coll_crux_no_devices, crux_dev_count() == 0, __ATOMIC_RELAXED);
-}
-
-bool coll_crux_devices_absent(void)
-{
-    /* looked for again until the application loads the driver, cheaply */
-    if (__atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED)) {
-        coll_crux_device_probe();
-    }
-    return __atomic_load_n(&coll_crux_no_devices, __ATOMIC_RELAXED);
-}
-
-bool coll_crux_host_buffers(mca_coll_crux_module_t *m, const void *sbuf, const void *rbuf)
-{
-    if (sbuf == m->host_sbuf && rbuf == m->host_rbuf && rbuf != NULL) {
-        return true;
-    }
-    if (!coll_crux_devices_absent()) {
-        return false;
-    }
-    m->host_sbuf = sbuf;
-    m->host_rbuf = rbuf;
-    return true;
-}
-
-bool coll_crux_is_device(const void *sbuf, const void *rbuf)
-{
-    if (coll_crux_devices_absent()) {
-        return false;
-    }
-    return crux_dev_is_device(rbuf) || (sbuf != MPI_IN_PLACE && crux_dev_is_device(sbuf));
-}
-
-int coll_crux_host_ready(const void *sbuf, const void *rbuf)
-{
-    if (coll_crux_devices_absent()) {
-        return OMPI_SUCCESS;
-    }
-    crux_status_t st = crux_dev_host_ready(rbuf);
-    if (st == CRUX_OK && sbuf != MPI_IN_PLACE) {
-        st = crux_dev_host_ready(sbuf);
-    }
-    return st == CRUX_OK ? OMPI_SUCCESS : OMPI_ERROR;
-}
 
 /* The topology's figures for the CUDA channels: without them a device pair
  * has only its direct copy (the host-staged path's nominal 12 GB/s took a

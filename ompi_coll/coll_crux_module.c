@@ -6,7 +6,6 @@
 #include "ompi/group/group.h"
 
 #include "ompi_coll/coll_crux.h"
-#include "coll/crux_dev.h"
 
 static void coll_crux_module_construct(mca_coll_crux_module_t *m)
 {
@@ -32,8 +31,7 @@ static void coll_crux_module_construct(mca_coll_crux_module_t *m)
     m->sizes = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;
     m->bounds = (crux_select_bounds_t){ 0, 0, 0 };
     m->memo = (crux_select_memo_t)CRUX_SELECT_MEMO_INIT;
-    m->host_sbuf = NULL;
-    m->host_rbuf = NULL;
+    m->host_pair = (crux_dev_host_pair_t){ NULL, NULL };
 }
 
 static void coll_crux_module_destruct(mca_coll_crux_module_t *m)
@@ -94,7 +92,6 @@ static int coll_crux_module_enable(mca_coll_base_module_t *module, ompi_communic
     /* kept, so that handing a call on by its size costs a comparison */
     m->sizes = select_sizes();
     m->bounds = crux_select_bounds(&m->request, m->all_local, &m->sizes);
-    coll_crux_device_probe();
     if (!coll_crux_handles(comm)) {
         return OMPI_SUCCESS;
     }

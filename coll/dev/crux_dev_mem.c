@@ -18,6 +18,48 @@ int crux_dev_count(void)
     return crux_tl_cuda_devices();
 }
 
+static int seen; /* a device was there once: it stays */
+
+int crux_dev_absent(void)
+{
+    if (__atomic_load_n(&seen, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    if (crux_dev_count() > 0) {
+        __atomic_store_n(&seen, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+int crux_dev_call_is_device(const void *sbuf, const void *rbuf)
+{
+    return !crux_dev_absent() &&
+           (crux_dev_is_device(rbuf) || (sbuf != NULL && crux_dev_is_device(sbuf)));
+}
+
+crux_status_t crux_dev_call_host_ready(const void *sbuf, const void *rbuf)
+{
+    if (crux_dev_absent()) {
+        return CRUX_OK;
+    }
+    crux_status_t st = crux_dev_host_ready(rbuf);
+    return st == CRUX_OK && sbuf != NULL ? crux_dev_host_ready(sbuf) : st;
+}
+
+int crux_dev_host_pair(crux_dev_host_pair_t *pair, const void *sbuf, const void *rbuf)
+{
+    if (sbuf == pair->sbuf && rbuf == pair->rbuf && rbuf != NULL) {
+        return 1;
+    }
+    if (!crux_dev_absent()) {
+        return 0;
+    }
+    pair->sbuf = sbuf;
+    pair->rbuf = rbuf;
+    return 1;
+}
+
 struct crux_dev_pinned {
     void *buf[2];
     size_t size[2];

@@ -27,6 +27,18 @@ START_TEST(t_detection)
     ck_assert_msg(crux_dev_is_device(d) && !crux_dev_is_device(&h) && m.type == CRUX_TL_MEM_CUDA &&
                       m.device == 0,
                   "device memory not told from host memory");
+    /* a call's buffers: either one on the device makes it a device call;
+     * with a device there, no pair of buffers is taken for host memory
+     * without a look */
+    crux_dev_host_pair_t pair = { &h, &h };
+    ck_assert(!crux_dev_absent());
+    ck_assert(crux_dev_call_is_device(NULL, d) && crux_dev_call_is_device(d, &h) &&
+              crux_dev_call_is_device(&h, d) && !crux_dev_call_is_device(&h, &h) &&
+              !crux_dev_call_is_device(NULL, &h));
+    ck_assert(crux_dev_host_pair(&pair, &h, &h)); /* found host memory before */
+    ck_assert(!crux_dev_host_pair(&pair, NULL, d));
+    ck_assert(!crux_dev_host_pair(&pair, NULL, &h));
+    ck_assert_int_eq(crux_dev_call_host_ready(NULL, &h), CRUX_OK);
     crux_dev_free(0, d);
 }
 END_TEST
@@ -409,6 +421,16 @@ START_TEST(t_no_driver)
     ck_assert(!crux_dev_is_device(&h));
     ck_assert_int_eq(crux_dev_reduce(&h, &h, &h, 1, CRUX_DT_DOUBLE, CRUX_OP_SUM),
                      CRUX_ERR_UNSUPPORTED);
+    /* no look at any buffer: every pair is host memory, the last one kept */
+    double g = 2;
+    crux_dev_host_pair_t pair = { NULL, NULL };
+    ck_assert(crux_dev_absent());
+    ck_assert(!crux_dev_call_is_device(NULL, &h) && !crux_dev_call_is_device(&g, &h));
+    ck_assert_int_eq(crux_dev_call_host_ready(&g, &h), CRUX_OK);
+    ck_assert(crux_dev_host_pair(&pair, &g, &h));
+    ck_assert(pair.sbuf == &g && pair.rbuf == &h);
+    ck_assert(crux_dev_host_pair(&pair, NULL, &g));
+    ck_assert(pair.sbuf == NULL && pair.rbuf == &g);
 }
 END_TEST
 
