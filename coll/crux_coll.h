@@ -131,6 +131,8 @@ typedef struct {
  * must have the same number of members.  Pipelined in chunks, with up to
  * 'depth' chunks in the inter-group step at once; depth 0 runs the three
  * steps one after the other over whole shards. */
+#define CRUX_HIER_DEPTH_DEFAULT 4
+#define CRUX_HIER_MAX_DEPTH     64 /* inter-group steps in flight at most */
 crux_status_t crux_coll_allreduce_hier(crux_coll_group_t *group, const crux_coll_inter_t *inter,
                                        unsigned depth, const void *sbuf, void *rbuf, size_t count,
                                        crux_dtype_t dtype, crux_op_t op);
@@ -480,6 +482,23 @@ static inline crux_alg_t crux_select_memo_alg(const crux_select_memo_t *memo,
 void crux_select_memo_note(crux_select_memo_t *memo, const crux_select_bounds_t *bounds,
                            size_t bytes, const void *dtype_key, const void *op_key,
                            crux_dtype_t dtype, crux_op_t op, crux_alg_t alg);
+
+/* --- the ranges of what a caller gives ---------------------------------- */
+
+/* Whether a caller's values are in range: its groups' configuration, the
+ * sizes of the selection, the hierarchical Allreduce's depth and the rank
+ * groups' size (crux_layout_plan).  Each value out of range is named to
+ * 'refuse' (by its field: "stage_size", "chunk_size", "small_max_bytes",
+ * "hier_small_max_bytes", "small_whole_max_bytes", "hier_depth",
+ * "group_size"), with its value and why; every check runs, so one pass
+ * names them all.  The staging area is also checked against the free
+ * space of 'shm_dir' (NULL: not checked; a directory that cannot be
+ * looked at neither), where each of the node's config->local_procs
+ * processes maps one per group.  Returns 1 when every value is in range. */
+typedef void (*crux_refuse_fn)(void *arg, const char *name, const char *value, const char *why);
+int crux_coll_check(const crux_coll_config_t *config, const crux_select_sizes_t *sizes,
+                    int hier_depth, int group_size, const char *shm_dir, crux_refuse_fn refuse,
+                    void *arg);
 
 /* --- layout: the rank groups of the hierarchical Allreduce -------------- */
 

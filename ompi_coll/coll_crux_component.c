@@ -160,7 +160,7 @@ static int coll_crux_register(void)
              "process; larger ones a slice each",
              OPAL_INFO_LVL_6, &c->small_whole_max_bytes);
 
-    c->far_latency_ns = 0;
+    c->far_latency_ns = (int)(defaults.far_latency * 1e9);
     reg_int("far_latency_ns",
             "A peer whose writes take longer than this many nanoseconds to "
             "reach us (measured, clock reads included) is far: what it reads of our stage is "
@@ -236,7 +236,7 @@ static int coll_crux_register(void)
              "coll_crux_hier_small_max_bytes the small Allreduce (auto only)",
              OPAL_INFO_LVL_5, &c->hier_min_bytes);
 
-    c->hier_depth = 4;
+    c->hier_depth = CRUX_HIER_DEPTH_DEFAULT;
     reg_int("hier_depth",
             "Chunks of the hierarchical Allreduce in the inter-group step at "
             "once (pipelining; 0: the three steps one after the other)",
@@ -273,14 +273,14 @@ static int coll_crux_register(void)
             "falls back to pml, 1-3600000",
             OPAL_INFO_LVL_6, &c->net_setup_timeout_ms);
 
-    c->use_cma = true;
+    c->use_cma = defaults.tl.use_cma;
     (void)mca_base_component_var_register(
         &c->super.collm_version, "use_cma",
         "Give the multipath engine UCT's cma transport as a channel when it works",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &c->use_cma);
 
-    c->shm_mds = "posix,sysv";
+    c->shm_mds = (char *)defaults.tl.shm_mds; /* MCA does not write through it */
     reg_string("shm_mds", "UCT memory domains tried in order for shared segments", OPAL_INFO_LVL_6,
                &c->shm_mds);
 

@@ -64,8 +64,7 @@ static bool coll_crux_handles(ompi_communicator_t *comm)
     return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
-/* The component's size parameters, as the selection takes them. */
-static crux_select_sizes_t select_sizes(void)
+crux_select_sizes_t coll_crux_select_sizes(void)
 {
     const mca_coll_crux_component_t *c = &mca_coll_crux_component;
     return (crux_select_sizes_t){
@@ -90,7 +89,7 @@ static int coll_crux_module_enable(mca_coll_base_module_t *module, ompi_communic
     m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
     /* kept, so that handing a call on by its size costs a comparison */
-    m->sizes = select_sizes();
+    m->sizes = coll_crux_select_sizes();
     m->bounds = crux_select_bounds(&m->request, m->all_local, &m->sizes);
     if (!coll_crux_handles(comm)) {
         return OMPI_SUCCESS;

@@ -363,7 +363,7 @@ crux_status_t crux_lanes_run(const crux_engine_call_t *c)
         .far = far,
         .spins = g->spins,
         .inter = c->inter,
-        .depth = c->depth < CRUX_PIPE_MAX_DEPTH ? c->depth : CRUX_PIPE_MAX_DEPTH,
+        .depth = c->depth < CRUX_HIER_MAX_DEPTH ? c->depth : CRUX_HIER_MAX_DEPTH,
         .gathered = out,
     };
     crux_pipe_start(&p);

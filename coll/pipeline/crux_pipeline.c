@@ -96,7 +96,7 @@ static void start_inter(crux_pipe_t *p)
     size_t at = chunk_at(p, p->rank, first);
     size_t end = chunk_at(p, p->rank, k) + chunk_bytes(p, p->rank, k);
     fail(p, p->inter->start(p->inter->arg, p->dst + at, (end - at) / p->cut.esize,
-                            &p->requests[first % CRUX_PIPE_MAX_DEPTH]));
+                            &p->requests[first % CRUX_HIER_MAX_DEPTH]));
 }
 
 /* Retire finished inter-group steps in order, then stage their chunks and
@@ -108,7 +108,7 @@ static int finish_inter(crux_pipe_t *p)
            (p->depth > 0 || p->reduced == chunks(p, p->rank))) {
         int done = 0;
         crux_status_t st = p->inter->test(
-            p->inter->arg, p->requests[(p->depth > 0 ? p->inter_done : 0) % CRUX_PIPE_MAX_DEPTH],
+            p->inter->arg, p->requests[(p->depth > 0 ? p->inter_done : 0) % CRUX_HIER_MAX_DEPTH],
             &done);
         fail(p, st);
         if (st != CRUX_OK || !done) {

@@ -240,7 +240,7 @@ crux_status_t crux_allreduce_flags(crux_coll_group_t *g, const crux_coll_inter_t
         .any_far = any_far,
         .spins = g->spins,
         .inter = inter,
-        .depth = depth < CRUX_PIPE_MAX_DEPTH ? depth : CRUX_PIPE_MAX_DEPTH,
+        .depth = depth < CRUX_HIER_MAX_DEPTH ? depth : CRUX_HIER_MAX_DEPTH,
         .gathered = out,
     };
     for (size_t first = 0; first < count; first += per_round) {

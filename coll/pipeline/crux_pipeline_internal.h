@@ -24,8 +24,6 @@
 #include "coll/reduce/crux_reduce_chain.h"
 #include "coll/group/crux_group_shard.h"
 
-#define CRUX_PIPE_MAX_DEPTH 64 /* inter-group steps in flight at most */
-
 typedef struct crux_pipe crux_pipe_t;
 
 /* The hand-off: how pieces and results reach the members.  Chunk numbers
@@ -89,7 +87,7 @@ struct crux_pipe {
     unsigned inter_done;                 /* ... through the inter-group step */
     unsigned final;                      /* ... and handed over */
     unsigned *gathered;                  /* [size] chunks of each shard copied out */
-    void *requests[CRUX_PIPE_MAX_DEPTH]; /* ring, for chunks [inter_done, reduced) */
+    void *requests[CRUX_HIER_MAX_DEPTH]; /* ring, for chunks [inter_done, reduced) */
     crux_status_t status;
 };
 

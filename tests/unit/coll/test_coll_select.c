@@ -7,6 +7,7 @@
  * (crux_allreduce_next); crux_request_set: every name of every axis, the
  * older single knob's points, and names that are refused. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "coll/crux_coll.h"
@@ -567,6 +568,68 @@ START_TEST(memo)
 }
 END_TEST
 
+/* crux_coll_check: the defaults pass; every value out of range is named,
+ * all in one pass; a chunk is judged against a stage that is in range
+ * only; a stage larger than the node's processes can map in the
+ * directory's free space is refused, saying so, and not checked where the
+ * directory cannot be looked at. */
+typedef struct {
+    char names[256];
+    char last_why[256];
+    int count;
+} refused_t;
+
+static void refuse(void *arg, const char *name, const char *value, const char *why)
+{
+    refused_t *r = arg;
+    (void)value;
+    r->count++;
+    strncat(r->names, name, sizeof(r->names) - strlen(r->names) - 2);
+    strcat(r->names, " ");
+    snprintf(r->last_why, sizeof(r->last_why), "%s", why);
+}
+
+START_TEST(check)
+{
+    crux_coll_config_t c = CRUX_COLL_CONFIG_DEFAULT;
+    const crux_coll_config_t defaults = CRUX_COLL_CONFIG_DEFAULT;
+    crux_select_sizes_t z = CRUX_SELECT_SIZES_DEFAULT;
+    refused_t r = { "", "", 0 };
+    ck_assert_int_eq(crux_coll_check(&c, &z, CRUX_HIER_DEPTH_DEFAULT, 0, NULL, refuse, &r), 1);
+    ck_assert_int_eq(r.count, 0);
+    ck_assert_int_eq(crux_coll_check(&c, &z, CRUX_HIER_MAX_DEPTH, 5, "/nonexistent", refuse, &r),
+                     1);
+    c.chunk_size = 63;
+    c.small_max_bytes = CRUX_SMALL_MAX_BYTES + 1;
+    c.small_whole_max_bytes = CRUX_SMALL_MAX_BYTES + 1;
+    z.hier_small_max_bytes = CRUX_SMALL_MAX_BYTES + 1;
+    ck_assert_int_eq(crux_coll_check(&c, &z, CRUX_HIER_MAX_DEPTH + 1, -1, NULL, refuse, &r), 0);
+    ck_assert_str_eq(r.names, "chunk_size small_max_bytes hier_small_max_bytes "
+                              "small_whole_max_bytes group_size hier_depth ");
+    c = defaults;
+    z = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;
+    r = (refused_t){ "", "", 0 };
+    c.stage_size = 65536;
+    c.chunk_size = 65537; /* above the stage */
+    ck_assert_int_eq(crux_coll_check(&c, &z, 0, 0, NULL, refuse, &r), 0);
+    ck_assert_str_eq(r.names, "chunk_size ");
+    r = (refused_t){ "", "", 0 };
+    c.stage_size = 100; /* the stage's fault alone: the chunk not blamed */
+    c.chunk_size = defaults.chunk_size;
+    ck_assert_int_eq(crux_coll_check(&c, &z, 0, 0, NULL, refuse, &r), 0);
+    ck_assert_str_eq(r.names, "stage_size ");
+    r = (refused_t){ "", "", 0 };
+    c.stage_size = (size_t)1 << 40;
+    c.local_procs = 1 << 30;
+    ck_assert_int_eq(crux_coll_check(&c, &z, 0, 0, "/tmp", refuse, &r), 0);
+    ck_assert_str_eq(r.names, "stage_size ");
+    ck_assert_ptr_nonnull(strstr(r.last_why, "1073741824 processes on this node need"));
+    ck_assert_ptr_nonnull(strstr(r.last_why, "/tmp has"));
+    r = (refused_t){ "", "", 0 };
+    ck_assert_int_eq(crux_coll_check(&c, &z, 0, 0, "/nonexistent", refuse, &r), 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coll_select");
@@ -584,6 +647,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_names);
     tcase_add_test(tc, needs);
     tcase_add_test(tc, memo);
+    tcase_add_test(tc, check);
     suite_add_tcase(s, tc);
     return s;
 }
