@@ -304,6 +304,15 @@ const char *const *crux_request_values(const char *axis);
  * every axis to the point it names).  CRUX_ERR_INVALID, *request
  * unchanged, for a name the axis does not have. */
 crux_status_t crux_request_set(crux_request_t *request, const char *axis, const char *value);
+/* The axes' names, the older single knob first ("algorithm", "topology",
+ * "handoff", "memory_path"); NULL past them. */
+#define CRUX_REQUEST_AXES 4
+const char *crux_request_axis(int axis);
+/* The request from one value per axis, in crux_request_axis's order, each
+ * an index into crux_request_values (out of range: auto): the older knob's
+ * point, then every axis not left at auto on top of it (the way a caller's
+ * parameters combine; a caller's later crux_request_set calls go on top). */
+crux_request_t crux_request_from_values(const int values[CRUX_REQUEST_AXES]);
 /* Whether a host call is forced onto crux's own algorithms whatever its
  * size (an axis other than the memory path set). */
 int crux_request_forced(const crux_request_t *request);

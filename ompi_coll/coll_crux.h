@@ -354,11 +354,8 @@ void coll_crux_hier_targets(coll_crux_step_t *step, unsigned needs, crux_allredu
  * older single knob: every axis) and "crux_allreduce_<axis>" on top
  * (coll_crux_request.c). */
 crux_request_t coll_crux_comm_request(ompi_communicator_t *comm);
-/* The selection's axes, the older single knob (0) first: an axis's name
- * (crux_request_values) and the component's field its MCA parameter is
- * registered on, as a value index. */
-#define COLL_CRUX_AXES 4
-const char *coll_crux_axis_name(int axis);
+/* The component's field the MCA parameter of the selection's axis 'axis'
+ * (crux_request_axis) is registered on, as a value index. */
 int *coll_crux_axis_storage(int axis);
 
 /* datatype and op translation: 0 on success, -1 when crux has no kernel */

@@ -48,13 +48,13 @@ static const mca_base_var_enum_value_t net_kinds[] = {
 #define COLL_CRUX_AXIS_NAMES 10
 static void reg_axis(int axis, const char *help, int level)
 {
-    static mca_base_var_enum_value_t values[COLL_CRUX_AXES][COLL_CRUX_AXIS_NAMES + 1];
-    const char *const *names = crux_request_values(coll_crux_axis_name(axis));
+    static mca_base_var_enum_value_t values[CRUX_REQUEST_AXES][COLL_CRUX_AXIS_NAMES + 1];
+    const char *const *names = crux_request_values(crux_request_axis(axis));
     for (int i = 0; names[i] != NULL && i < COLL_CRUX_AXIS_NAMES; i++) {
         values[axis][i] = (mca_base_var_enum_value_t){ i, names[i] };
     }
     char name[40], enum_name[56];
-    snprintf(name, sizeof(name), "allreduce_%s", coll_crux_axis_name(axis));
+    snprintf(name, sizeof(name), "allreduce_%s", crux_request_axis(axis));
     snprintf(enum_name, sizeof(enum_name), "coll_crux_%ss", name);
     mca_base_var_enum_t *e = NULL;
     *coll_crux_axis_storage(axis) = 0; /* auto */

@@ -80,6 +80,31 @@ crux_status_t crux_request_set(crux_request_t *request, const char *axis, const 
     return CRUX_OK;
 }
 
+const char *crux_request_axis(int axis)
+{
+    static const char *const axes[CRUX_REQUEST_AXES] = { "algorithm", "topology", "handoff",
+                                                         "memory_path" };
+    return axis >= 0 && axis < CRUX_REQUEST_AXES ? axes[axis] : NULL;
+}
+
+crux_request_t crux_request_from_values(const int values[CRUX_REQUEST_AXES])
+{
+    crux_request_t r = CRUX_REQUEST_AUTO;
+    for (int a = 0; a < CRUX_REQUEST_AXES; a++) {
+        const char *const *names = crux_request_values(crux_request_axis(a));
+        int n = 0;
+        while (names[n] != NULL) {
+            n++;
+        }
+        int v = values[a] >= 0 && values[a] < n ? values[a] : 0;
+        /* an axis left at auto keeps what the older knob set */
+        if (a == 0 || v != 0) {
+            (void)crux_request_set(&r, crux_request_axis(a), names[v]);
+        }
+    }
+    return r;
+}
+
 int crux_request_forced(const crux_request_t *request)
 {
     return request->fallback || request->topology != CRUX_TOPOLOGY_AUTO ||

@@ -630,6 +630,40 @@ START_TEST(check)
 }
 END_TEST
 
+/* The axes by index, and a request from one value per axis: the older
+ * knob's point, the axes not left at auto on top; values out of range
+ * count as auto. */
+START_TEST(from_values)
+{
+    static const char *const axes[] = { "algorithm", "topology", "handoff", "memory_path" };
+    for (int a = 0; a < CRUX_REQUEST_AXES; a++) {
+        ck_assert_str_eq(crux_request_axis(a), axes[a]);
+        ck_assert_ptr_nonnull(crux_request_values(crux_request_axis(a)));
+    }
+    ck_assert_ptr_null(crux_request_axis(-1));
+    ck_assert_ptr_null(crux_request_axis(CRUX_REQUEST_AXES));
+    const crux_request_t autos = CRUX_REQUEST_AUTO;
+    int v[CRUX_REQUEST_AXES] = { 0, 0, 0, 0 };
+    crux_request_t r = crux_request_from_values(v);
+    ck_assert(memcmp(&r, &autos, sizeof(r)) == 0);
+    v[0] = 7; /* engine: flat over the lanes; the axes at auto keep it */
+    r = crux_request_from_values(v);
+    ck_assert_int_eq(r.topology, CRUX_TOPOLOGY_FLAT);
+    ck_assert_int_eq(r.handoff, CRUX_HANDOFF_LANES);
+    v[2] = 1; /* ... the hand-off set on its own goes on top */
+    v[3] = 2;
+    r = crux_request_from_values(v);
+    ck_assert_int_eq(r.topology, CRUX_TOPOLOGY_FLAT);
+    ck_assert_int_eq(r.handoff, CRUX_HANDOFF_FLAGS);
+    ck_assert_int_eq(r.memory_path, CRUX_MEMORY_PATH_HOST_STAGED);
+    int junk[CRUX_REQUEST_AXES] = { -1, 99, 3, -5 };
+    r = crux_request_from_values(junk);
+    ck_assert(memcmp(&r, &autos, sizeof(r)) == 0);
+    int fallback[CRUX_REQUEST_AXES] = { 3, 0, 0, 0 };
+    ck_assert_int_eq(crux_request_from_values(fallback).fallback, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coll_select");
@@ -648,6 +682,7 @@ static Suite *suite(void)
     tcase_add_test(tc, needs);
     tcase_add_test(tc, memo);
     tcase_add_test(tc, check);
+    tcase_add_test(tc, from_values);
     suite_add_tcase(s, tc);
     return s;
 }
