@@ -566,6 +566,21 @@ typedef struct {
 crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_handoff_t asked,
                                   const crux_layout_build_t *build, int *lanes, int *small);
 
+/* The configuration of a shared-memory group within a rank group, from
+ * the caller's for groups over every member: slots for the small
+ * Allreduce's sizes across nodes (sizes->hier_small_max_bytes); with
+ * 'small_only' (beside the lanes) those slots alone, no staging area. */
+crux_coll_config_t crux_layout_group_config(const crux_coll_config_t *base,
+                                            const crux_select_sizes_t *sizes, int small_only);
+/* What else a shared-memory group must match to be shared
+ * (crux_share_request_t.variant): one over every member of a caller, one
+ * within a rank group, one within a rank group with the small Allreduce's
+ * slots alone. */
+enum { CRUX_SHARE_FLAT, CRUX_SHARE_RANK_GROUP, CRUX_SHARE_RANK_GROUP_SMALL };
+/* ... and a layout: one built to hand data on with 'asked' (a layout
+ * built without lanes differs from one that may have them). */
+int crux_layout_variant(crux_handoff_t asked);
+
 /* --- sharing groups between communicators ------------------------------ */
 
 /* A group of any kind (a shared-memory group, an engine group, a caller's

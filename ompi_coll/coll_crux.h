@@ -231,10 +231,9 @@ crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *request,
  * coll_crux_share_request_t (coll_crux_group.c; the layout's are
  * coll_crux_hier.c's own) */
 crux_status_t coll_crux_shm_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
-/* ... a shared-memory group within a layout's rank group: the small
- * Allreduce's slots for the sizes it takes across nodes (shared only with
- * the groups of other layouts: variant 1), and with 'arg' not NULL no
- * stage (beside the lanes, the small Allreduce's alone: variant 2) */
+/* ... a shared-memory group within a layout's rank group
+ * (crux_layout_group_config; 'arg' not NULL: the small Allreduce's slots
+ * alone) */
 crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_shm_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);

@@ -101,11 +101,9 @@ crux_status_t coll_crux_shm_group_build(void *arg, const crux_coll_oob_t *oob, v
 
 crux_status_t coll_crux_layout_group_build(void *arg, const crux_coll_oob_t *oob, void **group)
 {
-    crux_coll_config_t config = coll_crux_config();
-    config.small_max_bytes = mca_coll_crux_component.hier_small_max_bytes;
-    if (arg != NULL) { /* beside the lanes: the small Allreduce's slots alone */
-        config.stage_size = 0;
-    }
+    crux_coll_config_t base = coll_crux_config();
+    crux_select_sizes_t sizes = coll_crux_select_sizes();
+    crux_coll_config_t config = crux_layout_group_config(&base, &sizes, arg != NULL);
     return coll_crux_group_create(oob, &config, (crux_coll_group_t **)group);
 }
 
@@ -143,6 +141,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     crux_status_t status;
     const coll_crux_share_request_t how = {
         .kind = COLL_CRUX_SHM,
+        .variant = CRUX_SHARE_FLAT,
         .build = coll_crux_shm_group_build,
         .destroy = coll_crux_shm_group_destroy,
     };

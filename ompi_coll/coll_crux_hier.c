@@ -132,8 +132,9 @@ static crux_status_t local_group(mca_coll_crux_layout_t *l, const crux_coll_oob_
         .comm = l->local_comm,
         .oob = oob,
         .kind = kind,
-        /* coll_crux_layout_group_build's slots, and whether it has a stage */
-        .variant = kind == COLL_CRUX_SHM ? 1 + small_only : 0,
+        .variant = kind != COLL_CRUX_SHM ? 0
+                   : small_only          ? CRUX_SHARE_RANK_GROUP_SMALL
+                                         : CRUX_SHARE_RANK_GROUP,
         .arg = small_only ? (void *)&no_stage : NULL,
         .pin = true,
         .build =
@@ -273,7 +274,7 @@ const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
     crux_status_t status;
     const coll_crux_share_request_t how = {
         .kind = COLL_CRUX_LAYOUT,
-        .variant = m->request.handoff == CRUX_HANDOFF_FLAGS, /* layout_build: no lanes */
+        .variant = crux_layout_variant(m->request.handoff),
         .build = layout_build,
         .destroy = layout_destroy,
     };

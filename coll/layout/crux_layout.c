@@ -133,3 +133,19 @@ crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_ha
     *small = status == CRUX_OK && all;
     return status;
 }
+
+crux_coll_config_t crux_layout_group_config(const crux_coll_config_t *base,
+                                            const crux_select_sizes_t *sizes, int small_only)
+{
+    crux_coll_config_t config = *base;
+    config.small_max_bytes = sizes->hier_small_max_bytes;
+    if (small_only) {
+        config.stage_size = 0;
+    }
+    return config;
+}
+
+int crux_layout_variant(crux_handoff_t asked)
+{
+    return asked == CRUX_HANDOFF_FLAGS;
+}

@@ -268,6 +268,34 @@ START_TEST(handoff_refusals)
 }
 END_TEST
 
+/* A rank group's shared-memory group: the caller's configuration with the
+ * small Allreduce's slots for the sizes across nodes, no staging area
+ * beside the lanes; and the sharing keys that keep groups of different
+ * configurations apart. */
+START_TEST(group_config)
+{
+    crux_coll_config_t base = CRUX_COLL_CONFIG_DEFAULT;
+    base.small_max_bytes = 1024;
+    base.stage_size = 1u << 20;
+    crux_select_sizes_t sizes = CRUX_SELECT_SIZES_DEFAULT;
+    sizes.hier_small_max_bytes = 32768;
+    crux_coll_config_t c = crux_layout_group_config(&base, &sizes, 0);
+    ck_assert_uint_eq(c.small_max_bytes, 32768);
+    ck_assert_uint_eq(c.stage_size, 1u << 20);
+    ck_assert_uint_eq(c.chunk_size, base.chunk_size);
+    c = crux_layout_group_config(&base, &sizes, 1);
+    ck_assert_uint_eq(c.small_max_bytes, 32768);
+    ck_assert_uint_eq(c.stage_size, 0);
+    ck_assert(CRUX_SHARE_FLAT != CRUX_SHARE_RANK_GROUP &&
+              CRUX_SHARE_RANK_GROUP != CRUX_SHARE_RANK_GROUP_SMALL &&
+              CRUX_SHARE_FLAT != CRUX_SHARE_RANK_GROUP_SMALL);
+    ck_assert_int_ne(crux_layout_variant(CRUX_HANDOFF_FLAGS),
+                     crux_layout_variant(CRUX_HANDOFF_AUTO));
+    ck_assert_int_eq(crux_layout_variant(CRUX_HANDOFF_LANES),
+                     crux_layout_variant(CRUX_HANDOFF_AUTO));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coll_layout");
@@ -278,6 +306,7 @@ static Suite *suite(void)
     tcase_add_test(t, unusable);
     tcase_add_test(t, handoffs);
     tcase_add_test(t, handoff_refusals);
+    tcase_add_test(t, group_config);
     suite_add_tcase(s, t);
     return s;
 }
