@@ -512,8 +512,11 @@ int crux_coll_check(const crux_coll_config_t *config, const crux_select_sizes_t 
 /* --- layout: the rank groups of the hierarchical Allreduce -------------- */
 
 /* Where a member runs: 'node' the same number for the members of one node
- * (e.g. the lowest rank there), 'package' the CPU package it is bound in
- * (the same number for members not bound inside one package). */
+ * (e.g. the lowest rank there), 'package' the CPU package it is bound
+ * inside, or CRUX_LAYOUT_UNBOUND: the members of a node not bound inside
+ * one package form a group of their own (never one with the members bound
+ * in a package). */
+#define CRUX_LAYOUT_UNBOUND (-1)
 typedef struct {
     int node;
     int package;

@@ -27,8 +27,6 @@
  * nonblocking Allreduce over the PML; both polled while the group goes on,
  * and over the TCP channel a rank with nothing else to do sleeps until a
  * socket is ready (1 ms at most) instead of yielding its core in a loop. */
-#define _GNU_SOURCE
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,35 +39,13 @@
 
 #include "ompi_coll/coll_crux.h"
 
-/* This process's CPU binding as a list ("0-3,8"); "" when unknown. */
-static void binding(char *list, size_t size)
-{
-    cpu_set_t set;
-    list[0] = '\0';
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-        return;
-    }
-    size_t used = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE && used + 24 < size; cpu++) {
-        if (!CPU_ISSET(cpu, &set) || (cpu > 0 && CPU_ISSET(cpu - 1, &set))) {
-            continue;
-        }
-        int last = cpu;
-        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) {
-            last++;
-        }
-        used += (size_t)snprintf(list + used, size - used, "%s%d-%d", used ? "," : "", cpu, last);
-    }
-}
-
-/* The package this process is bound in, or 0 when that is not one package. */
+/* The package this process is bound inside, CRUX_LAYOUT_UNBOUND when
+ * that is not one package. */
 static int package_of_process(void)
 {
     const crux_topo_t *t = coll_crux_topo();
-    char cpus[1024];
-    binding(cpus, sizeof(cpus));
-    int group = t != NULL ? crux_topo_host_group_of_cpus(t, cpus) : -1;
-    return group < 0 ? 0 : group;
+    int group = t != NULL ? crux_topo_host_group_of_self(t) : -1;
+    return group < 0 ? CRUX_LAYOUT_UNBOUND : group;
 }
 
 static int local_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)

@@ -297,6 +297,9 @@ const crux_topo_host_group_t *crux_topo_host_group(const crux_topo_t *topo, int 
 /* The host group whose CPUs include all of 'cpus' (a list such as "0-3,8"),
  * e.g. a process's binding; -1 when none does or the list is malformed. */
 int crux_topo_host_group_of_cpus(const crux_topo_t *topo, const char *cpus);
+/* The host group this process is bound inside (its CPU affinity), -1 when
+ * its binding spans host groups or cannot be read. */
+int crux_topo_host_group_of_self(const crux_topo_t *topo);
 
 /* ------------------------------------------------------------------ */
 /* Connection classes, as nvidia-smi topo -m names them */

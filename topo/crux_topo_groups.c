@@ -1,7 +1,10 @@
 /* The groups step: fully NVLink-connected GPU islands, and the host-memory
  * group of each package. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "config.h"
 
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "topo/crux_topo_internal.h"
@@ -144,4 +147,30 @@ int crux_topo_host_group_of_cpus(const crux_topo_t *t, const char *cpus)
     hwloc_bitmap_free(want);
     hwloc_bitmap_free(have);
     return found;
+}
+
+int crux_topo_host_group_of_self(const crux_topo_t *t)
+{
+    cpu_set_t set;
+    char list[1024];
+    size_t used = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return -1;
+    }
+    list[0] = '\0';
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &set) || (cpu > 0 && CPU_ISSET(cpu - 1, &set))) {
+            continue; /* a range starts at a CPU whose predecessor is not in the set */
+        }
+        int last = cpu;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) {
+            last++;
+        }
+        if (used + 24 >= sizeof(list)) {
+            return -1; /* a binding this fragmented is no one package's */
+        }
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d-%d", used ? "," : "", cpu,
+                                 last);
+    }
+    return crux_topo_host_group_of_cpus(t, list);
 }

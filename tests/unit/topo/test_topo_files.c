@@ -9,6 +9,9 @@
  * cube-mesh file's 50000 and 25000 are 50 GB/s (a double link) and 25 GB/s
  * (a single one).  Only NVLink 3.0 (A100) figures from hwloc < 2.12 are
  * halved; test_nvlink_correction checks that on an A100 variant. */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <sched.h>
+
 #include "tests/unit/check_main.h"
 #include "tests/unit/topo_test_util.h"
 
@@ -342,6 +345,24 @@ START_TEST(test_cts1_pcie_switch)
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "17-18"), -1); /* spans both */
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, "not a list"), -1);
     ck_assert_int_eq(crux_topo_host_group_of_cpus(t, ""), -1);
+    /* this process, bound to CPU 0, then to whatever it had: CPU 0 is in
+     * package 0; the machine's CPUs in no package of this server's but 0 */
+    cpu_set_t had, one;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof(had), &had), 0);
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+    ck_assert_int_eq(crux_topo_host_group_of_self(t), 0);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(had), &had), 0);
+    /* the CPUs it had in each package (0-17,36-53; 18-35,54-71), and past them */
+    int in[3] = { 0, 0, 0 };
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &had)) {
+            in[cpu >= 72 ? 2 : (cpu / 18) % 2]++;
+        }
+    }
+    int want = in[2] != 0 ? -1 : in[1] == 0 ? 0 : in[0] == 0 ? 1 : -1;
+    ck_assert_int_eq(crux_topo_host_group_of_self(t), want);
     crux_topo_free(t);
 }
 END_TEST
