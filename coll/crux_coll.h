@@ -186,6 +186,11 @@ typedef struct {
         .engine = CRUX_TL_ENGINE_CONFIG_DEFAULT, .calibrate = 1,                                 \
     }
 
+/* The configuration of an engine group beside shared-memory groups of
+ * 'host': the same transport settings, streaming threshold, far latency,
+ * local process count and core sharing; the engine's own defaults else. */
+crux_engine_group_config_t crux_engine_group_config(const crux_coll_config_t *host);
+
 /* Create a group over the members of 'oob' (collective): an engine, and two
  * pairs to every other member (reduce-scatter and allgather traffic run in
  * separate sequences, so that gathers never wait behind scatters).  The

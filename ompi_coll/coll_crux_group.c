@@ -17,8 +17,8 @@
 
 #include "ompi_coll/coll_crux.h"
 
-/* UCX's component discovery is process-wide; keep group set-ups of
- * communicators used from different threads apart.  Never across an
+/* UCX's component discovery is process-wide; keep group set-ups (of
+ * either kind) of communicators used from different threads apart.  Never across an
  * exchange with the other processes, though: when two processes set up
  * different communicators in different threads in opposite orders, each
  * would hold its lock while waiting for the other's exchange. */
@@ -70,16 +70,35 @@ crux_coll_config_t coll_crux_config(void)
     return config;
 }
 
-crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
-                                     crux_coll_group_t **group_p)
+/* 'create' under the set-up lock, its exchanges outside it. */
+static crux_status_t locked(crux_status_t (*create)(const crux_coll_oob_t *oob, void *arg),
+                            const crux_coll_oob_t *oob, void *arg)
 {
     crux_coll_oob_t unlocked = *oob;
     unlocked.allgather = unlocked_allgather;
     unlocked.arg = (void *)oob;
     pthread_mutex_lock(&setup_lock);
-    crux_status_t status = crux_coll_group_create(&unlocked, config, group_p);
+    crux_status_t status = create(&unlocked, arg);
     pthread_mutex_unlock(&setup_lock);
     return status;
+}
+
+typedef struct {
+    const crux_coll_config_t *config;
+    crux_coll_group_t **group;
+} shm_args_t;
+
+static crux_status_t create_shm(const crux_coll_oob_t *oob, void *argp)
+{
+    shm_args_t *a = argp;
+    return crux_coll_group_create(oob, a->config, a->group);
+}
+
+crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
+                                     crux_coll_group_t **group_p)
+{
+    shm_args_t a = { config, group_p };
+    return locked(create_shm, oob, &a);
 }
 
 static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
@@ -156,16 +175,23 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
     return m->group;
 }
 
+typedef struct {
+    const crux_engine_group_config_t *config;
+    crux_engine_group_t **group;
+} engine_args_t;
+
+static crux_status_t create_engine(const crux_coll_oob_t *oob, void *argp)
+{
+    engine_args_t *a = argp;
+    return crux_engine_group_create(oob, a->config, a->group);
+}
+
 crux_status_t coll_crux_engine_group_create(const crux_coll_oob_t *oob, crux_engine_group_t **group)
 {
-    crux_engine_group_config_t config = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
     crux_coll_config_t host = coll_crux_config();
-    config.tl = host.tl;
-    config.stream_min_bytes = host.stream_min_bytes;
-    config.engine.far_latency = host.far_latency;
-    config.local_procs = host.local_procs;
-    config.shared_cores = host.shared_cores;
-    crux_status_t st = crux_engine_group_create(oob, &config, group);
+    crux_engine_group_config_t config = crux_engine_group_config(&host);
+    engine_args_t a = { &config, group };
+    crux_status_t st = locked(create_engine, oob, &a);
     if (st == CRUX_OK) {
         coll_crux_device_topo(*group);
     }

@@ -183,3 +183,14 @@ void crux_engine_shard(const crux_engine_group_t *g, size_t count, int p, size_t
     *first = crux_shard_first(&cut, p);
     *length = crux_shard_length(&cut, p);
 }
+
+crux_engine_group_config_t crux_engine_group_config(const crux_coll_config_t *host)
+{
+    crux_engine_group_config_t config = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
+    config.tl = host->tl;
+    config.stream_min_bytes = host->stream_min_bytes;
+    config.engine.far_latency = host->far_latency;
+    config.local_procs = host->local_procs;
+    config.shared_cores = host->shared_cores;
+    return config;
+}

@@ -444,6 +444,32 @@ START_TEST(test_kernel_table_matches_the_cpu_one)
 }
 END_TEST
 
+/* An engine group's configuration beside shared-memory groups: the host
+ * settings it shares, the engine's defaults for the rest. */
+START_TEST(test_config_from_the_host_groups)
+{
+    crux_coll_config_t host = CRUX_COLL_CONFIG_DEFAULT;
+    const crux_engine_group_config_t defaults = CRUX_ENGINE_GROUP_CONFIG_DEFAULT;
+    host.tl.use_cma = 0;
+    host.tl.shm_mds = "sysv";
+    host.tl.service_level = 3;
+    host.stream_min_bytes = 12345;
+    host.far_latency = 2e-7;
+    host.local_procs = 5;
+    host.shared_cores = 1;
+    host.chunk_size = 999; /* the flags algorithm's, not the engine's */
+    crux_engine_group_config_t c = crux_engine_group_config(&host);
+    ck_assert(c.tl.use_cma == 0 && strcmp(c.tl.shm_mds, "sysv") == 0 && c.tl.service_level == 3);
+    ck_assert_uint_eq(c.stream_min_bytes, 12345);
+    ck_assert(c.engine.far_latency == 2e-7);
+    ck_assert(c.local_procs == 5 && c.shared_cores == 1);
+    ck_assert_uint_eq(c.chunk_size, defaults.chunk_size);
+    ck_assert_uint_eq(c.host_chunk_size, defaults.host_chunk_size);
+    ck_assert_uint_eq(c.whole_max_bytes, defaults.whole_max_bytes);
+    ck_assert_int_eq(c.calibrate, defaults.calibrate);
+}
+END_TEST
+
 static Suite *dev_suite(void)
 {
     Suite *s = suite_create("engine_allreduce");
@@ -459,6 +485,7 @@ static Suite *dev_suite(void)
     tcase_add_test(tc, test_lanes_rewrite_a_place_only_once_read);
     tcase_add_test(tc, test_device_pieces_without_a_gpu);
     tcase_add_test(tc, test_kernel_table_matches_the_cpu_one);
+    tcase_add_test(tc, test_config_from_the_host_groups);
     suite_add_tcase(s, tc);
     return s;
 }
