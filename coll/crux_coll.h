@@ -642,4 +642,30 @@ void *crux_share_use(crux_share_t *share);
  * last one. */
 void crux_share_release(crux_share_t *share, int pin);
 
+/* A caller's hold on one kind of group, had the first time it is needed
+ * (every member needs it in the same call): a reference once acquired; if
+ * the group cannot be had, the caller does without it for good; a group
+ * released to make room is acquired again at the next need. */
+typedef struct {
+    int state; /* untried, held, failed: crux_layout_share.c */
+    crux_share_t *share;
+} crux_share_slot_t;
+#define CRUX_SHARE_SLOT_INIT \
+    {                        \
+        0, NULL              \
+    }
+
+/* The slot's group, its use noted; acquired through 'acquire' (collective)
+ * when the slot has none yet or its group was released; NULL when it
+ * cannot be had.  *status: the acquisition's outcome when one ran, else
+ * CRUX_OK (so a failure is reported once). */
+void *crux_share_slot_get(crux_share_slot_t *slot,
+                          crux_status_t (*acquire)(void *arg, crux_share_t **share), void *arg,
+                          crux_status_t *status);
+/* The slot's group without acquiring (NULL when it has none, or its group
+ * was released), its use noted. */
+void *crux_share_slot_peek(crux_share_slot_t *slot);
+/* Drop the slot's reference; it is untried again. */
+void crux_share_slot_release(crux_share_slot_t *slot);
+
 #endif

@@ -98,12 +98,6 @@ typedef struct {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
 
-typedef enum {
-    COLL_CRUX_GROUP_UNTRIED, /* not needed yet */
-    COLL_CRUX_GROUP_READY,
-    COLL_CRUX_GROUP_FAILED, /* could not be set up: this communicator falls back */
-} mca_coll_crux_group_state_t;
-
 /* How a communicator's ranks split into groups (coll_crux_hier.c). */
 typedef struct {
     ompi_communicator_t *local_comm; /* the ranks of this rank's group */
@@ -133,22 +127,16 @@ typedef struct {
     mca_coll_base_module_t *previous_allgather_module;
 
     ompi_communicator_t *comm;
-    crux_request_t request;                  /* what the Allreduce selection is asked */
-    crux_select_sizes_t sizes;               /* the size parameters, as the selection takes them */
-    crux_select_bounds_t bounds;             /* what they mean for this request and communicator */
-    crux_select_memo_t memo;                 /* the last small call's datatype, op and algorithm */
-    crux_dev_host_pair_t host_pair;          /* the last call's buffers, in host memory */
-    bool all_local;                          /* every rank on this node */
-    bool building;                           /* making subcommunicators: fall back */
-    mca_coll_crux_group_state_t group_state; /* the flat group, over all ranks */
-    crux_coll_group_t *group;
-    crux_share_t *group_share;                /* the reference that holds it */
-    mca_coll_crux_group_state_t layout_state; /* the groups of the hierarchical algorithm */
-    mca_coll_crux_layout_t *layout;
-    crux_share_t *layout_share;
-    mca_coll_crux_group_state_t engine_state; /* the engine group: lanes, device buffers */
-    struct crux_engine_group *engine_group;
-    crux_share_t *engine_share;
+    crux_request_t request;             /* what the Allreduce selection is asked */
+    crux_select_sizes_t sizes;          /* the size parameters, as the selection takes them */
+    crux_select_bounds_t bounds;        /* what they mean for this request and communicator */
+    crux_select_memo_t memo;            /* the last small call's datatype, op and algorithm */
+    crux_dev_host_pair_t host_pair;     /* the last call's buffers, in host memory */
+    bool all_local;                     /* every rank on this node */
+    bool building;                      /* making subcommunicators: fall back */
+    crux_share_slot_t group_slot;       /* the flat shared-memory group, over all ranks */
+    crux_share_slot_t layout_slot;      /* the groups of the hierarchical algorithm */
+    crux_share_slot_t engine_slot;      /* the engine group: lanes, device buffers */
     struct crux_dev_pinned *dev_pinned; /* pinned host buffers (the host-staged path) */
     uint32_t logged;                    /* bit 1 << alg: said at verbose 2 */
 } mca_coll_crux_module_t;
@@ -239,13 +227,12 @@ void coll_crux_shm_group_destroy(void *group);
 crux_status_t coll_crux_engine_group_build(void *arg, const crux_coll_oob_t *oob, void **group);
 void coll_crux_engine_group_destroy(void *group);
 /* The module's group of the kind 'how' names (its kind, build and
- * destroy; the module gives comm, oob and arg), *share its reference: kept
- * while it holds, else (not tried yet, or released to make room since)
- * acquired, in the same call on every member; NULL once it could not be
- * had (*status says why the first time). */
+ * destroy; the module gives comm, oob and arg) in 'slot'
+ * (crux_share_slot_get: acquired when needed, in the same call on every
+ * member; NULL once it could not be had, *status saying why the first
+ * time). */
 void *coll_crux_module_group(mca_coll_crux_module_t *module, const coll_crux_share_request_t *how,
-                             mca_coll_crux_group_state_t *state, crux_share_t **share,
-                             crux_status_t *status);
+                             crux_share_slot_t *slot, crux_status_t *status);
 
 /* the communicator's groups, built on first use or shared with the
  * communicators over the same processes in the same order; NULL when the

@@ -98,18 +98,17 @@ static void targets_for(mca_coll_crux_module_t *m, crux_alg_t alg, ompi_datatype
 {
     unsigned needs = crux_alg_needs(alg);
     *t = (crux_allreduce_targets_t){ .caller = ompi_comm_get_cid(m->comm) };
-    if ((needs & CRUX_NEEDS_GROUP) && m->group_share != NULL) {
-        t->group = crux_share_use(m->group_share);
+    if (needs & CRUX_NEEDS_GROUP) {
+        t->group = crux_share_slot_peek(&m->group_slot);
     }
-    if ((needs & CRUX_NEEDS_ENGINE) && m->engine_share != NULL) {
-        t->engine = crux_share_use(m->engine_share);
+    if (needs & CRUX_NEEDS_ENGINE) {
+        t->engine = crux_share_slot_peek(&m->engine_slot);
     }
-    if ((needs & CRUX_NEEDS_LAYOUT) && m->layout_share != NULL) {
-        mca_coll_crux_layout_t *l = crux_share_use(m->layout_share);
+    mca_coll_crux_layout_t *l =
+        needs & CRUX_NEEDS_LAYOUT ? crux_share_slot_peek(&m->layout_slot) : NULL;
+    if (l != NULL) {
         *step = (coll_crux_step_t){ l, dtype, op, cdtype, cop };
-        if (l != NULL) {
-            coll_crux_hier_targets(step, needs, t);
-        }
+        coll_crux_hier_targets(step, needs, t);
     }
 }
 

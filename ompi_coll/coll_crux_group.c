@@ -131,28 +131,27 @@ void coll_crux_shm_group_destroy(void *group)
     crux_coll_group_destroy(group);
 }
 
-void *coll_crux_module_group(mca_coll_crux_module_t *m, const coll_crux_share_request_t *how,
-                             mca_coll_crux_group_state_t *state, crux_share_t **share,
-                             crux_status_t *status)
+typedef struct {
+    mca_coll_crux_module_t *m;
+    const coll_crux_share_request_t *how;
+} acquire_arg_t;
+
+static crux_status_t acquire(void *argp, crux_share_t **share)
 {
-    *status = CRUX_OK;
-    void *group = NULL;
-    if (*state == COLL_CRUX_GROUP_READY && (group = crux_share_use(*share)) == NULL) {
-        crux_share_release(*share, 0);
-        *share = NULL;
-        *state = COLL_CRUX_GROUP_UNTRIED;
-    }
-    if (*state != COLL_CRUX_GROUP_UNTRIED) {
-        return group;
-    }
-    crux_coll_oob_t oob = module_oob(m);
-    coll_crux_share_request_t request = *how;
-    request.comm = m->comm;
+    acquire_arg_t *a = argp;
+    crux_coll_oob_t oob = module_oob(a->m);
+    coll_crux_share_request_t request = *a->how;
+    request.comm = a->m->comm;
     request.oob = &oob;
-    request.arg = m;
-    *status = coll_crux_share_acquire(&request, share);
-    *state = *status == CRUX_OK ? COLL_CRUX_GROUP_READY : COLL_CRUX_GROUP_FAILED;
-    return *status == CRUX_OK ? crux_share_use(*share) : NULL;
+    request.arg = a->m;
+    return coll_crux_share_acquire(&request, share);
+}
+
+void *coll_crux_module_group(mca_coll_crux_module_t *m, const coll_crux_share_request_t *how,
+                             crux_share_slot_t *slot, crux_status_t *status)
+{
+    acquire_arg_t a = { m, how };
+    return crux_share_slot_get(slot, acquire, &a, status);
 }
 
 crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
@@ -164,7 +163,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
         .build = coll_crux_shm_group_build,
         .destroy = coll_crux_shm_group_destroy,
     };
-    m->group = coll_crux_module_group(m, &how, &m->group_state, &m->group_share, &status);
+    crux_coll_group_t *g = coll_crux_module_group(m, &how, &m->group_slot, &status);
     if (status != CRUX_OK) {
         COLL_CRUX_VERBOSE(1,
                           "no shared memory for communicator %s (%s; /dev/shm full, no "
@@ -172,7 +171,7 @@ crux_coll_group_t *coll_crux_get_group(mca_coll_crux_module_t *m)
                           "falling back to the previous module",
                           m->comm->c_name, crux_status_string(status));
     }
-    return m->group;
+    return g;
 }
 
 typedef struct {
@@ -216,7 +215,7 @@ crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
         .build = coll_crux_engine_group_build,
         .destroy = coll_crux_engine_group_destroy,
     };
-    m->engine_group = coll_crux_module_group(m, &how, &m->engine_state, &m->engine_share, &status);
+    crux_engine_group_t *g = coll_crux_module_group(m, &how, &m->engine_slot, &status);
     if (status != CRUX_OK) {
         COLL_CRUX_VERBOSE(1,
                           "communicator %s: no multipath engine (%s): host buffers take "
@@ -224,18 +223,14 @@ crux_engine_group_t *coll_crux_engine_group(mca_coll_crux_module_t *m)
                           "memory",
                           m->comm->c_name, crux_status_string(status));
     }
-    return m->engine_group;
+    return g;
 }
 
 void coll_crux_module_release(mca_coll_crux_module_t *m)
 {
-    crux_share_release(m->group_share, 0);
-    crux_share_release(m->layout_share, 0);
-    crux_share_release(m->engine_share, 0);
-    m->group_share = m->layout_share = m->engine_share = NULL;
-    m->group = NULL;
-    m->layout = NULL;
-    m->engine_group = NULL;
+    crux_share_slot_release(&m->group_slot);
+    crux_share_slot_release(&m->layout_slot);
+    crux_share_slot_release(&m->engine_slot);
 }
 
 bool coll_crux_engine_lanes(mca_coll_crux_module_t *m)

@@ -254,8 +254,7 @@ const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
         .build = layout_build,
         .destroy = layout_destroy,
     };
-    m->layout = coll_crux_module_group(m, &how, &m->layout_state, &m->layout_share, &status);
-    return m->layout;
+    return coll_crux_module_group(m, &how, &m->layout_slot, &status);
 }
 
 /* ---- the inter-group step ------------------------------------------------ */

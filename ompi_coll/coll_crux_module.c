@@ -17,15 +17,7 @@ static void coll_crux_module_construct(mca_coll_crux_module_t *m)
     m->request = (crux_request_t)CRUX_REQUEST_AUTO;
     m->all_local = false;
     m->building = false;
-    m->group_state = COLL_CRUX_GROUP_UNTRIED;
-    m->group = NULL;
-    m->group_share = NULL;
-    m->layout_state = COLL_CRUX_GROUP_UNTRIED;
-    m->layout = NULL;
-    m->layout_share = NULL;
-    m->engine_state = COLL_CRUX_GROUP_UNTRIED;
-    m->engine_group = NULL;
-    m->engine_share = NULL;
+    m->group_slot = m->layout_slot = m->engine_slot = (crux_share_slot_t)CRUX_SHARE_SLOT_INIT;
     m->dev_pinned = NULL;
     m->logged = 0;
     m->sizes = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;

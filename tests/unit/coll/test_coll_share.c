@@ -204,6 +204,64 @@ static int full_body(fork_group_member_t *m, void *arg)
     return 0;
 }
 
+/* A caller's slot: acquired at the first need and kept; released to make
+ * room by another caller's acquisition, acquired again at the next need;
+ * a failed acquisition said once, the slot then empty for good. */
+typedef struct {
+    crux_share_request_t r;
+    int acquisitions;
+    int fail;
+} slot_arg_t;
+
+static crux_status_t slot_acquire(void *argp, crux_share_t **share)
+{
+    slot_arg_t *a = argp;
+    crux_share_how_t how;
+    a->acquisitions++;
+    return a->fail ? CRUX_ERR_NO_RESOURCE : crux_share_acquire(&a->r, share, &how);
+}
+
+static int slot_body(fork_group_member_t *m, void *arg)
+{
+    (void)arg;
+    alarm(30);
+    crux_coll_oob_t oob = fork_group_oob(m);
+    crux_share_slot_t slot = CRUX_SHARE_SLOT_INIT, failed = CRUX_SHARE_SLOT_INIT;
+    slot_arg_t a = { .r = request(&oob, 1, 0) };
+    crux_status_t st;
+    CHECK(crux_share_slot_peek(&slot) == NULL, 2);
+    void *g = crux_share_slot_get(&slot, slot_acquire, &a, &st);
+    CHECK(g != NULL && st == CRUX_OK && a.acquisitions == 1, 3);
+    CHECK(crux_share_slot_get(&slot, slot_acquire, &a, &st) == g && a.acquisitions == 1, 4);
+    CHECK(crux_share_slot_peek(&slot) == g, 5);
+    /* fill the kind: the slot's group, least recently used, goes */
+    crux_share_t *s[CRUX_SHARE_MAX];
+    for (int v = 1; v <= CRUX_SHARE_MAX; v++) {
+        crux_share_request_t r = request(&oob, 1, v);
+        crux_share_how_t how;
+        CHECK(crux_share_acquire(&r, &s[v - 1], &how) == CRUX_OK, 6);
+    }
+    CHECK(crux_share_slot_peek(&slot) == NULL, 7);
+    g = crux_share_slot_get(&slot, slot_acquire, &a, &st);
+    CHECK(g != NULL && st == CRUX_OK && a.acquisitions == 2, 8);
+    crux_share_slot_release(&slot);
+    CHECK(crux_share_slot_peek(&slot) == NULL, 9);
+    /* cannot be had: said once, then nothing is tried again */
+    slot_arg_t f = { .fail = 1 };
+    CHECK(crux_share_slot_get(&failed, slot_acquire, &f, &st) == NULL && st == CRUX_ERR_NO_RESOURCE,
+          10);
+    CHECK(crux_share_slot_get(&failed, slot_acquire, &f, &st) == NULL && st == CRUX_OK &&
+              f.acquisitions == 1,
+          11);
+    return 0;
+}
+
+START_TEST(slot)
+{
+    ck_assert_int_eq(fork_group_run(2, slot_body, NULL), 0);
+}
+END_TEST
+
 START_TEST(shared)
 {
     ck_assert_int_eq(fork_group_run(3, shared_body, NULL), 0);
@@ -238,6 +296,7 @@ static Suite *suite(void)
     tcase_add_test(t, dropped);
     tcase_add_test(t, limit);
     tcase_add_test(t, full);
+    tcase_add_test(t, slot);
     suite_add_tcase(s, t);
     return s;
 }
