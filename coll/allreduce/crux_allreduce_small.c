@@ -72,12 +72,13 @@ static crux_status_t wait_slot(const call_t *c, int q, int which)
     /* The peer is usually a line's transfer away: look again, without the
      * group's wait (its bookkeeping is most of a small call's time), for
      * as long as the wait would spin without pausing. */
-    unsigned looks = c->g->spins > 0 ? CRUX_IDLE_LOOKS : 0;
-    while (crux_load(&head->seq) < c->seq && looks-- > 0) {
+    unsigned looks = c->g->spins > 0 ? CRUX_IDLE_LOOKS : 0, looked = 0;
+    while (crux_load(&head->seq) < c->seq && looked < looks) {
+        looked++;
     }
     if (crux_load(&head->seq) < c->seq) {
         size_t offset = (size_t)((uint8_t *)&head->seq - (uint8_t *)c->g->ctrl[q]);
-        st = crux_wait(c->g, q, offset, c->seq);
+        st = crux_wait_after(c->g, q, offset, c->seq, looked);
     }
     if (st == CRUX_OK && __atomic_load_n(&head->shape, __ATOMIC_RELAXED) != c->shape) {
         st = CRUX_ERR_INVALID;

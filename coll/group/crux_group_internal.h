@@ -161,6 +161,11 @@ void crux_raise(crux_coll_group_t *group, uint64_t *word, uint64_t value);
  * returns CRUX_ERR_PEER if the peer abandoned the group or its process is
  * gone. */
 crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target);
+/* ... after the caller looked 'looked' times itself (at most
+ * CRUX_IDLE_LOOKS): the wait's own looks without a pause are that many
+ * fewer. */
+crux_status_t crux_wait_after(crux_coll_group_t *group, int peer, size_t offset, uint64_t target,
+                              unsigned looked);
 
 #define CRUX_WAIT(group, peer, field, target) \
     crux_wait((group), (peer), offsetof(crux_ctrl_t, field), (target))

@@ -60,10 +60,12 @@ void crux_sleep_end(crux_sleep_t *sleep, int moved)
     __atomic_sub_fetch(&sleep->ctrl->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
+crux_status_t crux_wait_after(crux_coll_group_t *group, int peer, size_t offset, uint64_t target,
+                              unsigned looked)
 {
     crux_ctrl_t *ctrl = group->ctrl[peer];
     crux_idle_t idle = crux_idle_start(group->spins);
+    idle.polls = looked; /* the looks already made count as polls that looked */
     for (;;) {
         if (crux_look(group, peer, offset, target)) {
             return CRUX_OK;
@@ -82,4 +84,9 @@ crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint6
             return crux_look(group, peer, offset, target) ? CRUX_OK : CRUX_ERR_PEER;
         }
     }
+}
+
+crux_status_t crux_wait(crux_coll_group_t *group, int peer, size_t offset, uint64_t target)
+{
+    return crux_wait_after(group, peer, offset, target, 0);
 }
