@@ -9,14 +9,16 @@
  *                          size bounds libcrux_coll's selection gives it
  *   coll_crux_fill.c       stock components crux opens when it runs alone
  *   coll_crux_group.c      the libcrux_coll groups of a communicator (shared
- *                          memory, multipath engine), lazily
+ *                          memory, multipath engine) in its slots
+ *                          (crux_share_slot_t), their set-ups kept apart
+ *                          between threads
  *   coll_crux_share.c      groups shared between communicators: the process
  *                          names for libcrux_coll's crux_share_acquire
  *   coll_crux_hier.c       the subcommunicators of libcrux_coll's layout plan
  *                          (crux_layout_plan, crux_layout_handoff), the
  *                          inter-group step of the hierarchical Allreduce
  *   coll_crux_topo.c       this machine's topology, loaded once
- *   coll_crux_device.c     CUDA device buffers: detection, staging
+ *   coll_crux_device.c     CUDA device buffers: staging with MPI's extents
  *   coll_crux_net.c        the channel of the inter-node step: crux_net_open
  *                          given the parameters, the job's level and paths
  *   coll_crux_route.c      the ranks' host names for those paths
@@ -26,7 +28,9 @@
  *                          calls timed into libcrux_prio's crux_recorder_t
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
  *   coll_crux_allreduce.c  MPI_Allreduce: translate, select (libcrux_coll's
- *                          crux_allreduce_select), run, fall back
+ *                          crux_allreduce_select or its memo), run
+ *                          (crux_allreduce_run over the module's targets),
+ *                          fall back
  * Whatever crux does not handle goes to the module that was selected before
  * it on the communicator. */
 #ifndef MCA_COLL_CRUX_H
