@@ -445,11 +445,28 @@ enum {
     CRUX_NEEDS_CHANNEL = 8, /* the inter-group step's channel between nodes,
                              * marked with the job's level before the call */
 };
-unsigned crux_alg_needs(crux_alg_t alg);
+/* (inline: a small call's whole cost is a few hundred nanoseconds) */
+static inline unsigned crux_alg_needs(crux_alg_t alg)
+{
+    switch (alg) {
+    case CRUX_ALG_FLAGS:
+    case CRUX_ALG_SMALL: return CRUX_NEEDS_GROUP;
+    case CRUX_ALG_LANES:
+    case CRUX_ALG_DEVICE: return CRUX_NEEDS_ENGINE;
+    case CRUX_ALG_HIER:
+    case CRUX_ALG_HIER_SEQUENTIAL: return CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL;
+    /* its step is the cross communicator's own small Allreduce */
+    case CRUX_ALG_HIER_SMALL: return CRUX_NEEDS_LAYOUT;
+    default: return 0;
+    }
+}
 /* 1 for an algorithm that moves bulk data, which the job's arbitration
  * orders: not the small ones (waiting on arbitration would cost a few
  * cache lines' call more than it takes from anyone). */
-int crux_alg_arbitrated(crux_alg_t alg);
+static inline int crux_alg_arbitrated(crux_alg_t alg)
+{
+    return alg != CRUX_ALG_SMALL && alg != CRUX_ALG_HIER_SMALL && alg != CRUX_ALG_FALLBACK;
+}
 
 /* Run 'alg' (one of crux's, not FALLBACK or HOST_STAGED) over the targets
  * it needs.  CRUX_ERR_NOT_FOUND, nothing done, when they lack one: the
@@ -646,13 +663,14 @@ void crux_share_release(crux_share_t *share, int pin);
  * (every member needs it in the same call): a reference once acquired; if
  * the group cannot be had, the caller does without it for good; a group
  * released to make room is acquired again at the next need. */
+enum { CRUX_SHARE_SLOT_UNTRIED, CRUX_SHARE_SLOT_HELD, CRUX_SHARE_SLOT_FAILED };
 typedef struct {
-    int state; /* untried, held, failed: crux_layout_share.c */
+    int state; /* CRUX_SHARE_SLOT_* */
     crux_share_t *share;
 } crux_share_slot_t;
-#define CRUX_SHARE_SLOT_INIT \
-    {                        \
-        0, NULL              \
+#define CRUX_SHARE_SLOT_INIT          \
+    {                                 \
+        CRUX_SHARE_SLOT_UNTRIED, NULL \
     }
 
 /* The slot's group, its use noted; acquired through 'acquire' (collective)
@@ -664,7 +682,10 @@ void *crux_share_slot_get(crux_share_slot_t *slot,
                           crux_status_t *status);
 /* The slot's group without acquiring (NULL when it has none, or its group
  * was released), its use noted. */
-void *crux_share_slot_peek(crux_share_slot_t *slot);
+static inline void *crux_share_slot_peek(crux_share_slot_t *slot)
+{
+    return slot->state == CRUX_SHARE_SLOT_HELD ? crux_share_use(slot->share) : NULL;
+}
 /* Drop the slot's reference; it is untried again. */
 void crux_share_slot_release(crux_share_slot_t *slot);
 

@@ -291,33 +291,26 @@ void crux_share_release(crux_share_t *s, int pin)
     }
 }
 
-enum { SLOT_UNTRIED, SLOT_HELD, SLOT_FAILED };
-
 void *crux_share_slot_get(crux_share_slot_t *slot,
                           crux_status_t (*acquire)(void *arg, crux_share_t **share), void *arg,
                           crux_status_t *status)
 {
     *status = CRUX_OK;
     void *group = NULL;
-    if (slot->state == SLOT_HELD && (group = crux_share_use(slot->share)) == NULL) {
+    if (slot->state == CRUX_SHARE_SLOT_HELD && (group = crux_share_use(slot->share)) == NULL) {
         crux_share_slot_release(slot); /* released to make room: acquired again */
     }
-    if (slot->state != SLOT_UNTRIED) {
+    if (slot->state != CRUX_SHARE_SLOT_UNTRIED) {
         return group;
     }
     *status = acquire(arg, &slot->share);
-    slot->state = *status == CRUX_OK ? SLOT_HELD : SLOT_FAILED;
+    slot->state = *status == CRUX_OK ? CRUX_SHARE_SLOT_HELD : CRUX_SHARE_SLOT_FAILED;
     return *status == CRUX_OK ? crux_share_use(slot->share) : NULL;
-}
-
-void *crux_share_slot_peek(crux_share_slot_t *slot)
-{
-    return slot->state == SLOT_HELD ? crux_share_use(slot->share) : NULL;
 }
 
 void crux_share_slot_release(crux_share_slot_t *slot)
 {
-    if (slot->state == SLOT_HELD) {
+    if (slot->state == CRUX_SHARE_SLOT_HELD) {
         crux_share_release(slot->share, 0);
     }
     *slot = (crux_share_slot_t)CRUX_SHARE_SLOT_INIT;

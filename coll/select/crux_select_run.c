@@ -1,29 +1,8 @@
 /* Running the algorithm crux_allreduce_select chose, over what the caller
- * holds (crux_coll.h): which groups each algorithm takes, which are
- * arbitrated, and the memo that lets a repeated small call skip the
+ * holds (crux_coll.h, where crux_alg_needs says which groups each
+ * algorithm takes), and the memo that lets a repeated small call skip the
  * selection. */
 #include "coll/crux_coll.h"
-
-static const unsigned needs[CRUX_ALG_COUNT] = {
-    [CRUX_ALG_FLAGS] = CRUX_NEEDS_GROUP,
-    [CRUX_ALG_SMALL] = CRUX_NEEDS_GROUP,
-    [CRUX_ALG_LANES] = CRUX_NEEDS_ENGINE,
-    [CRUX_ALG_DEVICE] = CRUX_NEEDS_ENGINE,
-    [CRUX_ALG_HIER] = CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL,
-    [CRUX_ALG_HIER_SEQUENTIAL] = CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL,
-    /* its step is the cross communicator's own small Allreduce */
-    [CRUX_ALG_HIER_SMALL] = CRUX_NEEDS_LAYOUT,
-};
-
-unsigned crux_alg_needs(crux_alg_t alg)
-{
-    return (int)alg >= 0 && alg < CRUX_ALG_COUNT ? needs[alg] : 0;
-}
-
-int crux_alg_arbitrated(crux_alg_t alg)
-{
-    return alg != CRUX_ALG_SMALL && alg != CRUX_ALG_HIER_SMALL && alg != CRUX_ALG_FALLBACK;
-}
 
 static crux_coll_group_t *caller_of(crux_coll_group_t *g, uint64_t caller)
 {
