@@ -97,7 +97,7 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
                          crux_dtype_t cdtype, crux_op_t cop)
 {
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
-    coll_crux_ticket_t ticket;
+    crux_job_ticket_t ticket;
     crux_status_t status;
     coll_crux_set_caller(m);
     if (alg == CRUX_ALG_SMALL) {
