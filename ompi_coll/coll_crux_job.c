@@ -11,8 +11,8 @@
 #include "ompi_coll/coll_crux.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static crux_job_t *the_job;
-static bool opened; /* NULL: out of memory, a job without a priority file */
+static crux_job_t *the_job; /* NULL once opened: out of memory, a job without a priority file */
+static bool opened;
 
 static void log_line(void *arg, const char *message)
 {

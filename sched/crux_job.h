@@ -32,16 +32,17 @@ typedef struct crux_job crux_job_t;
 typedef void (*crux_job_log_fn)(void *arg, const char *message);
 
 typedef struct {
-    const char *priority_file; /* NULL or "": $CRUX_PRIORITY_FILE; neither: no levels, no arbitration */
-    const char *job_id;        /* NULL or "": the environment's (crux_prio_job_id) */
-    unsigned poll_ms;          /* the file looked at again at most this often (0: every transfer) */
-    const char *arb_path;      /* NULL or "": crux_arb_open's default */
-    unsigned arb_max_wait_us;  /* the longest wait for a higher level, and for the table's lock */
+    /* NULL or "": $CRUX_PRIORITY_FILE; neither: no levels, no arbitration */
+    const char *priority_file;
+    const char *job_id;       /* NULL or "": the environment's (crux_prio_job_id) */
+    unsigned poll_ms;         /* the file looked at again at most this often (0: every entry) */
+    const char *arb_path;     /* NULL or "": crux_arb_open's default */
+    unsigned arb_max_wait_us; /* the longest wait for a higher level, and for the table's lock */
     /* how messages name the settings above to the user: this, then the
      * field's name ("coll_crux_": "coll_crux_arb_max_wait_us"); NULL: "" */
     const char *names;
-    int export_level;     /* 1: the first level read goes into CRUX_PRIORITY_LEVEL */
-    crux_job_log_fn log;  /* NULL: "crux: MESSAGE" on stderr */
+    int export_level;    /* 1: the first level read goes into CRUX_PRIORITY_LEVEL */
+    crux_job_log_fn log; /* NULL: "crux: MESSAGE" on stderr */
     void *log_arg;
 } crux_job_config_t;
 

@@ -18,7 +18,7 @@ struct crux_job {
     uint64_t max_wait_ns;
     crux_job_log_fn log;
     void *log_arg;
-    pthread_mutex_t lock; /* the reader, as transfers of several threads enter */
+    pthread_mutex_t lock;       /* the reader, as transfers of several threads enter */
     crux_prio_reader_t *reader; /* NULL: no priority file read */
     crux_arb_t *arb;            /* NULL: no arbitration */
     /* read without the lock: */
@@ -163,8 +163,8 @@ void crux_job_close(crux_job_t *job)
         say(job,
             "job %s at level %d: %" PRIu64 " transfers, %" PRIu64 " waited for a "
             "higher level (%.1f ms), %" PRIu64 " gave up waiting, %" PRIu64 " without arbitration",
-            job->id, crux_job_level(job), c.transfers, c.waits, (double)c.wait_ns / 1e6,
-            c.timeouts, c.unarbitrated);
+            job->id, crux_job_level(job), c.transfers, c.waits, (double)c.wait_ns / 1e6, c.timeouts,
+            c.unarbitrated);
     }
     crux_arb_close(job->arb);
     crux_prio_reader_close(job->reader);

@@ -37,9 +37,10 @@ static int times_said(const char *text)
     return n;
 }
 
-static const char *const id_variables[] = { "CRUX_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID",
-                                             "LSB_JOBID",   "JOB_ID",       "FLUX_JOB_ID",
-                                             "OMPI_MCA_orte_ess_jobid" };
+static const char *const id_variables[] = {
+    "CRUX_JOB_ID", "SLURM_JOB_ID",           "PBS_JOBID", "LSB_JOBID", "JOB_ID",
+    "FLUX_JOB_ID", "OMPI_MCA_orte_ess_jobid"
+};
 
 static void setup(void)
 {
