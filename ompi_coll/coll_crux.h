@@ -22,8 +22,8 @@
  *   coll_crux_net.c        the channel of the inter-node step: crux_net_open
  *                          given the parameters, the job's level and paths
  *   coll_crux_route.c      the ranks' host names for those paths
- *   coll_crux_job.c        the job's priority level, network settings and
- *                          intra-host arbitration (crux-sched's priority file)
+ *   coll_crux_job.c        the job's place in crux-sched's schedule (level,
+ *                          network settings, arbitration): libcrux_job
  *   coll_crux_profile.c    the job's communication profile for crux-sched:
  *                          calls timed into libcrux_prio's crux_recorder_t
  *   coll_crux_dtype.c      MPI datatypes and ops to crux's
@@ -48,7 +48,7 @@
 #include "coll/crux_coll.h"
 #include "coll/crux_dev.h"
 #include "coll/crux_net.h"
-#include "sched/crux_arb.h"
+#include "sched/crux_job.h"
 
 BEGIN_C_DECLS
 
@@ -92,11 +92,8 @@ typedef struct {
     bool selected;       /* taking part in this job (coll_crux_optin.c) */
     bool algorithms_off; /* a parameter was refused: only the stock components run */
     int output;          /* opal_output stream for verbose messages */
-    int service_level;   /* the job level's network settings (-1: none) */
-    int traffic_class;
-    int dscp;
-    int net;                  /* crux_net_kind_t: the channel of the inter-node step */
-    char *net_if;             /* where the TCP channel listens ("": the first address up) */
+    int net;             /* crux_net_kind_t: the channel of the inter-node step */
+    char *net_if;        /* where the TCP channel listens ("": the first address up) */
     int net_setup_timeout_ms; /* the TCP channel's set-up, from the last rank's arrival */
 } mca_coll_crux_component_t;
 
@@ -246,17 +243,13 @@ const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *modul
 /* a module's references, dropped (its groups may be released meanwhile) */
 void coll_crux_module_release(mca_coll_crux_module_t *module);
 
-/* the job (coll_crux_job.c): enter before crux moves an Allreduce's data,
- * exit after; between them this process holds the host's arbitration at
- * the job's level */
-typedef struct {
-    bool held;
-    crux_arb_ticket_t arb;
-} coll_crux_ticket_t;
+/* the job (coll_crux_job.c, libcrux_job): enter before crux moves an
+ * Allreduce's data, exit after; between them this process holds the host's
+ * arbitration at the job's level */
 void coll_crux_job_init(void);
 const char *coll_crux_job_id(void);
-void coll_crux_job_enter(coll_crux_ticket_t *ticket);
-void coll_crux_job_exit(coll_crux_ticket_t *ticket);
+void coll_crux_job_enter(crux_job_ticket_t *ticket);
+void coll_crux_job_exit(crux_job_ticket_t *ticket);
 void coll_crux_job_finalize(void);
 
 /* the profile (coll_crux_profile.c): only the job's leader records */

@@ -120,7 +120,7 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
 {
     coll_crux_step_t step;
     crux_allreduce_targets_t t;
-    coll_crux_ticket_t ticket;
+    crux_job_ticket_t ticket;
     targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     if (!crux_alg_arbitrated(alg)) {

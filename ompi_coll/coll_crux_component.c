@@ -33,9 +33,6 @@ mca_coll_crux_component_t mca_coll_crux_component = {
         .collm_comm_query = mca_coll_crux_comm_query,
     },
     .output = -1,
-    .service_level = -1,
-    .traffic_class = -1,
-    .dscp = -1,
 };
 
 static const mca_base_var_enum_value_t net_kinds[] = {

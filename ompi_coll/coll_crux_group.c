@@ -65,8 +65,9 @@ crux_coll_config_t coll_crux_config(void)
     config.tl.shm_mds = c->shm_mds;
     config.tl.use_cma = c->use_cma;
     /* the job's level may change meanwhile, in another thread */
-    config.tl.service_level = __atomic_load_n(&c->service_level, __ATOMIC_RELAXED);
-    config.tl.traffic_class = __atomic_load_n(&c->traffic_class, __ATOMIC_RELAXED);
+    crux_net_level_t level = coll_crux_job_net_level();
+    config.tl.service_level = level.sl;
+    config.tl.traffic_class = level.tc;
     return config;
 }
 
