@@ -462,6 +462,63 @@ typedef struct {
 crux_status_t crux_layout_handoff(const crux_coll_oob_t *oob, int ready, crux_handoff_t asked,
                                   const crux_layout_build_t *build, int *lanes, int *small);
 
+struct crux_net; /* crux_net.h */
+
+/* A layout as one member holds it once built (plain data: the caller keeps
+ * the communicators and the references that hold the groups beside it). */
+typedef struct {
+    crux_coll_group_t *group;   /* shared memory within the rank group ... */
+    crux_engine_group_t *lanes; /* ... or, where every rank group has them, the lanes */
+    /* the small Allreduce's shared-memory group: 'group', or beside the
+     * lanes one of its own (NULL: none could be had) */
+    crux_coll_group_t *small;
+    int cross_local;      /* the cross group's members share this node */
+    struct crux_net *net; /* the channel between nodes (crux_net_open); NULL: none */
+    uint64_t route;       /* the hash of the route its TCP connections took */
+    int groups, per_group;
+} crux_layout_t;
+
+/* 1 when a layout's groups within the rank group are broken (a member
+ * failed or died): no new caller may take the layout. */
+int crux_layout_broken(const crux_layout_t *layout);
+
+/* The caller's own Allreduce over the cross group (e.g. MPI's on a
+ * communicator over member i of every rank group), in place on 'count'
+ * elements at 'buf': 'reduce' blocking; 'start' nonblocking, then 'test'
+ * until *done. */
+typedef struct {
+    crux_status_t (*reduce)(void *arg, void *buf, size_t count);
+    crux_status_t (*start)(void *arg, void *buf, size_t count, void **request);
+    crux_status_t (*test)(void *arg, void *request, int *done);
+    void *arg;
+} crux_layout_cross_t;
+
+/* How a layout's inter-group step goes. */
+typedef enum {
+    CRUX_LAYOUT_STEP_NET,         /* over the channel between nodes; over TCP a member
+                                   * with nothing else to do sleeps on its sockets */
+    CRUX_LAYOUT_STEP_BLOCKING,    /* the caller's blocking Allreduce: the cross group
+                                   * shares this node (crux's own, in shared memory) */
+    CRUX_LAYOUT_STEP_NONBLOCKING, /* the caller's nonblocking Allreduce, polled while
+                                   * the rank group goes on */
+} crux_layout_step_t;
+crux_layout_step_t crux_layout_step(const crux_layout_t *layout);
+
+/* The hierarchical Allreduce over a layout: crux_engine_allreduce_hier
+ * over its lanes, else crux_coll_allreduce_hier over its group, the
+ * inter-group step as crux_layout_step says. */
+crux_status_t crux_layout_allreduce(const crux_layout_t *layout, const crux_layout_cross_t *cross,
+                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                    crux_dtype_t dtype, crux_op_t op);
+/* The small Allreduce across the rank groups over a layout's small group
+ * (crux_coll_allreduce_small_hier; CRUX_ERR_UNSUPPORTED without one): its
+ * inter-group step is the caller's blocking Allreduce, always (for a few
+ * cache lines a nonblocking one's schedule costs more than it overlaps). */
+crux_status_t crux_layout_allreduce_small(const crux_layout_t *layout,
+                                          const crux_layout_cross_t *cross, const void *sbuf,
+                                          void *rbuf, size_t count, crux_dtype_t dtype,
+                                          crux_op_t op);
+
 /* --- sharing groups between communicators ------------------------------ */
 
 /* A group of any kind (a shared-memory group, an engine group, a caller's

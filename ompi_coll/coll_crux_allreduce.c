@@ -67,7 +67,9 @@ static crux_coll_group_t *small_group(mca_coll_crux_module_t *m, size_t bytes)
 static const mca_coll_crux_layout_t *small_layout(mca_coll_crux_module_t *m, size_t bytes)
 {
     const mca_coll_crux_layout_t *l = coll_crux_get_layout(m);
-    return l != NULL && l->small != NULL && crux_coll_small_fits(l->small, bytes) ? l : NULL;
+    return l != NULL && l->super.small != NULL && crux_coll_small_fits(l->super.small, bytes)
+               ? l
+               : NULL;
 }
 
 static int has(void *arg, crux_select_cap_t cap)
@@ -80,7 +82,7 @@ static int has(void *arg, crux_select_cap_t cap)
     case CRUX_CAP_LAYOUT: return coll_crux_get_layout(c->m) != NULL;
     case CRUX_CAP_LAYOUT_LANES: {
         const mca_coll_crux_layout_t *l = coll_crux_get_layout(c->m);
-        return l != NULL && l->lanes != NULL;
+        return l != NULL && l->super.lanes != NULL;
     }
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
     case CRUX_CAP_SMALL: return small_group(c->m, c->bytes) != NULL;
@@ -250,10 +252,10 @@ static int small_call(const void *sbuf, void *rbuf, int count, size_t bytes, omp
     } else if (m->small_alg == CRUX_ALG_HIER_SMALL) {
         const mca_coll_crux_layout_t *l =
             m->layout_share != NULL ? crux_share_use(m->layout_share) : NULL;
-        if (l == NULL || l->small == NULL || !crux_coll_small_fits(l->small, bytes)) {
+        if (l == NULL || l->super.small == NULL || !crux_coll_small_fits(l->super.small, bytes)) {
             return 0;
         }
-        crux_coll_group_set_caller(l->small, ompi_comm_get_cid(comm));
+        crux_coll_group_set_caller(l->super.small, ompi_comm_get_cid(comm));
         st = coll_crux_allreduce_small_hier(l, sbuf, rbuf, count, dtype, op, m->small_cdtype,
                                             m->small_cop);
     } else {

@@ -218,14 +218,14 @@ void coll_crux_set_caller(mca_coll_crux_module_t *m)
         crux_engine_group_set_caller(dev, cid);
     }
     /* a layout's groups may serve other communicators too */
-    if (l != NULL && l->group != NULL) {
-        crux_coll_group_set_caller(l->group, cid);
+    if (l != NULL && l->super.group != NULL) {
+        crux_coll_group_set_caller(l->super.group, cid);
     }
-    if (l != NULL && l->lanes != NULL) {
-        crux_engine_group_set_caller(l->lanes, cid);
+    if (l != NULL && l->super.lanes != NULL) {
+        crux_engine_group_set_caller(l->super.lanes, cid);
     }
-    if (l != NULL && l->small != NULL) {
-        crux_coll_group_set_caller(l->small, cid);
+    if (l != NULL && l->super.small != NULL) {
+        crux_coll_group_set_caller(l->super.small, cid);
     }
 }
 
