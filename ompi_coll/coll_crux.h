@@ -13,13 +13,16 @@
  *   coll_crux_share.c      groups shared between communicators: the process
  *                          names for libcrux_coll's crux_share_acquire
  *   coll_crux_hier.c       the subcommunicators of libcrux_coll's layout plan
- *                          (crux_layout_plan, crux_layout_handoff), the
- *                          inter-group step of the hierarchical Allreduce
+ *                          (crux_layout_plan, crux_layout_handoff), and the
+ *                          cross communicator's Allreduces its inter-group
+ *                          step takes (crux_layout_allreduce)
  *   coll_crux_topo.c       this machine's topology, loaded once
  *   coll_crux_device.c     CUDA device buffers: detection, staging
- *   coll_crux_net.c        the channel of the inter-node step: crux_net_open
- *                          given the parameters, the job's level and paths
- *   coll_crux_route.c      the ranks' host names for those paths
+ *   coll_crux_net.c        the channel of the inter-node step: crux_net_open,
+ *                          crux_net_follow_route and crux_net_mark given the
+ *                          parameters, the job's level and route; what they
+ *                          did, said
+ *   coll_crux_route.c      the ranks' host names for the route's paths
  *   coll_crux_job.c        the job's priority level, network settings and
  *                          intra-host arbitration (crux-sched's priority file)
  *   coll_crux_profile.c    the job's communication profile for crux-sched:

@@ -192,6 +192,19 @@ static int build_shared(void *argp, int small_only)
     return local_group(a->l, &a->oob, COLL_CRUX_SHM, small_only, share, &a->shared) == CRUX_OK;
 }
 
+/* How the layout's inter-group step goes (crux_layout_step), to say. */
+static const char *step_said(const crux_layout_t *l)
+{
+    switch (crux_layout_step(l)) {
+    case CRUX_LAYOUT_STEP_NET:
+        return crux_net_kind(l->net) == CRUX_NET_UCX ? "over crux's ucx channel"
+                                                     : "over crux's tcp channel";
+    case CRUX_LAYOUT_STEP_BLOCKING: return "through shared memory";
+    case CRUX_LAYOUT_STEP_NONBLOCKING: break;
+    }
+    return "over the PML";
+}
+
 /* The layout of the module's communicator (collective over it, 'oob' its
  * exchange): the plan's subcommunicators, within the rank groups the
  * engine's lanes or a shared-memory group (shared with communicators over
@@ -253,10 +266,7 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob, void
                       "step %s",
                       m->comm->c_name, use->super.groups, use->super.per_group,
                       use->super.lanes != NULL ? "the engine's lanes" : "staging",
-                      use->super.cross_local                          ? "through shared memory"
-                      : use->super.net == NULL                        ? "over the PML"
-                      : crux_net_kind(use->super.net) == CRUX_NET_UCX ? "over crux's ucx channel"
-                                                                      : "over crux's tcp channel");
+                      step_said(&use->super));
     *out = l;
     return CRUX_OK;
 }

@@ -27,9 +27,9 @@ int crux_layout_broken(const crux_layout_t *l)
 
 crux_layout_step_t crux_layout_step(const crux_layout_t *l)
 {
-    return l->net != NULL      ? CRUX_LAYOUT_STEP_NET
-           : l->cross_local    ? CRUX_LAYOUT_STEP_BLOCKING
-                               : CRUX_LAYOUT_STEP_NONBLOCKING;
+    return l->net != NULL   ? CRUX_LAYOUT_STEP_NET
+           : l->cross_local ? CRUX_LAYOUT_STEP_BLOCKING
+                            : CRUX_LAYOUT_STEP_NONBLOCKING;
 }
 
 static crux_status_t net_start(void *argp, void *buf, size_t count, void **request)
@@ -87,7 +87,8 @@ static crux_coll_inter_t inter_of(crux_layout_step_t step, step_arg_t *arg)
         return (crux_coll_inter_t){ net_start, net_test, arg,
                                     crux_net_kind(arg->layout->net) == CRUX_NET_TCP ? net_wait
                                                                                     : NULL };
-    case CRUX_LAYOUT_STEP_BLOCKING: return (crux_coll_inter_t){ blocking_start, blocking_test, arg };
+    case CRUX_LAYOUT_STEP_BLOCKING:
+        return (crux_coll_inter_t){ blocking_start, blocking_test, arg };
     case CRUX_LAYOUT_STEP_NONBLOCKING: break;
     }
     return (crux_coll_inter_t){ nonblocking_start, nonblocking_test, arg };

@@ -130,16 +130,15 @@ static int step_body(fork_group_member_t *m, void *arg)
     int want_reduces = c->step == CRUX_LAYOUT_STEP_BLOCKING,
         want_starts = c->step == CRUX_LAYOUT_STEP_NONBLOCKING;
     if ((st.reduces > 0) != want_reduces || (st.starts > 0) != want_starts) {
-        fprintf(stderr, "member %d: %d blocking, %d nonblocking\n", m->rank, st.reduces,
-                st.starts);
+        fprintf(stderr, "member %d: %d blocking, %d nonblocking\n", m->rank, st.reduces, st.starts);
         return 7;
     }
     /* the small Allreduce: member 0 of each rank group steps, blocking */
     st.reduces = st.starts = 0;
     fork_group_barrier(m);
     status = crux_layout_allreduce_small(&l, &cross, s, r, SMALL, CRUX_DT_INT32, CRUX_OP_SUM);
-    if (status != CRUX_OK || !sums(r, SMALL, m->size) ||
-        st.reduces != (local == 0 ? 1 : 0) || st.starts != 0) {
+    if (status != CRUX_OK || !sums(r, SMALL, m->size) || st.reduces != (local == 0 ? 1 : 0) ||
+        st.starts != 0) {
         return 8;
     }
     /* without a small group: refused, nothing done */
