@@ -124,7 +124,7 @@ void crux_net_destroy(crux_net_t *net);
 /* --- opening a channel: the fallbacks ------------------------------------ */
 
 /* What opening the channel between nodes takes (plain data, the same on
- * every member but 'rail' and 'paths'). */
+ * every member but 'rail'). */
 typedef struct {
     crux_net_kind_t asked; /* the coll_crux_net parameter */
     /* UCX has an RDMA device here: 1 or 0, or -1 for crux_net_open to

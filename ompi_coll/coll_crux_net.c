@@ -76,7 +76,7 @@ static crux_coll_oob_t cross_oob(const mca_coll_crux_layout_t *l)
 void coll_crux_net_open(mca_coll_crux_layout_t *l, ompi_communicator_t *comm)
 {
     char why[512], route[COLL_CRUX_ROUTE_MAX];
-    l->hosts = l->super.cross_local ? NULL : coll_crux_route_hosts(l->cross_comm);
+    l->hosts = coll_crux_route_hosts(l->cross_comm);
     bool read = coll_crux_job_route(route, sizeof(route));
     crux_net_open_t args = open_args(l, route, read);
     crux_coll_oob_t oob = cross_oob(l);
