@@ -421,99 +421,6 @@ crux_alg_t crux_allreduce_select(const crux_select_query_t *query, const char **
 crux_alg_t crux_allreduce_next(crux_alg_t alg, crux_status_t status, const char **why);
 const char *crux_alg_name(crux_alg_t alg);
 
-/* What a caller holds to run the algorithms: its groups over every member,
- * and its layout's groups and inter-group steps (NULL where it has none).
- * crux_alg_needs says which of them an algorithm takes. */
-typedef struct {
-    uint64_t caller;                      /* crux_coll_group_set_caller's word, set on
-                                        * the groups a call uses */
-    crux_coll_group_t *group;             /* FLAGS, SMALL */
-    crux_engine_group_t *engine;          /* LANES, DEVICE */
-    crux_coll_group_t *layout_group;      /* HIER*: the rank groups' flags hand-off, */
-    crux_engine_group_t *layout_lanes;    /* ... or their lanes (taken first) */
-    crux_coll_group_t *layout_small;      /* HIER_SMALL */
-    const crux_coll_inter_t *inter;       /* HIER*'s inter-group step */
-    const crux_coll_inter_t *small_inter; /* HIER_SMALL's: member 0 of each rank group */
-    unsigned depth;                       /* HIER's chunks in the inter-group step at once */
-} crux_allreduce_targets_t;
-
-/* What an algorithm takes from crux_allreduce_targets_t. */
-enum {
-    CRUX_NEEDS_GROUP = 1,   /* group */
-    CRUX_NEEDS_ENGINE = 2,  /* engine */
-    CRUX_NEEDS_LAYOUT = 4,  /* the layout's groups and inter-group steps */
-    CRUX_NEEDS_CHANNEL = 8, /* the inter-group step's channel between nodes,
-                             * marked with the job's level before the call */
-};
-/* (inline: a small call's whole cost is a few hundred nanoseconds) */
-static inline unsigned crux_alg_needs(crux_alg_t alg)
-{
-    switch (alg) {
-    case CRUX_ALG_FLAGS:
-    case CRUX_ALG_SMALL: return CRUX_NEEDS_GROUP;
-    case CRUX_ALG_LANES:
-    case CRUX_ALG_DEVICE: return CRUX_NEEDS_ENGINE;
-    case CRUX_ALG_HIER:
-    case CRUX_ALG_HIER_SEQUENTIAL: return CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL;
-    /* its step is the cross communicator's own small Allreduce */
-    case CRUX_ALG_HIER_SMALL: return CRUX_NEEDS_LAYOUT;
-    default: return 0;
-    }
-}
-/* 1 for an algorithm that moves bulk data, which the job's arbitration
- * orders: not the small ones (waiting on arbitration would cost a few
- * cache lines' call more than it takes from anyone). */
-static inline int crux_alg_arbitrated(crux_alg_t alg)
-{
-    return alg != CRUX_ALG_SMALL && alg != CRUX_ALG_HIER_SMALL && alg != CRUX_ALG_FALLBACK;
-}
-
-/* Run 'alg' (one of crux's, not FALLBACK or HOST_STAGED) over the targets
- * it needs.  CRUX_ERR_NOT_FOUND, nothing done, when they lack one: the
- * caller selects again, acquiring what is missing (alike on every member,
- * since a group goes only when all agree).  Otherwise the algorithm's own
- * returns (crux_allreduce_next says what follows; a call too large for a
- * small algorithm's slots is CRUX_ERR_UNSUPPORTED). */
-crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *targets, crux_alg_t alg,
-                                 const void *sbuf, void *rbuf, size_t count, crux_dtype_t dtype,
-                                 crux_op_t op);
-
-/* A caller's memory of its small host calls: the last one's datatype and
- * op (the caller's handles), their translation and the algorithm it was
- * given, so that a repeat skips the translation and the selection (a few
- * hundred nanoseconds are a small call's whole cost). */
-typedef struct {
-    const void *dtype_key, *op_key;
-    crux_dtype_t dtype;
-    crux_op_t op;
-    crux_alg_t alg; /* CRUX_ALG_COUNT: none yet; FALLBACK for handles without a
-                     * translation */
-} crux_select_memo_t;
-
-#define CRUX_SELECT_MEMO_INIT                                    \
-    {                                                            \
-        NULL, NULL, CRUX_DT_COUNT, CRUX_OP_COUNT, CRUX_ALG_COUNT \
-    }
-
-/* The algorithm for a host call of 'bytes' (more than 0) in the datatype
- * and op of those handles: the memo's, or CRUX_ALG_COUNT when the call
- * must be selected. */
-static inline crux_alg_t crux_select_memo_alg(const crux_select_memo_t *memo,
-                                              const crux_select_bounds_t *bounds, size_t bytes,
-                                              const void *dtype_key, const void *op_key)
-{
-    if (bytes > bounds->small_max || dtype_key != memo->dtype_key || op_key != memo->op_key) {
-        return CRUX_ALG_COUNT;
-    }
-    return memo->alg;
-}
-/* Remember a host call that was selected ('dtype' CRUX_DT_COUNT and 'alg'
- * FALLBACK for handles without a translation); only calls the memo
- * serves (up to the bounds' small_max) are kept. */
-void crux_select_memo_note(crux_select_memo_t *memo, const crux_select_bounds_t *bounds,
-                           size_t bytes, const void *dtype_key, const void *op_key,
-                           crux_dtype_t dtype, crux_op_t op, crux_alg_t alg);
-
 /* --- the ranges of what a caller gives ---------------------------------- */
 
 /* Whether a caller's values are in range: its groups' configuration, the
@@ -605,6 +512,155 @@ enum { CRUX_SHARE_FLAT, CRUX_SHARE_RANK_GROUP, CRUX_SHARE_RANK_GROUP_SMALL };
 /* ... and a layout: one built to hand data on with 'asked' (a layout
  * built without lanes differs from one that may have them). */
 int crux_layout_variant(crux_handoff_t asked);
+
+struct crux_net; /* crux_net.h */
+
+/* A layout as one member holds it once built (plain data: the caller keeps
+ * the communicators and the references that hold the groups beside it). */
+typedef struct {
+    crux_coll_group_t *group;   /* shared memory within the rank group ... */
+    crux_engine_group_t *lanes; /* ... or, where every rank group has them, the lanes */
+    /* the small Allreduce's shared-memory group: 'group', or beside the
+     * lanes one of its own (NULL: none could be had) */
+    crux_coll_group_t *small;
+    int cross_local;      /* the cross group's members share this node */
+    struct crux_net *net; /* the channel between nodes (crux_net_open); NULL: none */
+    uint64_t route;       /* the hash of the route its TCP connections took */
+    int groups, per_group;
+} crux_layout_t;
+
+/* 1 when a layout's groups within the rank group are broken (a member
+ * failed or died): no new caller may take the layout. */
+int crux_layout_broken(const crux_layout_t *layout);
+
+/* The caller's own Allreduce over the cross group (e.g. MPI's on a
+ * communicator over member i of every rank group), in place on 'count'
+ * elements at 'buf': 'reduce' blocking; 'start' nonblocking, then 'test'
+ * until *done. */
+typedef struct {
+    crux_status_t (*reduce)(void *arg, void *buf, size_t count);
+    crux_status_t (*start)(void *arg, void *buf, size_t count, void **request);
+    crux_status_t (*test)(void *arg, void *request, int *done);
+    void *arg;
+} crux_layout_cross_t;
+
+/* How a layout's inter-group step goes. */
+typedef enum {
+    CRUX_LAYOUT_STEP_NET,         /* over the channel between nodes; over TCP a member
+                                   * with nothing else to do sleeps on its sockets */
+    CRUX_LAYOUT_STEP_BLOCKING,    /* the caller's blocking Allreduce: the cross group
+                                   * shares this node (crux's own, in shared memory) */
+    CRUX_LAYOUT_STEP_NONBLOCKING, /* the caller's nonblocking Allreduce, polled while
+                                   * the rank group goes on */
+} crux_layout_step_t;
+crux_layout_step_t crux_layout_step(const crux_layout_t *layout);
+
+/* The hierarchical Allreduce over a layout: crux_engine_allreduce_hier
+ * over its lanes, else crux_coll_allreduce_hier over its group, the
+ * inter-group step as crux_layout_step says. */
+crux_status_t crux_layout_allreduce(const crux_layout_t *layout, const crux_layout_cross_t *cross,
+                                    unsigned depth, const void *sbuf, void *rbuf, size_t count,
+                                    crux_dtype_t dtype, crux_op_t op);
+/* The small Allreduce across the rank groups over a layout's small group
+ * (crux_coll_allreduce_small_hier; CRUX_ERR_UNSUPPORTED without one): its
+ * inter-group step is the caller's blocking Allreduce, always (for a few
+ * cache lines a nonblocking one's schedule costs more than it overlaps). */
+crux_status_t crux_layout_allreduce_small(const crux_layout_t *layout,
+                                          const crux_layout_cross_t *cross, const void *sbuf,
+                                          void *rbuf, size_t count, crux_dtype_t dtype,
+                                          crux_op_t op);
+
+/* --- running the chosen algorithm ------------------------------------ */
+
+/* What a caller holds to run the algorithms: its groups over every member,
+ * and its layout with the cross group's Allreduces (NULL where it has
+ * none).  crux_alg_needs says which of them an algorithm takes. */
+typedef struct {
+    uint64_t caller;                  /* crux_coll_group_set_caller's word, set on
+                                       * the groups a call uses */
+    crux_coll_group_t *group;         /* FLAGS, SMALL */
+    crux_engine_group_t *engine;      /* LANES, DEVICE */
+    const crux_layout_t *layout;      /* HIER*, HIER_SMALL */
+    const crux_layout_cross_t *cross; /* ... and the cross group's Allreduces */
+    unsigned depth;                   /* HIER's chunks in the inter-group step at once */
+} crux_allreduce_targets_t;
+
+/* What an algorithm takes from crux_allreduce_targets_t. */
+enum {
+    CRUX_NEEDS_GROUP = 1,   /* group */
+    CRUX_NEEDS_ENGINE = 2,  /* engine */
+    CRUX_NEEDS_LAYOUT = 4,  /* the layout's groups and inter-group steps */
+    CRUX_NEEDS_CHANNEL = 8, /* the inter-group step's channel between nodes,
+                             * marked with the job's level before the call */
+};
+/* (inline: a small call's whole cost is a few hundred nanoseconds) */
+static inline unsigned crux_alg_needs(crux_alg_t alg)
+{
+    switch (alg) {
+    case CRUX_ALG_FLAGS:
+    case CRUX_ALG_SMALL: return CRUX_NEEDS_GROUP;
+    case CRUX_ALG_LANES:
+    case CRUX_ALG_DEVICE: return CRUX_NEEDS_ENGINE;
+    case CRUX_ALG_HIER:
+    case CRUX_ALG_HIER_SEQUENTIAL: return CRUX_NEEDS_LAYOUT | CRUX_NEEDS_CHANNEL;
+    /* its step is the cross communicator's own small Allreduce */
+    case CRUX_ALG_HIER_SMALL: return CRUX_NEEDS_LAYOUT;
+    default: return 0;
+    }
+}
+/* 1 for an algorithm that moves bulk data, which the job's arbitration
+ * orders: not the small ones (waiting on arbitration would cost a few
+ * cache lines' call more than it takes from anyone). */
+static inline int crux_alg_arbitrated(crux_alg_t alg)
+{
+    return alg != CRUX_ALG_SMALL && alg != CRUX_ALG_HIER_SMALL && alg != CRUX_ALG_FALLBACK;
+}
+
+/* Run 'alg' (one of crux's, not FALLBACK or HOST_STAGED) over the targets
+ * it needs.  CRUX_ERR_NOT_FOUND, nothing done, when they lack one: the
+ * caller selects again, acquiring what is missing (alike on every member,
+ * since a group goes only when all agree).  Otherwise the algorithm's own
+ * returns (crux_allreduce_next says what follows; a call too large for a
+ * small algorithm's slots is CRUX_ERR_UNSUPPORTED). */
+crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *targets, crux_alg_t alg,
+                                 const void *sbuf, void *rbuf, size_t count, crux_dtype_t dtype,
+                                 crux_op_t op);
+
+/* A caller's memory of its small host calls: the last one's datatype and
+ * op (the caller's handles), their translation and the algorithm it was
+ * given, so that a repeat skips the translation and the selection (a few
+ * hundred nanoseconds are a small call's whole cost). */
+typedef struct {
+    const void *dtype_key, *op_key;
+    crux_dtype_t dtype;
+    crux_op_t op;
+    crux_alg_t alg; /* CRUX_ALG_COUNT: none yet; FALLBACK for handles without a
+                     * translation */
+} crux_select_memo_t;
+
+#define CRUX_SELECT_MEMO_INIT                                    \
+    {                                                            \
+        NULL, NULL, CRUX_DT_COUNT, CRUX_OP_COUNT, CRUX_ALG_COUNT \
+    }
+
+/* The algorithm for a host call of 'bytes' (more than 0) in the datatype
+ * and op of those handles: the memo's, or CRUX_ALG_COUNT when the call
+ * must be selected. */
+static inline crux_alg_t crux_select_memo_alg(const crux_select_memo_t *memo,
+                                              const crux_select_bounds_t *bounds, size_t bytes,
+                                              const void *dtype_key, const void *op_key)
+{
+    if (bytes > bounds->small_max || dtype_key != memo->dtype_key || op_key != memo->op_key) {
+        return CRUX_ALG_COUNT;
+    }
+    return memo->alg;
+}
+/* Remember a host call that was selected ('dtype' CRUX_DT_COUNT and 'alg'
+ * FALLBACK for handles without a translation); only calls the memo
+ * serves (up to the bounds' small_max) are kept. */
+void crux_select_memo_note(crux_select_memo_t *memo, const crux_select_bounds_t *bounds,
+                           size_t bytes, const void *dtype_key, const void *op_key,
+                           crux_dtype_t dtype, crux_op_t op, crux_alg_t alg);
 
 /* --- sharing groups between communicators ------------------------------ */
 

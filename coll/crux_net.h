@@ -34,14 +34,15 @@
 
 typedef struct crux_net crux_net_t;
 
-/* Which channel a communicator's inter-node step uses; the values are
- * those of the coll_crux_net MCA parameter. */
+/* Which channel a communicator's inter-node step uses; the values but
+ * NONE are those of the coll_crux_net MCA parameter. */
 typedef enum {
     CRUX_NET_AUTO = 0, /* RDMA when UCX has it, else TCP, else the PML */
     CRUX_NET_RDMA = 1, /* the UCX channel, where UCX has an RDMA transport */
     CRUX_NET_TCP = 2,
-    CRUX_NET_PML = 3, /* the MPI library's own point-to-point layer: unmarked */
-    CRUX_NET_UCX = 4, /* the UCX channel over whatever UCX has (its tcp too) */
+    CRUX_NET_PML = 3,  /* the MPI library's own point-to-point layer: unmarked */
+    CRUX_NET_UCX = 4,  /* the UCX channel over whatever UCX has (its tcp too) */
+    CRUX_NET_NONE = 5, /* no channel: the members share this node (never asked) */
 } crux_net_kind_t;
 
 const char *crux_net_kind_name(crux_net_kind_t kind);
@@ -123,30 +124,38 @@ void crux_net_destroy(crux_net_t *net);
 /* --- opening a channel: the fallbacks ------------------------------------ */
 
 /* What opening the channel between nodes takes (plain data, the same on
- * every member but 'rail' and 'paths'). */
+ * every member but 'rail'). */
 typedef struct {
     crux_net_kind_t asked; /* the coll_crux_net parameter */
-    int rdma;              /* UCX has an RDMA device here (crux_net_rdma_available) */
+    /* UCX has an RDMA device here: 1 or 0, or -1 for crux_net_open to
+     * ask crux_net_rdma_available where the choice depends on it */
+    int rdma;
+    int local; /* the members share this node: no channel (CRUX_NET_NONE) */
     /* where the TCP channel listens: a comma-separated list of
      * crux_net_tcp_create's 'where', of which this member takes entry
      * 'rail' (modulo their number: the members of a node that share rail i
      * spread over its NICs); NULL or "": the first address up */
     const char *where;
     int rail;
-    int setup_timeout_ms;         /* the TCP channel's set-up */
-    crux_net_level_t level;       /* the first marking */
-    const crux_net_path_t *paths; /* the TCP connections' planned paths, one per
-                                   * member (crux_net_route_paths); NULL: none */
+    int setup_timeout_ms;   /* the TCP channel's set-up */
+    crux_net_level_t level; /* the first marking */
+    /* the job's route (crux_net_route_paths: the TCP connections' planned
+     * paths), NULL when the job reads no priority file, "" for none; and
+     * the members' host names, in member order (NULL: no paths) */
+    const char *route;
+    const char *const *hosts;
 } crux_net_open_t;
 
-/* Open the channel between nodes (collective over 'oob'): the kind asked
- * where it is available (crux_net_choose), and when the UCX channel cannot
- * be made the TCP channel, and when that cannot either none.  Each
- * creation agrees its outcome, so every member takes the same steps down
- * and all return the same kind: CRUX_NET_UCX or CRUX_NET_TCP with the
- * channel in *net_p, or CRUX_NET_PML (*net_p NULL: the caller's own
- * point-to-point layer).  'why' says why each channel tried was not had,
- * "no ucx channel (<status>: <reason>): tcp; ...", "" when none failed. */
+/* Open the channel between nodes (collective over 'oob'): none when the
+ * members share this node (CRUX_NET_NONE, *net_p NULL, nothing
+ * exchanged); else the kind asked where it is available
+ * (crux_net_choose), and when the UCX channel cannot be made the TCP
+ * channel, and when that cannot either none.  Each creation agrees its
+ * outcome, so every member takes the same steps down and all return the
+ * same kind: CRUX_NET_UCX or CRUX_NET_TCP with the channel in *net_p, or
+ * CRUX_NET_PML (*net_p NULL: the caller's own point-to-point layer).
+ * 'why' says why each channel tried was not had, "no ucx channel
+ * (<status>: <reason>): tcp; ...", "" when none failed. */
 crux_net_kind_t crux_net_open(const crux_coll_oob_t *oob, const crux_net_open_t *open,
                               crux_net_t **net_p, char *why, size_t len);
 /* Entry 'rail' (modulo their number) of the comma-separated 'list' into
@@ -168,6 +177,27 @@ crux_net_path_t *crux_net_route_paths(const char *route, const char *const *host
  * the exchange fails.  Every member gets the same answer. */
 int crux_net_route_changed(const crux_coll_oob_t *oob, uint64_t now, uint64_t took);
 
+/* What following the route did (crux_net_follow_route), alike on every
+ * member. */
+typedef enum {
+    CRUX_NET_ROUTE_KEPT,   /* nothing to follow: no route read, not a TCP channel,
+                            * the route its connections took, or the members
+                            * have not all read the same one yet */
+    CRUX_NET_ROUTE_REMADE, /* the TCP channel made again on the new route */
+    CRUX_NET_ROUTE_LOST,   /* it could not be: no channel now ('why' says why) */
+} crux_net_route_outcome_t;
+
+/* Follow the job's route between collectives (collective over 'oob', the
+ * channel's members, called before the same collective on each): when
+ * *net_p is a TCP channel and every member read the same route
+ * (open->route, not NULL) that differs from the one some member's
+ * connections took (*took, crux_net_route_hash), the channel is destroyed
+ * and opened again over TCP (open->asked is not looked at) on the new
+ * route's paths, and *took becomes its hash. */
+crux_net_route_outcome_t crux_net_follow_route(const crux_coll_oob_t *oob, crux_net_t **net_p,
+                                               const crux_net_open_t *open, uint64_t *took,
+                                               char *why, size_t len);
+
 /* CRUX_NET_TCP or CRUX_NET_UCX. */
 crux_net_kind_t crux_net_kind(const crux_net_t *net);
 
@@ -184,6 +214,27 @@ crux_net_kind_t crux_net_kind(const crux_net_t *net);
  * endpoints) the first time the level is used.  A failure to create it is
  * agreed and leaves every member on the previous context. */
 int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level);
+
+/* What marking the channel with a level did, to be said. */
+typedef enum {
+    CRUX_NET_MARK_SAME,     /* no channel, or marked so already: nothing to say */
+    CRUX_NET_MARK_TCP,      /* the TCP sockets re-marked (tos, priority; status: the
+                               * socket priority was refused, the TOS stands) */
+    CRUX_NET_MARK_UCX,      /* the UCX channel on another context (context of
+                               * contexts, its sl and traffic_class) */
+    CRUX_NET_MARK_UCX_KEPT, /* ... kept on its context: status says why */
+} crux_net_mark_outcome_t;
+
+typedef struct {
+    crux_net_mark_outcome_t outcome;
+    crux_status_t status;
+    int tos, priority;
+    int context, contexts, sl, traffic_class;
+} crux_net_marking_t;
+
+/* crux_net_set_level on a channel (NULL: none, nothing done), and what
+ * it did.  Said at most once per change of level. */
+crux_net_marking_t crux_net_mark(crux_net_t *net, const crux_net_level_t *level);
 
 /* The marking the kernel holds for the TCP channel's sockets (read back
  * from them): CRUX_OK with the TOS byte and socket priority when every

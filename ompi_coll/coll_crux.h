@@ -15,13 +15,16 @@
  *   coll_crux_share.c      groups shared between communicators: the process
  *                          names for libcrux_coll's crux_share_acquire
  *   coll_crux_hier.c       the subcommunicators of libcrux_coll's layout plan
- *                          (crux_layout_plan, crux_layout_handoff), the
- *                          inter-group step of the hierarchical Allreduce
+ *                          (crux_layout_plan, crux_layout_handoff), and the
+ *                          cross communicator's Allreduces its inter-group
+ *                          step takes (crux_layout_allreduce)
  *   coll_crux_topo.c       this machine's topology, loaded once
  *   coll_crux_device.c     CUDA device buffers: staging with MPI's extents
- *   coll_crux_net.c        the channel of the inter-node step: crux_net_open
- *                          given the parameters, the job's level and paths
- *   coll_crux_route.c      the ranks' host names for those paths
+ *   coll_crux_net.c        the channel of the inter-node step: crux_net_open,
+ *                          crux_net_follow_route and crux_net_mark given the
+ *                          parameters, the job's level and route; what they
+ *                          did, said
+ *   coll_crux_route.c      the ranks' host names for the route's paths
  *   coll_crux_job.c        the job's place in crux-sched's schedule (level,
  *                          network settings, arbitration): libcrux_job
  *   coll_crux_profile.c    the job's communication profile for crux-sched:
@@ -99,22 +102,16 @@ typedef struct {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_crux_component_t mca_coll_crux_component;
 
-/* How a communicator's ranks split into groups (coll_crux_hier.c). */
+/* How a communicator's ranks split into groups (coll_crux_hier.c):
+ * libcrux_coll's layout (its groups, the channel between nodes) and the
+ * communicators and references that hold it. */
 typedef struct {
+    crux_layout_t super;
     ompi_communicator_t *local_comm; /* the ranks of this rank's group */
     ompi_communicator_t *cross_comm; /* local rank i of every group */
-    crux_coll_group_t *group;        /* shared memory among local_comm's ranks ... */
-    struct crux_engine_group *lanes; /* ... or, when every group has them, the engine's lanes */
     crux_share_t *share;             /* the reference that holds group or lanes */
-    /* the shared-memory group of the small Allreduce: 'group', or with
-     * lanes one of its own (NULL: none could be had) */
-    crux_coll_group_t *small;
-    crux_share_t *small_share; /* with lanes, the reference that holds it */
-    bool cross_local;          /* the cross communicator is on this node */
-    crux_net_t *net;           /* crux's channel across nodes; NULL: the PML */
-    uint64_t route;            /* the hash of the route its TCP connections took */
-    int groups;
-    int per_group;
+    crux_share_t *small_share;       /* with lanes, the reference that holds small */
+    const char **hosts; /* cross_comm's ranks' host names (the route's paths); NULL: none */
 } mca_coll_crux_layout_t;
 
 typedef struct {
@@ -306,30 +303,37 @@ crux_net_level_t coll_crux_job_net_level(void);
  * longer than size); false when the job reads no priority file. */
 bool coll_crux_job_route(char *out, size_t size);
 #define COLL_CRUX_ROUTE_MAX 4097 /* a priority file's longest token, and its end */
-/* The planned paths of the cross communicator's connections, one per rank,
- * from a route, for rail `rail` (coll_crux_route.c: its ranks' host names
- * to crux_net_route_paths); NULL when none applies (free it). */
-crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail);
+/* The host names of the cross communicator's ranks, in rank order, for
+ * the planned paths of a route (coll_crux_route.c; crux_net_open_t's
+ * hosts); NULL without memory (free it, not the names). */
+const char **coll_crux_route_hosts(ompi_communicator_t *cross);
 
 /* The channel of a layout's inter-node step (coll_crux_net.c): opened by
  * crux_net_open once the layout is built (collective over its cross
- * communicator), marked with the job's current level before each call. */
+ * communicator); before each call made again on a new route
+ * (crux_net_follow_route) and marked with the job's current level
+ * (crux_net_mark), collective over the cross communicator too. */
 void coll_crux_net_open(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
 void coll_crux_net_mark(mca_coll_crux_layout_t *layout, ompi_communicator_t *comm);
 
-/* One call's inter-group steps over a layout, as MPI calls on its cross
- * communicator (coll_crux_hier.c). */
+/* One call's inter-group step over a layout: the cross communicator's own
+ * Allreduces (coll_crux_hier.c), which libcrux_coll runs the way
+ * crux_layout_step chooses. */
+typedef struct {
+    ompi_communicator_t *cross;
+    ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+} coll_crux_cross_arg_t;
 typedef struct {
     mca_coll_crux_layout_t *layout;
     ompi_datatype_t *dtype;
     struct ompi_op_t *op;
-    crux_dtype_t cdtype;
-    crux_op_t cop;
-    crux_coll_inter_t inter, small_inter;
+    coll_crux_cross_arg_t arg;
+    crux_layout_cross_t cross;
 } coll_crux_step_t;
-/* The layout's groups and steps as libcrux_coll's targets, for an
- * algorithm that 'needs' them (crux_alg_needs); its channel marked with
- * the job's level when it needs the channel. */
+/* The layout and its cross communicator's Allreduces as libcrux_coll's
+ * targets, for an algorithm that 'needs' them (crux_alg_needs); its
+ * channel marked with the job's level when it needs the channel. */
 void coll_crux_hier_targets(coll_crux_step_t *step, unsigned needs, crux_allreduce_targets_t *t);
 
 /* What a communicator asks of the Allreduce selection: the MCA

@@ -65,7 +65,9 @@ static crux_coll_group_t *small_group(mca_coll_crux_module_t *m, size_t bytes)
 static const mca_coll_crux_layout_t *small_layout(mca_coll_crux_module_t *m, size_t bytes)
 {
     const mca_coll_crux_layout_t *l = coll_crux_get_layout(m);
-    return l != NULL && l->small != NULL && crux_coll_small_fits(l->small, bytes) ? l : NULL;
+    return l != NULL && l->super.small != NULL && crux_coll_small_fits(l->super.small, bytes)
+               ? l
+               : NULL;
 }
 
 static int has(void *arg, crux_select_cap_t cap)
@@ -78,7 +80,7 @@ static int has(void *arg, crux_select_cap_t cap)
     case CRUX_CAP_LAYOUT: return coll_crux_get_layout(c->m) != NULL;
     case CRUX_CAP_LAYOUT_LANES: {
         const mca_coll_crux_layout_t *l = coll_crux_get_layout(c->m);
-        return l != NULL && l->lanes != NULL;
+        return l != NULL && l->super.lanes != NULL;
     }
     case CRUX_CAP_DEVICE_KERNEL: return coll_crux_device_kernel(c->cdtype, c->cop);
     case CRUX_CAP_SMALL: return small_group(c->m, c->bytes) != NULL;
@@ -107,7 +109,7 @@ static void targets_for(mca_coll_crux_module_t *m, crux_alg_t alg, ompi_datatype
     mca_coll_crux_layout_t *l =
         needs & CRUX_NEEDS_LAYOUT ? crux_share_slot_peek(&m->layout_slot) : NULL;
     if (l != NULL) {
-        *step = (coll_crux_step_t){ l, dtype, op, cdtype, cop };
+        *step = (coll_crux_step_t){ .layout = l, .dtype = dtype, .op = op };
         coll_crux_hier_targets(step, needs, t);
     }
 }

@@ -20,13 +20,12 @@
  * size, of more than one rank; otherwise the layout is unusable and crux
  * falls back for such calls.
  *
- * The inter-group step runs on the cross communicator (local rank i of every
- * group): as a blocking Allreduce when its ranks share this node (crux's
- * own flat algorithm, through shared memory), else over crux's channel
- * between nodes, marked with the job's level (coll_crux_net.c), or as a
- * nonblocking Allreduce over the PML; both polled while the group goes on,
- * and over the TCP channel a rank with nothing else to do sleeps until a
- * socket is ready (1 ms at most) instead of yielding its core in a loop. */
+ * The inter-group step runs on the cross communicator (local rank i of
+ * every group), the way libcrux_coll chooses (crux_layout_step): over
+ * crux's channel between nodes (coll_crux_net.c), else as the cross
+ * communicator's own Allreduce, blocking when its ranks share this node
+ * (crux's own flat algorithm, through shared memory), nonblocking over the
+ * PML otherwise; this file gives it those two Allreduces. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +88,9 @@ static int split(ompi_communicator_t *comm, const crux_layout_plan_t *plan,
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    l->per_group = plan->per_group;
-    l->groups = plan->groups;
-    l->cross_local = !ompi_group_have_remote_peers(l->cross_comm->c_local_group);
+    l->super.per_group = plan->per_group;
+    l->super.groups = plan->groups;
+    l->super.cross_local = !ompi_group_have_remote_peers(l->cross_comm->c_local_group);
     return OMPI_SUCCESS;
 }
 
@@ -126,7 +125,8 @@ static crux_status_t local_group(mca_coll_crux_layout_t *l, const crux_coll_oob_
 /* What a layout holds, released; the layout itself is the caller's. */
 static void layout_free(mca_coll_crux_layout_t *l)
 {
-    crux_net_destroy(l->net);
+    crux_net_destroy(l->super.net);
+    free(l->hosts);
     crux_share_release(l->share, 1);
     crux_share_release(l->small_share, 1);
     if (l->cross_comm != NULL) {
@@ -169,6 +169,19 @@ static int build_shared(void *argp, int small_only)
     return local_group(a->l, &a->oob, COLL_CRUX_SHM, small_only, share, &a->shared) == CRUX_OK;
 }
 
+/* How the layout's inter-group step goes (crux_layout_step), to say. */
+static const char *step_said(const crux_layout_t *l)
+{
+    switch (crux_layout_step(l)) {
+    case CRUX_LAYOUT_STEP_NET:
+        return crux_net_kind(l->net) == CRUX_NET_UCX ? "over crux's ucx channel"
+                                                     : "over crux's tcp channel";
+    case CRUX_LAYOUT_STEP_BLOCKING: return "through shared memory";
+    case CRUX_LAYOUT_STEP_NONBLOCKING: break;
+    }
+    return "over the PML";
+}
+
 /* The layout of the module's communicator (collective over it, 'oob' its
  * exchange): the plan's subcommunicators, within the rank groups the
  * engine's lanes or a shared-memory group (shared with communicators over
@@ -202,16 +215,16 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob, void
         .oob = { .allgather = local_allgather,
                  .arg = use->local_comm,
                  .rank = ready ? ompi_comm_rank(use->local_comm) : 0,
-                 .size = use->per_group },
+                 .size = use->super.per_group },
     };
     const crux_layout_build_t build = { build_lanes, drop_lanes, build_shared, &arg };
     int lanes, small;
     status = crux_layout_handoff(oob, ready, m->request.handoff, &build, &lanes, &small);
     if (status == CRUX_OK && lanes) {
-        use->lanes = arg.lanes;
-        use->small = small ? arg.shared : NULL;
+        use->super.lanes = arg.lanes;
+        use->super.small = small ? arg.shared : NULL;
     } else if (status == CRUX_OK) {
-        use->group = use->small = arg.shared;
+        use->super.group = use->super.small = arg.shared;
     } else if (status == CRUX_ERR_NO_RESOURCE) {
         COLL_CRUX_VERBOSE(1, "communicator %s: no shared memory for its groups: falling back",
                           m->comm->c_name);
@@ -228,13 +241,9 @@ static crux_status_t layout_build(void *module, const crux_coll_oob_t *oob, void
     COLL_CRUX_VERBOSE(2,
                       "communicator %s: %d groups of %d ranks, %s within them, inter-group "
                       "step %s",
-                      m->comm->c_name, use->groups, use->per_group,
-                      use->lanes != NULL ? "the engine's lanes" : "staging",
-                      use->cross_local ? "through shared memory"
-                      : use->net == NULL
-                          ? "over the PML"
-                          : (crux_net_kind(use->net) == CRUX_NET_UCX ? "over crux's ucx channel"
-                                                                     : "over crux's tcp channel"));
+                      m->comm->c_name, use->super.groups, use->super.per_group,
+                      use->super.lanes != NULL ? "the engine's lanes" : "staging",
+                      step_said(&use->super));
     *out = l;
     return CRUX_OK;
 }
@@ -259,33 +268,33 @@ const mca_coll_crux_layout_t *coll_crux_get_layout(mca_coll_crux_module_t *m)
 
 /* ---- the inter-group step ------------------------------------------------ */
 
-static crux_status_t inter_start(void *argp, void *buf, size_t count, void **request)
+/* The cross communicator's own Allreduce, in place, for libcrux_coll's
+ * inter-group step (crux_layout_cross_t, which way crux_layout_step
+ * chooses): blocking, or nonblocking over the module below. */
+static crux_status_t cross_reduce(void *argp, void *buf, size_t count)
 {
-    coll_crux_step_t *a = argp;
-    ompi_communicator_t *cross = a->layout->cross_comm;
-    int rc;
-    *request = NULL;
-    if (a->layout->net != NULL) {
-        return crux_net_start(a->layout->net, buf, count, a->cdtype, a->cop, request);
-    }
-    if (a->layout->cross_local) {
-        rc = cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
-                                           cross->c_coll->coll_allreduce_module);
-    } else {
-        ompi_request_t *req = NULL;
-        rc = cross->c_coll->coll_iallreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
-                                            &req, cross->c_coll->coll_iallreduce_module);
-        *request = req;
-    }
+    coll_crux_cross_arg_t *a = argp;
+    return a->cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op,
+                                            a->cross,
+                                            a->cross->c_coll->coll_allreduce_module) == OMPI_SUCCESS
+               ? CRUX_OK
+               : CRUX_ERR_IO;
+}
+
+static crux_status_t cross_start(void *argp, void *buf, size_t count, void **request)
+{
+    coll_crux_cross_arg_t *a = argp;
+    ompi_request_t *req = NULL;
+    int rc =
+        a->cross->c_coll->coll_iallreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, a->cross,
+                                          &req, a->cross->c_coll->coll_iallreduce_module);
+    *request = req;
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
-static crux_status_t inter_test(void *argp, void *request, int *done)
+static crux_status_t cross_test(void *argp, void *request, int *done)
 {
-    coll_crux_step_t *a = argp;
-    if (a->layout->net != NULL) {
-        return crux_net_test(a->layout->net, request, done);
-    }
+    (void)argp;
     ompi_request_t *req = request;
     if (req == NULL) {
         *done = 1;
@@ -297,52 +306,18 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
     return rc == OMPI_SUCCESS ? CRUX_OK : CRUX_ERR_IO;
 }
 
-/* The small Allreduce's inter-group step, for member 0 of each group: the
- * cross communicator's own Allreduce, blocking (for a few cache lines a
- * nonblocking collective's schedule costs more than it overlaps).  Across
- * nodes crux's module there has no groups and hands the call on at once
- * (its first small call found so); on one node it is crux's small one. */
-static crux_status_t small_inter_start(void *argp, void *buf, size_t count, void **request)
-{
-    coll_crux_step_t *a = argp;
-    ompi_communicator_t *cross = a->layout->cross_comm;
-    *request = NULL;
-    return cross->c_coll->coll_allreduce(MPI_IN_PLACE, buf, (int)count, a->dtype, a->op, cross,
-                                         cross->c_coll->coll_allreduce_module) == OMPI_SUCCESS
-               ? CRUX_OK
-               : CRUX_ERR_IO;
-}
-
-static crux_status_t small_inter_test(void *argp, void *request, int *done)
-{
-    (void)argp;
-    (void)request;
-    *done = 1;
-    return CRUX_OK;
-}
-
-/* Only with crux's TCP channel: it can tell when a step may move. */
-static void inter_wait(void *argp, int timeout_ms)
-{
-    coll_crux_step_t *a = argp;
-    crux_net_wait(a->layout->net, timeout_ms);
-}
-
+/* Across nodes crux's module on the cross communicator has no groups and
+ * hands the small Allreduce's blocking step on at once (its first small
+ * call found so); on one node it is crux's small one. */
 void coll_crux_hier_targets(coll_crux_step_t *step, unsigned needs, crux_allreduce_targets_t *t)
 {
     mca_coll_crux_layout_t *l = step->layout;
     if (needs & CRUX_NEEDS_CHANNEL) {
         coll_crux_net_mark(l, l->cross_comm);
     }
-    step->inter =
-        (crux_coll_inter_t){ inter_start, inter_test, step,
-                             l->net != NULL && crux_net_kind(l->net) == CRUX_NET_TCP ? inter_wait
-                                                                                     : NULL };
-    step->small_inter = (crux_coll_inter_t){ small_inter_start, small_inter_test, step, NULL };
-    t->layout_group = l->group;
-    t->layout_lanes = l->lanes;
-    t->layout_small = l->small;
-    t->inter = &step->inter;
-    t->small_inter = &step->small_inter;
+    step->cross = (crux_layout_cross_t){ cross_reduce, cross_start, cross_test, &step->arg };
+    step->arg = (coll_crux_cross_arg_t){ l->cross_comm, step->dtype, step->op };
+    t->layout = &l->super;
+    t->cross = &step->cross;
     t->depth = (unsigned)mca_coll_crux_component.hier_depth;
 }

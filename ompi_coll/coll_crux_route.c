@@ -1,6 +1,6 @@
-/* The planned paths of a cross communicator's TCP connections: the
- * members' host names, for libcrux_coll's reading of the job's "route"
- * (crux_net_route_paths). */
+/* The host names of a cross communicator's ranks, for libcrux_coll's
+ * reading of the job's "route" (crux_net_open_t's hosts,
+ * crux_net_route_paths). */
 #include <stdlib.h>
 
 #include "ompi_config.h"
@@ -16,20 +16,12 @@ static const char *host_of(ompi_communicator_t *comm, int rank)
     return name != NULL ? name : "";
 }
 
-crux_net_path_t *coll_crux_route_paths(ompi_communicator_t *cross, const char *route, int rail)
+const char **coll_crux_route_hosts(ompi_communicator_t *cross)
 {
     int size = ompi_comm_size(cross);
-    if (route[0] == '\0') {
-        return NULL;
-    }
     const char **hosts = malloc((size_t)size * sizeof(*hosts));
-    if (hosts == NULL) {
-        return NULL;
-    }
-    for (int p = 0; p < size; p++) {
+    for (int p = 0; hosts != NULL && p < size; p++) {
         hosts[p] = host_of(cross, p);
     }
-    crux_net_path_t *paths = crux_net_route_paths(route, hosts, size, ompi_comm_rank(cross), rail);
-    free(hosts);
-    return paths;
+    return hosts;
 }

@@ -45,8 +45,7 @@ static int engine_broken(void *group)
 static int layout_broken(void *group)
 {
     const mca_coll_crux_layout_t *l = group;
-    return (l->group != NULL && crux_coll_group_broken(l->group)) ||
-           (l->lanes != NULL && crux_engine_group_broken(l->lanes));
+    return crux_layout_broken(&l->super);
 }
 
 crux_status_t coll_crux_share_acquire(const coll_crux_share_request_t *req, crux_share_t **share)

@@ -9,6 +9,7 @@ const char *crux_net_kind_name(crux_net_kind_t kind)
     case CRUX_NET_TCP: return "tcp";
     case CRUX_NET_PML: return "pml";
     case CRUX_NET_UCX: return "ucx";
+    case CRUX_NET_NONE: return "none";
     }
     return "?";
 }

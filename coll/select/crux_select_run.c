@@ -20,17 +20,18 @@ static crux_engine_group_t *engine_caller_of(crux_engine_group_t *g, uint64_t ca
     return g;
 }
 
-static crux_status_t run_hier(const crux_allreduce_targets_t *t, unsigned depth, const void *sbuf,
-                              void *rbuf, size_t count, crux_dtype_t dtype, crux_op_t op)
+/* The caller's word on the layout's groups (they may serve other callers
+ * too). */
+static const crux_layout_t *layout_of(const crux_allreduce_targets_t *t)
 {
-    crux_engine_group_t *lanes = engine_caller_of(t->layout_lanes, t->caller);
-    crux_coll_group_t *g = caller_of(t->layout_group, t->caller);
-    if (t->inter == NULL || (lanes == NULL && g == NULL)) {
-        return CRUX_ERR_NOT_FOUND;
+    const crux_layout_t *l = t->layout;
+    if (l == NULL || t->cross == NULL) {
+        return NULL;
     }
-    return lanes != NULL
-               ? crux_engine_allreduce_hier(lanes, t->inter, depth, sbuf, rbuf, count, dtype, op)
-               : crux_coll_allreduce_hier(g, t->inter, depth, sbuf, rbuf, count, dtype, op);
+    caller_of(l->group, t->caller);
+    caller_of(l->small, t->caller);
+    engine_caller_of(l->lanes, t->caller);
+    return l;
 }
 
 crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t alg,
@@ -39,6 +40,7 @@ crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t a
 {
     crux_coll_group_t *g;
     crux_engine_group_t *e;
+    const crux_layout_t *l;
     switch (alg) {
     case CRUX_ALG_SMALL:
         g = t->group;
@@ -48,12 +50,9 @@ crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t a
         crux_coll_group_set_caller(g, t->caller);
         return crux_coll_allreduce_small(g, sbuf, rbuf, count, dtype, op);
     case CRUX_ALG_HIER_SMALL:
-        g = t->layout_small;
-        if (g == NULL || t->small_inter == NULL) {
-            return CRUX_ERR_NOT_FOUND;
-        }
-        crux_coll_group_set_caller(g, t->caller);
-        return crux_coll_allreduce_small_hier(g, t->small_inter, sbuf, rbuf, count, dtype, op);
+        l = layout_of(t);
+        return l != NULL ? crux_layout_allreduce_small(l, t->cross, sbuf, rbuf, count, dtype, op)
+                         : CRUX_ERR_NOT_FOUND;
     case CRUX_ALG_FLAGS:
         g = caller_of(t->group, t->caller);
         return g != NULL ? crux_coll_allreduce(g, sbuf, rbuf, count, dtype, op)
@@ -63,8 +62,12 @@ crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t a
         e = engine_caller_of(t->engine, t->caller);
         return e != NULL ? crux_engine_allreduce(e, sbuf, rbuf, count, dtype, op)
                          : CRUX_ERR_NOT_FOUND;
-    case CRUX_ALG_HIER: return run_hier(t, t->depth, sbuf, rbuf, count, dtype, op);
-    case CRUX_ALG_HIER_SEQUENTIAL: return run_hier(t, 0, sbuf, rbuf, count, dtype, op);
+    case CRUX_ALG_HIER:
+    case CRUX_ALG_HIER_SEQUENTIAL:
+        l = layout_of(t);
+        return l != NULL ? crux_layout_allreduce(l, t->cross, alg == CRUX_ALG_HIER ? t->depth : 0,
+                                                 sbuf, rbuf, count, dtype, op)
+                         : CRUX_ERR_NOT_FOUND;
     default: return CRUX_ERR_INVALID; /* FALLBACK and HOST_STAGED are the caller's */
     }
 }

@@ -6,7 +6,8 @@
  * order for every (type, op) with a kernel, several steps in flight, the
  * marking changed between steps (TCP: read back from the kernel; UCX: the
  * context each level gets, with the SL and traffic class read back from
- * its configuration, member 0's level taken by all), and a member killed
+ * its configuration, member 0's level taken by all; what crux_net_mark
+ * reports of each change), and a member killed
  * in a step failing the others' steps instead of hanging them; and the
  * source port that pins a connection to a planned path (root only). */
 #define _GNU_SOURCE /* unshare */
@@ -142,6 +143,8 @@ static int ucx_context_is(const crux_net_t *net, int index, int contexts, int sl
 /* Round 1 moves to DSCP 46 (SL 5, traffic class 184: a new context); with
  * UCX the other members ask for another level, and member 0's wins.  Round
  * 2 goes back to DSCP 10: TCP re-marks, UCX takes its first context again.
+ * crux_net_mark (crux_net_set_level, and what it did, as the component
+ * says it) reports each change, then nothing for the same level again.
  * 0 when the channel did so. */
 static int relevel(crux_net_t *net, const net_case_t *c, int round, int rank)
 {
@@ -151,15 +154,24 @@ static int relevel(crux_net_t *net, const net_case_t *c, int round, int rank)
     const crux_net_level_t *want = round == 1 ? &high : &low;
     int tos, prio;
     if (!c->ucx) {
-        return crux_net_set_level(net, want) != 1 || crux_net_marks_in_force(net, &tos, &prio) ||
-               tos != crux_net_tos(want) || prio != crux_net_socket_priority(want) ||
+        crux_net_marking_t m = crux_net_mark(net, want);
+        return m.outcome != CRUX_NET_MARK_TCP || m.status != CRUX_OK ||
+               m.tos != crux_net_tos(want) || m.priority != crux_net_socket_priority(want) ||
+               crux_net_marks_in_force(net, &tos, &prio) || tos != m.tos || prio != m.priority ||
+               crux_net_mark(net, want).outcome != CRUX_NET_MARK_SAME ||
                crux_net_set_level(net, want) != 0;
     }
-    if (crux_net_set_level(net, rank == 0 ? want : &other) != 1) {
+    crux_net_marking_t m = crux_net_mark(net, rank == 0 ? want : &other);
+    if (m.outcome != CRUX_NET_MARK_UCX || m.status != CRUX_OK) {
         return 1;
     }
-    int ok = round == 1 ? ucx_context_is(net, 1, 2, 5, 184) : ucx_context_is(net, 0, 2, 1, 40);
-    return !ok || crux_net_set_level(net, rank == 0 ? want : &other) != 0 ||
+    int ok = round == 1 ? ucx_context_is(net, 1, 2, 5, 184) && m.context == 1 && m.sl == 5 &&
+                              m.traffic_class == 184
+                        : ucx_context_is(net, 0, 2, 1, 40) && m.context == 0 && m.sl == 1 &&
+                              m.traffic_class == 40;
+    return !ok || m.contexts != 2 ||
+           crux_net_mark(net, rank == 0 ? want : &other).outcome != CRUX_NET_MARK_SAME ||
+           crux_net_mark(NULL, want).outcome != CRUX_NET_MARK_SAME ||
            crux_net_marks_in_force(net, &tos, &prio) != CRUX_ERR_UNSUPPORTED;
 }
 

@@ -5,8 +5,10 @@
  * cannot listen falling to the PML, both in a row, RDMA asked on a host
  * without it, the PML asked; the listening address each member takes
  * from a list of rails; the planned paths read from a route
- * (crux_net_route_paths) and the agreement to follow a new route
- * (crux_net_route_changed). */
+ * (crux_net_route_paths), the agreement to follow a new route
+ * (crux_net_route_changed), and following it (crux_net_follow_route: the
+ * TCP channel made again once every member read the same new route); no
+ * channel for members that share a node. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +252,131 @@ START_TEST(route_changed)
 }
 END_TEST
 
+/* A step over the channel: the members' sum, exact. */
+static int step_sums(crux_net_t *net, fork_group_member_t *m)
+{
+    int x[2] = { m->rank, 1 };
+    void *req;
+    int done = 0;
+    if (crux_net_start(net, x, 2, CRUX_DT_INT32, CRUX_OP_SUM, &req) != CRUX_OK) {
+        return 0;
+    }
+    while (!done) {
+        if (crux_net_test(net, req, &done) != CRUX_OK) {
+            return 0;
+        }
+    }
+    return x[0] == m->size * (m->size - 1) / 2 && x[1] == m->size;
+}
+
+/* Following the route, round after round on one channel: the route its
+ * connections took (nothing); one member reading another route (nothing
+ * until all read it); all reading it (made again over TCP, though UCX is
+ * asked); no priority file (nothing); a new route where TCP cannot be
+ * made (lost: no channel, as for the PML); with no channel (nothing).
+ * Each outcome alike on every member, and the channel steps after each. */
+static int follow_body(fork_group_member_t *m, void *arg)
+{
+    (void)arg;
+    alarm(60);
+    crux_coll_oob_t oob = fork_group_oob(m);
+    static const char *const hosts[3] = { "h0", "h1", "h2" };
+    crux_net_open_t o = {
+        .asked = CRUX_NET_TCP,
+        .rdma = -1, /* TCP asked: never probed */
+        .where = "lo",
+        .rail = m->rank,
+        .setup_timeout_ms = 5000,
+        .level = (crux_net_level_t)CRUX_NET_LEVEL_NONE,
+        .route = "h0>h1:0/2",
+        .hosts = hosts,
+    };
+    crux_net_t *net;
+    char why[512];
+    if (crux_net_open(&oob, &o, &net, why, sizeof(why)) != CRUX_NET_TCP) {
+        return 2;
+    }
+    uint64_t took = crux_net_route_hash(o.route), first = took;
+    const crux_net_t *was = net;
+    /* the same route: nothing */
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_KEPT ||
+        net != was || took != first || !step_sums(net, m)) {
+        return 3;
+    }
+    /* member 1 read a new route, the others not yet: nothing */
+    o.route = m->rank == 1 ? "h0>h1:1/2" : "h0>h1:0/2";
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_KEPT ||
+        net != was || took != first || !step_sums(net, m)) {
+        return 4;
+    }
+    /* all read it: made again, over TCP whatever is asked */
+    o.route = "h0>h1:1/2";
+    o.asked = CRUX_NET_UCX;
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_REMADE ||
+        net == NULL || crux_net_kind(net) != CRUX_NET_TCP || why[0] != '\0' ||
+        took != crux_net_route_hash("h0>h1:1/2") || !step_sums(net, m)) {
+        return 5;
+    }
+    /* no priority file read: nothing to follow */
+    was = net;
+    o.route = NULL;
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_KEPT ||
+        net != was || !step_sums(net, m)) {
+        return 6;
+    }
+    /* a new route, TCP with nowhere to listen: lost, no channel left */
+    o.route = "h0>h2:1/2";
+    o.where = "crux-no-such-if44";
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_LOST ||
+        net != NULL || strstr(why, "no tcp channel (") == NULL ||
+        took != crux_net_route_hash("h0>h2:1/2")) {
+        return 7;
+    }
+    /* no channel: nothing to follow, nothing exchanged */
+    o.route = "h1>h2:1/2";
+    if (crux_net_follow_route(&oob, &net, &o, &took, why, sizeof(why)) != CRUX_NET_ROUTE_KEPT ||
+        net != NULL) {
+        return 8;
+    }
+    return 0;
+}
+
+START_TEST(follow_route)
+{
+    for (int size = 2; size <= 3; size++) {
+        ck_assert_int_eq(fork_group_run(size, follow_body, NULL), 0);
+    }
+}
+END_TEST
+
+/* Members that share a node: no channel, whatever is asked, nothing
+ * exchanged (the oob is never called) and nothing to say. */
+static int never(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    (void)sbuf, (void)rbuf, (void)length;
+    (*(int *)arg)++;
+    return -1;
+}
+
+START_TEST(local)
+{
+    static const crux_net_kind_t asked[] = { CRUX_NET_AUTO, CRUX_NET_RDMA, CRUX_NET_TCP,
+                                             CRUX_NET_PML, CRUX_NET_UCX };
+    for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+        int calls = 0;
+        crux_coll_oob_t oob = { never, &calls, 0, 2 };
+        crux_net_open_t o = { .asked = asked[i], .rdma = -1, .local = 1 };
+        crux_net_t *net = (crux_net_t *)&o;
+        char why[64] = "x";
+        ck_assert_int_eq(crux_net_open(&oob, &o, &net, why, sizeof(why)), CRUX_NET_NONE);
+        ck_assert_ptr_null(net);
+        ck_assert_str_eq(why, "");
+        ck_assert_int_eq(calls, 0);
+    }
+    ck_assert_str_eq(crux_net_kind_name(CRUX_NET_NONE), "none");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("net_open");
@@ -260,6 +387,8 @@ static Suite *suite(void)
     tcase_add_test(t, rails);
     tcase_add_test(t, route_paths);
     tcase_add_test(t, route_changed);
+    tcase_add_test(t, follow_route);
+    tcase_add_test(t, local);
     suite_add_tcase(s, t);
     return s;
 }

@@ -287,6 +287,12 @@ static crux_status_t inter_test(void *argp, void *request, int *done)
     return CRUX_OK;
 }
 
+static crux_status_t cross_reduce(void *argp, void *buf, size_t count)
+{
+    void *request;
+    return inter_start(argp, buf, count, &request);
+}
+
 static int run_hier(fork_group_member_t *m, void *arg)
 {
     int die = *(const int *)arg;
@@ -313,8 +319,11 @@ static int run_hier(fork_group_member_t *m, void *arg)
         _Alignas(64) unsigned char s[BUF_BYTES], r[BUF_BYTES], want[BUF_BYTES], scratch[BUF_BYTES];
         fill(a.dtype, m->rank, count, s, call);
         memcpy(r, s, count * esize);
-        /* directly, and as a caller runs it: over its targets */
-        crux_allreduce_targets_t t = { .layout_small = g, .small_inter = &inter };
+        /* directly, and as a caller runs it: over its targets, the step the
+         * cross group's blocking Allreduce */
+        const crux_layout_t layout = { .small = g };
+        const crux_layout_cross_t cross = { .reduce = cross_reduce, .arg = &a };
+        crux_allreduce_targets_t t = { .layout = &layout, .cross = &cross };
         crux_status_t st = call % 4 < 2
                                ? crux_coll_allreduce_small_hier(g, &inter, call % 2 ? s : NULL, r,
                                                                 count, a.dtype, a.op)
