@@ -219,9 +219,9 @@ int crux_net_set_level(crux_net_t *net, const crux_net_level_t *level);
 typedef enum {
     CRUX_NET_MARK_SAME,     /* no channel, or marked so already: nothing to say */
     CRUX_NET_MARK_TCP,      /* the TCP sockets re-marked (tos, priority; status: the
-                               * socket priority was refused, the TOS stands) */
+                             * socket priority was refused, the TOS stands) */
     CRUX_NET_MARK_UCX,      /* the UCX channel on another context (context of
-                               * contexts, its sl and traffic_class) */
+                             * contexts, its sl and traffic_class) */
     CRUX_NET_MARK_UCX_KEPT, /* ... kept on its context: status says why */
 } crux_net_mark_outcome_t;
 
@@ -233,7 +233,8 @@ typedef struct {
 } crux_net_marking_t;
 
 /* crux_net_set_level on a channel (NULL: none, nothing done), and what
- * it did.  Said at most once per change of level. */
+ * it did: a change of level is reported once, the same level again is
+ * CRUX_NET_MARK_SAME. */
 crux_net_marking_t crux_net_mark(crux_net_t *net, const crux_net_level_t *level);
 
 /* The marking the kernel holds for the TCP channel's sockets (read back
