@@ -171,8 +171,7 @@ void coll_crux_fill_close(void);
 /* libcrux_coll's configuration from the MCA parameters, and group creation
  * kept apart between threads (UCX's component discovery is process-wide) */
 crux_coll_config_t coll_crux_config(void);
-/* The component's size parameters, as the selection takes them
- * (coll_crux_module.c). */
+/* The component's size parameters, as the selection takes them. */
 crux_select_sizes_t coll_crux_select_sizes(void);
 crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,
                                      crux_coll_group_t **group_p);

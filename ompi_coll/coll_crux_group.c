@@ -71,6 +71,17 @@ crux_coll_config_t coll_crux_config(void)
     return config;
 }
 
+crux_select_sizes_t coll_crux_select_sizes(void)
+{
+    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
+    return (crux_select_sizes_t){
+        .min_bytes = c->allreduce_min_bytes,
+        .small_max_bytes = c->small_max_bytes,
+        .hier_small_max_bytes = c->hier_small_max_bytes,
+        .hier_min_bytes = c->hier_min_bytes,
+    };
+}
+
 /* 'create' under the set-up lock, its exchanges outside it. */
 static crux_status_t locked(crux_status_t (*create)(const crux_coll_oob_t *oob, void *arg),
                             const crux_coll_oob_t *oob, void *arg)

@@ -56,17 +56,6 @@ static bool coll_crux_handles(ompi_communicator_t *comm)
     return !OMPI_COMM_IS_INTER(comm) && ompi_comm_size(comm) > 1;
 }
 
-crux_select_sizes_t coll_crux_select_sizes(void)
-{
-    const mca_coll_crux_component_t *c = &mca_coll_crux_component;
-    return (crux_select_sizes_t){
-        .min_bytes = c->allreduce_min_bytes,
-        .small_max_bytes = c->small_max_bytes,
-        .hier_small_max_bytes = c->hier_small_max_bytes,
-        .hier_min_bytes = c->hier_min_bytes,
-    };
-}
-
 static int coll_crux_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_crux_module_t *m = (mca_coll_crux_module_t *)module;
