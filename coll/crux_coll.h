@@ -206,6 +206,11 @@ int crux_engine_group_lanes(const crux_engine_group_t *group);
 /* As crux_coll_group_set_caller, for the calls over the lanes (their posts'
  * tags); device transfers match by size and order only. */
 void crux_engine_group_set_caller(crux_engine_group_t *group, uint64_t caller);
+/* The exchange the group's device calls agree through from now on (a copy
+ * of *oob: its allgather and arg must stay valid while calls use it): the
+ * calling communicator's, since a group shared between callers outlives
+ * the one that built it, whose exchange it takes at creation. */
+void crux_engine_group_set_oob(crux_engine_group_t *group, const crux_coll_oob_t *oob);
 /* 1 once a host call abandoned the lanes: the group's later host calls
  * fail */
 int crux_engine_group_broken(const crux_engine_group_t *group);
@@ -578,6 +583,8 @@ crux_status_t crux_layout_allreduce_small(const crux_layout_t *layout,
 typedef struct {
     uint64_t caller;                  /* crux_coll_group_set_caller's word, set on
                                        * the groups a call uses */
+    const crux_coll_oob_t *oob;       /* the caller's exchange, set on the engine
+                                       * group for its device calls' agreement */
     crux_coll_group_t *group;         /* FLAGS, SMALL */
     crux_engine_group_t *engine;      /* LANES, DEVICE */
     const crux_layout_t *layout;      /* HIER*, HIER_SMALL */

@@ -128,6 +128,7 @@ typedef struct {
     crux_request_t request;             /* what the Allreduce selection is asked */
     crux_select_sizes_t sizes;          /* the size parameters, as the selection takes them */
     crux_select_bounds_t bounds;        /* what they mean for this request and communicator */
+    crux_coll_oob_t oob;                /* the exchange over comm (the previous allgather) */
     crux_select_memo_t memo;            /* the last small call's datatype, op and algorithm */
     crux_dev_host_pair_t host_pair;     /* the last call's buffers, in host memory */
     bool all_local;                     /* every rank on this node */
@@ -171,6 +172,9 @@ void coll_crux_fill_close(void);
 /* libcrux_coll's configuration from the MCA parameters, and group creation
  * kept apart between threads (UCX's component discovery is process-wide) */
 crux_coll_config_t coll_crux_config(void);
+/* The exchange over the module's communicator: the previous module's
+ * allgather, which never enters crux. */
+crux_coll_oob_t coll_crux_module_oob(mca_coll_crux_module_t *module);
 /* The component's size parameters, as the selection takes them. */
 crux_select_sizes_t coll_crux_select_sizes(void);
 crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll_config_t *config,

@@ -99,7 +99,7 @@ static void targets_for(mca_coll_crux_module_t *m, crux_alg_t alg, ompi_datatype
                         coll_crux_step_t *step, crux_allreduce_targets_t *t)
 {
     unsigned needs = crux_alg_needs(alg);
-    *t = (crux_allreduce_targets_t){ .caller = ompi_comm_get_cid(m->comm) };
+    *t = (crux_allreduce_targets_t){ .caller = ompi_comm_get_cid(m->comm), .oob = &m->oob };
     if (needs & CRUX_NEEDS_GROUP) {
         t->group = crux_share_slot_peek(&m->group_slot);
     }
@@ -123,12 +123,15 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
     coll_crux_step_t step;
     crux_allreduce_targets_t t;
     crux_job_ticket_t ticket;
-    targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     if (!crux_alg_arbitrated(alg)) {
+        targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
         return crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     }
+    /* first: the enter reads the priority file, whose level the channel is
+     * marked with as the targets are made */
     coll_crux_job_enter(&ticket);
+    targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
     crux_status_t status = crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     coll_crux_job_exit(&ticket);
     return status;

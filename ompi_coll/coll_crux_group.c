@@ -113,7 +113,7 @@ crux_status_t coll_crux_group_create(const crux_coll_oob_t *oob, const crux_coll
     return locked(create_shm, oob, &a);
 }
 
-static crux_coll_oob_t module_oob(mca_coll_crux_module_t *m)
+crux_coll_oob_t coll_crux_module_oob(mca_coll_crux_module_t *m)
 {
     crux_coll_oob_t oob = {
         .allgather = oob_allgather,
@@ -151,7 +151,7 @@ typedef struct {
 static crux_status_t acquire(void *argp, crux_share_t **share)
 {
     acquire_arg_t *a = argp;
-    crux_coll_oob_t oob = module_oob(a->m);
+    crux_coll_oob_t oob = coll_crux_module_oob(a->m);
     coll_crux_share_request_t request = *a->how;
     request.comm = a->m->comm;
     request.oob = &oob;

@@ -22,6 +22,7 @@ static void coll_crux_module_construct(mca_coll_crux_module_t *m)
     m->logged = 0;
     m->sizes = (crux_select_sizes_t)CRUX_SELECT_SIZES_DEFAULT;
     m->bounds = (crux_select_bounds_t){ 0, 0, 0 };
+    m->oob = (crux_coll_oob_t){ NULL, NULL, 0, 0 };
     m->memo = (crux_select_memo_t)CRUX_SELECT_MEMO_INIT;
     m->host_pair = (crux_dev_host_pair_t){ NULL, NULL };
 }
@@ -67,6 +68,7 @@ static int coll_crux_module_enable(mca_coll_base_module_t *module, ompi_communic
     }
     coll_crux_job_init(); /* the job's level, before any transport opens */
     m->comm = comm;
+    m->oob = coll_crux_module_oob(m);
     m->request = coll_crux_comm_request(comm);
     m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
     /* kept, so that handing a call on by its size costs a comparison */

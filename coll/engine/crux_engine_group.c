@@ -171,6 +171,11 @@ void crux_engine_group_set_caller(crux_engine_group_t *g, uint64_t caller)
     g->caller = crux_caller_word(caller);
 }
 
+void crux_engine_group_set_oob(crux_engine_group_t *g, const crux_coll_oob_t *oob)
+{
+    g->oob = *oob;
+}
+
 int crux_engine_group_broken(const crux_engine_group_t *g)
 {
     return g->lanes_broken;

@@ -60,6 +60,9 @@ crux_status_t crux_allreduce_run(const crux_allreduce_targets_t *t, crux_alg_t a
     case CRUX_ALG_LANES:
     case CRUX_ALG_DEVICE:
         e = engine_caller_of(t->engine, t->caller);
+        if (e != NULL && t->oob != NULL) {
+            crux_engine_group_set_oob(e, t->oob);
+        }
         return e != NULL ? crux_engine_allreduce(e, sbuf, rbuf, count, dtype, op)
                          : CRUX_ERR_NOT_FOUND;
     case CRUX_ALG_HIER:

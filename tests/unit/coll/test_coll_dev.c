@@ -189,6 +189,20 @@ START_TEST(t_staging)
 }
 END_TEST
 
+/* The exchange a caller sets on the group (crux_engine_group_set_oob):
+ * the one its device calls agree through, counted. */
+typedef struct {
+    crux_coll_oob_t inner;
+    int calls;
+} counted_oob_t;
+
+static int counted_allgather(const void *sbuf, void *rbuf, size_t length, void *arg)
+{
+    counted_oob_t *c = arg;
+    c->calls++;
+    return c->inner.allgather(sbuf, rbuf, length, c->inner.arg);
+}
+
 static int allreduce_body(fork_group_member_t *m, void *arg)
 {
     int procs = *(int *)arg, device = m->rank % crux_dev_count();
@@ -213,9 +227,16 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
             want[i] = p == 0 ? v : want[i] + v; /* rank order, as the owners reduce */
         }
     }
+    /* the second call agrees through the exchange set on the group, as a
+     * communicator sharing a group built by another sets its own */
+    counted_oob_t counted = { oob, 0 };
+    crux_coll_oob_t caller = { counted_allgather, &counted, oob.rank, oob.size };
     void *d;
     int rc = 0;
     for (int in_place = 0; in_place <= 1 && rc == 0; in_place++) {
+        if (in_place) {
+            crux_engine_group_set_oob(g, &caller);
+        }
         void *s = NULL;
         if (crux_dev_alloc(device, n * sizeof(float), &d) != CRUX_OK ||
             (!in_place && crux_dev_alloc(device, n * sizeof(float), &s) != CRUX_OK) ||
@@ -228,6 +249,9 @@ static int allreduce_body(fork_group_member_t *m, void *arg)
         }
         crux_dev_free(device, d);
         crux_dev_free(device, s);
+    }
+    if (rc == 0 && counted.calls == 0) {
+        rc = 13; /* the call did not agree through the caller's exchange */
     }
     crux_engine_group_destroy(g);
     free(in);
