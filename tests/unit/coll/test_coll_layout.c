@@ -270,8 +270,8 @@ END_TEST
 
 /* A rank group's shared-memory group: the caller's configuration with the
  * small Allreduce's slots for the sizes across nodes, no staging area
- * beside the lanes; and the sharing keys that keep groups of different
- * configurations apart. */
+ * beside the lanes; and a layout built for the flags hand-off is never
+ * shared with one that may have lanes. */
 START_TEST(group_config)
 {
     crux_coll_config_t base = CRUX_COLL_CONFIG_DEFAULT;
@@ -286,9 +286,6 @@ START_TEST(group_config)
     c = crux_layout_group_config(&base, &sizes, 1);
     ck_assert_uint_eq(c.small_max_bytes, 32768);
     ck_assert_uint_eq(c.stage_size, 0);
-    ck_assert(CRUX_SHARE_FLAT != CRUX_SHARE_RANK_GROUP &&
-              CRUX_SHARE_RANK_GROUP != CRUX_SHARE_RANK_GROUP_SMALL &&
-              CRUX_SHARE_FLAT != CRUX_SHARE_RANK_GROUP_SMALL);
     ck_assert_int_ne(crux_layout_variant(CRUX_HANDOFF_FLAGS),
                      crux_layout_variant(CRUX_HANDOFF_AUTO));
     ck_assert_int_eq(crux_layout_variant(CRUX_HANDOFF_LANES),
