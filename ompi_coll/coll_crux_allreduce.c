@@ -95,8 +95,7 @@ static int has(void *arg, crux_select_cap_t cap)
  * to make room since the module last looked; 'step' holds the inter-group
  * steps for the call. */
 static void targets_for(mca_coll_crux_module_t *m, crux_alg_t alg, ompi_datatype_t *dtype,
-                        struct ompi_op_t *op, crux_dtype_t cdtype, crux_op_t cop,
-                        coll_crux_step_t *step, crux_allreduce_targets_t *t)
+                        struct ompi_op_t *op, coll_crux_step_t *step, crux_allreduce_targets_t *t)
 {
     unsigned needs = crux_alg_needs(alg);
     *t = (crux_allreduce_targets_t){ .caller = ompi_comm_get_cid(m->comm), .oob = &m->oob };
@@ -125,13 +124,13 @@ static crux_status_t run(mca_coll_crux_module_t *m, crux_alg_t alg, const void *
     crux_job_ticket_t ticket;
     const void *in = sbuf == MPI_IN_PLACE ? NULL : sbuf;
     if (!crux_alg_arbitrated(alg)) {
-        targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
+        targets_for(m, alg, dtype, op, &step, &t);
         return crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     }
     /* first: the enter reads the priority file, whose level the channel is
      * marked with as the targets are made */
     coll_crux_job_enter(&ticket);
-    targets_for(m, alg, dtype, op, cdtype, cop, &step, &t);
+    targets_for(m, alg, dtype, op, &step, &t);
     crux_status_t status = crux_allreduce_run(&t, alg, in, rbuf, (size_t)count, cdtype, cop);
     coll_crux_job_exit(&ticket);
     return status;
